@@ -1,0 +1,138 @@
+"""Plan once, solve many times: the one interface in front of every Hines backend."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tree.structure import HinesStructure, MonoBatch, as_batch
+from . import registry
+from .validation import array_module, as_values, result_dtype
+from .validation import check_finite as check_finite_values
+
+__all__ = ["Plan", "plan", "solve"]
+
+
+class Plan:
+    """A structure analysed once for a backend; :meth:`solve` is the per-step hot path.
+
+    Create with :func:`hinesbatch.plan`. The backend's preparation (orderings, layouts,
+    compiled kernels, device buffers) happens per dtype on first use and is cached.
+    """
+
+    def __init__(self, structure, backend: str = "auto", **options):
+        self.structure: HinesStructure | MonoBatch = as_batch(structure)
+        cls, note = registry.resolve(backend, "hines")
+        self.backend_name: str = cls.name
+        self.note: str = note
+        self._cls = cls
+        self._options = dict(options)
+        self._impl: dict[np.dtype, object] = {}
+        self._implementation(np.dtype(np.float64))  # unknown options fail here, at plan time
+
+    def _implementation(self, dtype: np.dtype):
+        impl = self._impl.get(dtype)
+        if impl is None:
+            impl = self._cls(self.structure, dtype=dtype, **self._options)
+            self._impl[dtype] = impl
+        return impl
+
+    @property
+    def xp(self):
+        """The array module the backend computes with."""
+        return self._implementation(np.dtype(np.float64)).xp
+
+    def describe(self) -> str:
+        """What was planned: structure, backend, the reason for the choice, backend details."""
+        s = self.structure
+        if isinstance(s, MonoBatch):
+            shape = f"mono-morphology batch: {s.n_cells} cells x {s.nodes_per_cell} nodes (shared structure)"
+        else:
+            shape = f"batch of {s.n_cells} cells, {s.n_nodes} nodes in all (per-cell structure)"
+        impl = self._implementation(np.dtype(np.float64))
+        return f"{shape}; backend {self.backend_name} ({self.note}); {impl.describe()}"
+
+    def __repr__(self) -> str:
+        return f"<hinesbatch.Plan {self.describe()}>"
+
+    def solve(self, d, rhs, *, overwrite: bool = False, check_finite: bool = True):
+        """Solve the batch for diagonal ``d`` and right-hand side ``rhs``.
+
+        Parameters
+        ----------
+        d, rhs : array_like, shape ``structure.values_shape``
+            ``(n_nodes,)`` for a :class:`HinesStructure`, ``(n_cells, n_nodes)`` for a
+            :class:`MonoBatch`. NumPy or CuPy arrays; float32 if both are float32, else float64.
+        overwrite : bool
+            Allow the solver to use ``d`` and ``rhs`` as scratch; the solution is then written
+            into ``rhs`` when its dtype and memory allow it (and returned). With ``False``
+            (default) the inputs are never modified.
+        check_finite : bool
+            Check that the inputs hold only finite numbers (``ValueError`` naming the argument
+            and location otherwise). Disabling it saves a pass over the data.
+
+        Returns
+        -------
+        x : array of ``rhs``'s kind (NumPy in, NumPy out; CuPy in, CuPy out)
+
+        Raises
+        ------
+        SingularSystemError
+            A zero or non-finite pivot; the error names the cell and node.
+        """
+        in_xp = array_module(d, rhs)
+        d_in, rhs_in = d, rhs
+        dtype = result_dtype(in_xp.asarray(d), in_xp.asarray(rhs))
+        impl = self._implementation(dtype)
+        xp = impl.xp
+        shape = self.structure.values_shape
+        offsets = None if isinstance(self.structure, MonoBatch) else self.structure.cell_offsets
+        if xp is not in_xp:  # host <-> device transfer: fresh arrays, nothing aliases the input
+            d, rhs = _transfer(in_xp.asarray(d), xp), _transfer(in_xp.asarray(rhs), xp)
+        d_w = as_values(xp, d, "d", shape, dtype)
+        rhs_w = as_values(xp, rhs, "rhs", shape, dtype)
+        if check_finite:
+            check_finite_values(xp, d_w, "d", offsets)
+            check_finite_values(xp, rhs_w, "rhs", offsets)
+        if not overwrite:  # the backend destroys d and writes x over rhs: protect the caller's
+            if _may_alias(xp, d_w, d_in):
+                d_w = d_w.copy()
+            if _may_alias(xp, rhs_w, rhs_in):
+                rhs_w = rhs_w.copy()
+        impl.solve(d_w, rhs_w)
+        return rhs_w if xp is in_xp else _transfer(rhs_w, in_xp)
+
+
+def _may_alias(xp, work, original) -> bool:
+    """Whether the working array ``work`` may share memory with the caller's ``original``."""
+    if not isinstance(original, xp.ndarray):
+        return False
+    return work is original or bool(xp.may_share_memory(work, original))
+
+
+def _transfer(a, xp):
+    if xp is np:
+        return a.get() if hasattr(a, "get") else np.asarray(a)
+    return xp.asarray(a)
+
+
+def plan(structure, backend: str = "auto", **options) -> Plan:
+    """Analyse ``structure`` once for ``backend``; returns a :class:`Plan` to solve with.
+
+    Parameters
+    ----------
+    structure : HinesStructure or MonoBatch
+        The canonical batched structure (:mod:`hinesbatch.tree`).
+    backend : str
+        ``"auto"`` (GPU when CuPy and a device are present, else multicore CPU), or a name
+        from :func:`hinesbatch.backends`; an unknown name raises ``ValueError`` listing them.
+    **options
+        Backend options (for example ``strategy=`` for the GPU backend).
+    """
+    return Plan(structure, backend, **options)
+
+
+def solve(structure, d, rhs, *, backend: str = "auto", overwrite: bool = False,
+          check_finite: bool = True, **options):
+    """One-shot convenience: ``plan(structure, backend, **options).solve(d, rhs, ...)``."""
+    return plan(structure, backend, **options).solve(
+        d, rhs, overwrite=overwrite, check_finite=check_finite
+    )

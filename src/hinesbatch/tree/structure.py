@@ -1,0 +1,272 @@
+"""The canonical batched Hines structure: one format that every backend reads.
+
+See ``STORAGE.md`` beside this file for the format with a worked three-cell example.
+
+A Hines matrix of one cell with ``n`` nodes in Hines order (every node's parent has a smaller
+index, the root is node 0) is stored as
+
+* ``parent[i]``: index of node ``i``'s parent, ``-1`` for the root;
+* ``u[i]``: the entry in row ``parent[i]``, column ``i`` (upper triangle);
+* ``l[i]``: the entry in row ``i``, column ``parent[i]`` (lower triangle); ``None`` means the
+  matrix is symmetric (``l = u``);
+* ``d[i]``, ``rhs[i]``: diagonal and right-hand side, which change every time step and are
+  therefore *values* passed to ``Plan.solve``, not part of the structure.
+
+Row ``i`` of the system reads::
+
+    d[i]*x[i] + l[i]*x[parent[i]] + sum(u[c]*x[c] for c with parent[c] == i) = rhs[i]
+
+Two kinds of batch are first-class because the papers show they need different kernels:
+
+* :class:`HinesStructure` concatenates cells: global indices, ``cell_offsets[c]:cell_offsets[c+1]``
+  are cell ``c``'s nodes, parents are global indices into the concatenation. Values have shape
+  ``(n_nodes,)``. Cells may all differ (multi-morphology) or be copies (the paper's layout
+  with per-cell structure, :meth:`HinesStructure.tile`).
+* :class:`MonoBatch` shares one cell's structure among ``n_cells`` value sets (mono-morphology):
+  the structure is stored once and values have shape ``(n_cells, n_nodes)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["HinesStructure", "MonoBatch", "as_batch"]
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    if a.flags.writeable:
+        a = a.copy()
+        a.flags.writeable = False
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class HinesStructure:
+    """Tree structure and constant off-diagonals of a batch of concatenated cells.
+
+    Parameters
+    ----------
+    parent : (n,) int array
+        Global parent index of every node, ``-1`` for each cell's root. Within a cell,
+        ``parent[i] < i`` and the root is the cell's first node.
+    u : (n,) float array
+        Off-diagonal entry in row ``parent[i]``, column ``i``. ``u[root]`` is ignored.
+    l : (n,) float array or None
+        Off-diagonal entry in row ``i``, column ``parent[i]``; ``None`` for symmetric systems.
+    cell_offsets : (n_cells + 1,) int array or None
+        Node ranges of the cells; by default one range per root (a new cell starts at every
+        ``-1`` in ``parent``).
+
+    The arrays are copied into read-only storage (``parent`` as int32, ``cell_offsets`` as
+    int64, ``u`` and ``l`` as float64), so a structure never changes after construction.
+    Construction validates the format and raises ``ValueError`` naming cell and node.
+    """
+
+    parent: np.ndarray
+    u: np.ndarray
+    l: np.ndarray | None = None
+    cell_offsets: np.ndarray | None = None
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self):
+        parent = np.asarray(self.parent)
+        if parent.ndim != 1:
+            raise ValueError(f"parent must be one-dimensional, got shape {parent.shape}")
+        if parent.size and not np.issubdtype(parent.dtype, np.integer):
+            raise TypeError(f"parent must hold integers, got dtype {parent.dtype}")
+        n = parent.size
+        if n >= 2**31:
+            raise ValueError(f"a structure holds at most 2**31 - 1 nodes, got {n}")
+        parent = parent.astype(np.int32)
+        u = np.asarray(self.u, dtype=np.float64)
+        if u.shape != (n,):
+            raise ValueError(f"u has shape {u.shape} but parent has {n} entries")
+        lower = None
+        if self.l is not None:
+            lower = np.asarray(self.l, dtype=np.float64)
+            if lower.shape != (n,):
+                raise ValueError(f"l has shape {lower.shape} but parent has {n} entries")
+        if self.cell_offsets is None:
+            offsets = np.concatenate([np.flatnonzero(parent < 0), [n]]).astype(np.int64)
+            if n and offsets[0] != 0:
+                raise ValueError("node 0 must be a root (parent -1): it starts the first cell")
+        else:
+            offsets = np.asarray(self.cell_offsets, dtype=np.int64)
+            if offsets.ndim != 1 or offsets.size < 1 or offsets[0] != 0 or offsets[-1] != n:
+                raise ValueError(
+                    f"cell_offsets must run from 0 to the number of nodes ({n}), got "
+                    f"{offsets[:3].tolist()}...{offsets[-3:].tolist()}"
+                )
+            sizes = np.diff(offsets)
+            if np.any(sizes < 1):
+                c = int(np.flatnonzero(sizes < 1)[0])
+                raise ValueError(f"cell {c} is empty: cell_offsets must be strictly increasing")
+        _check_hines_order(parent, offsets)
+        object.__setattr__(self, "parent", _readonly(parent))
+        object.__setattr__(self, "u", _readonly(u))
+        object.__setattr__(self, "l", None if lower is None else _readonly(lower))
+        object.__setattr__(self, "cell_offsets", _readonly(offsets))
+
+    # -- sizes -----------------------------------------------------------------------------
+    @property
+    def n_nodes(self) -> int:
+        """Total number of nodes (unknowns) over all cells."""
+        return int(self.parent.size)
+
+    @property
+    def n_cells(self) -> int:
+        return int(self.cell_offsets.size - 1)
+
+    @property
+    def cell_sizes(self) -> np.ndarray:
+        """Nodes per cell, int64[n_cells]."""
+        return np.diff(self.cell_offsets)
+
+    @property
+    def symmetric(self) -> bool:
+        return self.l is None
+
+    @property
+    def lower(self) -> np.ndarray:
+        """``l`` if given, else ``u`` (the symmetric case)."""
+        return self.u if self.l is None else self.l
+
+    @property
+    def values_shape(self) -> tuple[int, ...]:
+        """Shape of the ``d`` and ``rhs`` arrays this structure solves."""
+        return (self.n_nodes,)
+
+    # -- constructors ----------------------------------------------------------------------
+    def cell(self, c: int) -> "HinesStructure":
+        """Cell ``c`` alone, re-indexed from 0."""
+        if not -self.n_cells <= c < self.n_cells:
+            raise IndexError(f"cell {c} out of range for a batch of {self.n_cells} cells")
+        c %= self.n_cells
+        a, b = int(self.cell_offsets[c]), int(self.cell_offsets[c + 1])
+        parent = self.parent[a:b].astype(np.int64)
+        parent[1:] -= a
+        return HinesStructure(
+            parent, self.u[a:b], None if self.l is None else self.l[a:b]
+        )
+
+    @staticmethod
+    def concatenate(structures) -> "HinesStructure":
+        """Concatenate structures (of one or more cells each) into one multi-cell batch."""
+        structures = list(structures)
+        if not structures:
+            return HinesStructure(np.zeros(0, np.int32), np.zeros(0))
+        symmetric = all(s.l is None for s in structures)
+        parents, us, ls, offsets, base = [], [], [], [np.zeros(1, np.int64)], 0
+        for s in structures:
+            p = s.parent.astype(np.int64)
+            parents.append(np.where(p >= 0, p + base, -1))
+            us.append(s.u)
+            ls.append(s.lower)
+            offsets.append(s.cell_offsets[1:] + base)
+            base += s.n_nodes
+        return HinesStructure(
+            np.concatenate(parents),
+            np.concatenate(us),
+            None if symmetric else np.concatenate(ls),
+            np.concatenate(offsets),
+        )
+
+    def tile(self, n_copies: int) -> "HinesStructure":
+        """``n_copies`` copies of this batch, each with its own structure arrays.
+
+        This is the papers' per-cell-structure layout; :class:`MonoBatch` is the shared one.
+        """
+        return HinesStructure.concatenate([self] * int(n_copies))
+
+    def to_dense(self, d) -> np.ndarray:
+        """Dense matrix of the whole batch for diagonal ``d`` (for tests and small examples)."""
+        d = np.asarray(d, dtype=np.float64)
+        a = np.diag(d)
+        child = np.flatnonzero(self.parent >= 0)
+        a[self.parent[child], child] = self.u[child]
+        a[child, self.parent[child]] = self.lower[child]
+        return a
+
+
+@dataclass(frozen=True, eq=False)
+class MonoBatch:
+    """``n_cells`` cells that share one structure (mono-morphology batch).
+
+    Parameters
+    ----------
+    cell : HinesStructure
+        Structure of exactly one cell.
+    n_cells : int
+        Number of value sets; ``d`` and ``rhs`` have shape ``(n_cells, cell.n_nodes)``.
+    """
+
+    cell: HinesStructure
+    n_cells: int
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self):
+        if not isinstance(self.cell, HinesStructure):
+            raise TypeError(f"cell must be a HinesStructure, got {type(self.cell).__name__}")
+        if self.cell.n_cells != 1:
+            raise ValueError(f"a MonoBatch shares one cell, got a structure of {self.cell.n_cells}")
+        n = int(self.n_cells)
+        if n < 0:
+            raise ValueError(f"n_cells must be >= 0, got {n}")
+        object.__setattr__(self, "n_cells", n)
+
+    @property
+    def n_nodes(self) -> int:
+        """Total number of nodes over the batch (``n_cells * nodes per cell``)."""
+        return self.n_cells * self.cell.n_nodes
+
+    @property
+    def nodes_per_cell(self) -> int:
+        return self.cell.n_nodes
+
+    @property
+    def values_shape(self) -> tuple[int, ...]:
+        return (self.n_cells, self.cell.n_nodes)
+
+    def expand(self) -> HinesStructure:
+        """The same batch as concatenated cells with per-cell structure."""
+        return self.cell.tile(self.n_cells)
+
+
+def as_batch(structure) -> HinesStructure | MonoBatch:
+    """Return ``structure`` if it is a batch; raise ``TypeError`` otherwise."""
+    if isinstance(structure, (HinesStructure, MonoBatch)):
+        return structure
+    raise TypeError(
+        "expected a HinesStructure or MonoBatch (see hinesbatch.tree), got "
+        f"{type(structure).__name__}"
+    )
+
+
+def _check_hines_order(parent: np.ndarray, offsets: np.ndarray) -> None:
+    """Raise ``ValueError`` naming cell and node unless every cell is in Hines order."""
+    n = parent.size
+    if n == 0:
+        return
+    cell_of = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
+    start = offsets[cell_of]
+    idx = np.arange(n)
+    is_root = idx == start
+    bad_root = np.flatnonzero(is_root & (parent != -1))
+    if bad_root.size:
+        i = int(bad_root[0])
+        c = int(cell_of[i])
+        raise ValueError(
+            f"cell {c}: its first node (global {i}) must be the root with parent -1, "
+            f"got parent {int(parent[i])}"
+        )
+    bad = np.flatnonzero(~is_root & ((parent < start) | (parent >= idx)))
+    if bad.size:
+        i = int(bad[0])
+        c = int(cell_of[i])
+        raise ValueError(
+            f"cell {c}, node {i - int(start[i])} (global {i}): parent {int(parent[i])} is not "
+            f"an earlier node of the same cell (Hines order needs "
+            f"{int(start[i])} <= parent < {i})"
+        )
