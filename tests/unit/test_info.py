@@ -1,0 +1,55 @@
+"""`hinesbatch info` reports versions, backends and the GPU state with a reason."""
+import json
+import sys
+import types
+
+import pytest
+
+from hinesbatch import cli, info
+
+
+def test_info_json_lists_backends_and_gpu_state(capsys):
+    assert cli.main(["info", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["versions"]["numpy"]
+    assert report["backends"]["hines"]["serial"] == "available"
+    assert report["backends"]["hines"]["multicore"] == "available"
+    gpu = report["gpu"]
+    assert isinstance(gpu["found"], bool)
+    if not gpu["found"]:
+        assert gpu["reason"], "a missing GPU must come with its cause"
+
+
+def test_info_text_says_why_no_gpu(capsys, monkeypatch):
+    monkeypatch.setattr(info, "gpu_status", lambda: {"found": False, "reason": "test reason"})
+    assert cli.main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "GPU: none found (test reason)" in out
+    assert "serial" in out
+
+
+def test_gpu_status_without_cupy_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # makes `import cupy` raise ImportError
+    status = info.gpu_status()
+    assert status == {"found": False, "reason": status["reason"]}
+    assert "CuPy is not installed" in status["reason"] and "hinesbatch[gpu]" in status["reason"]
+
+
+def test_gpu_status_reports_driver_errors(monkeypatch):
+    class FakeRuntime:
+        @staticmethod
+        def getDeviceCount():
+            raise RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=FakeRuntime))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    status = info.gpu_status()
+    assert not status["found"]
+    assert "CUDA driver error" in status["reason"] and "insufficient" in status["reason"]
+
+
+@pytest.mark.parametrize("argv", [["bench"], ["frobnicate"]])
+def test_cli_rejects_incomplete_or_unknown_commands(argv):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == 2
