@@ -51,6 +51,25 @@ class Morphology:
     source: str = "<stream>"
     header: tuple = field(default_factory=tuple)
 
+    def __post_init__(self) -> None:
+        # Normalise dtypes and check the invariants every consumer relies on.
+        dtypes = {"ids": np.int64, "types": np.int32, "xyz": np.float64, "radii": np.float64,
+                  "parents": np.int64, "lines": np.int64}
+        for name, dtype in dtypes.items():
+            object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=dtype))
+        object.__setattr__(self, "header", tuple(self.header))
+        n = self.ids.shape[0] if self.ids.ndim == 1 else -1
+        shapes = {name: getattr(self, name).shape for name in dtypes}
+        if n < 1 or any(shp != ((n, 3) if name == "xyz" else (n,)) for name, shp in shapes.items()):
+            raise ValueError(f"Morphology needs n >= 1 samples: ids, types, radii, parents and "
+                             f"lines of shape (n,), xyz of shape (n, 3); got {shapes}")
+        if self.parents[0] != -1 or np.any(self.parents[1:] < 0) or np.any(
+                self.parents[1:] >= np.arange(1, n)):
+            raise ValueError("Morphology.parents must be -1 for sample 0 (the root) and satisfy "
+                             "0 <= parents[i] < i for every other sample")
+        if not (np.isfinite(self.xyz).all() and np.isfinite(self.radii).all()):
+            raise ValueError("Morphology.xyz and radii must be finite")
+
     @property
     def n_samples(self) -> int:
         return int(self.ids.size)
