@@ -5,7 +5,7 @@ import numpy as np
 
 from ..tree.structure import HinesStructure, MonoBatch, as_batch
 from . import registry
-from .validation import array_module, as_values, result_dtype
+from .validation import array_module, as_values, result_dtype, scratch, to_module
 from .validation import check_finite as check_finite_values
 
 __all__ = ["Plan", "plan", "solve"]
@@ -86,32 +86,18 @@ class Plan:
         shape = self.structure.values_shape
         offsets = None if isinstance(self.structure, MonoBatch) else self.structure.cell_offsets
         if xp is not in_xp:  # host <-> device transfer: fresh arrays, nothing aliases the input
-            d, rhs = _transfer(in_xp.asarray(d), xp), _transfer(in_xp.asarray(rhs), xp)
+            d, rhs = to_module(in_xp.asarray(d), xp), to_module(in_xp.asarray(rhs), xp)
         d_w = as_values(xp, d, "d", shape, dtype)
         rhs_w = as_values(xp, rhs, "rhs", shape, dtype)
         if check_finite:
             check_finite_values(xp, d_w, "d", offsets)
             check_finite_values(xp, rhs_w, "rhs", offsets)
-        if not overwrite:  # the backend destroys d and writes x over rhs: protect the caller's
-            if _may_alias(xp, d_w, d_in):
-                d_w = d_w.copy()
-            if _may_alias(xp, rhs_w, rhs_in):
-                rhs_w = rhs_w.copy()
+        # the backend destroys d and writes x over rhs: protect the caller's arrays unless
+        # overwrite, and never hand it one buffer as both d and rhs
+        rhs_w = scratch(xp, rhs_w, rhs_in, overwrite=overwrite)
+        d_w = scratch(xp, d_w, d_in, overwrite=overwrite, avoid=(rhs_w,))
         impl.solve(d_w, rhs_w)
-        return rhs_w if xp is in_xp else _transfer(rhs_w, in_xp)
-
-
-def _may_alias(xp, work, original) -> bool:
-    """Whether the working array ``work`` may share memory with the caller's ``original``."""
-    if not isinstance(original, xp.ndarray):
-        return False
-    return work is original or bool(xp.may_share_memory(work, original))
-
-
-def _transfer(a, xp):
-    if xp is np:
-        return a.get() if hasattr(a, "get") else np.asarray(a)
-    return xp.asarray(a)
+        return rhs_w if xp is in_xp else to_module(rhs_w, in_xp)
 
 
 def plan(structure, backend: str = "auto", **options) -> Plan:

@@ -14,36 +14,49 @@ A backend is a class with
 * ``xp``: the array module it computes with (``numpy`` or ``cupy``);
 * ``describe(self) -> str``: one line on what was chosen (strategy, layout, threads, devices).
 
+Tridiagonal backends (``kind = "tridiagonal"``) follow the same protocol with a
+:class:`hinesbatch.solvers.tridiagonal.TridiagonalShape` (``n``, ``batch``, ``lengths``) in
+place of the structure and ``solve(self, dl, d, du, rhs) -> None``: all four are validated,
+C-contiguous ``(batch, n)`` arrays of the plan's dtype; ``dl`` and ``du`` arrive read-only,
+``d`` may be overwritten, the solution is written over ``rhs`` and entries past
+``lengths[k]`` are left as they are.
+
 Backends register themselves with :func:`register`; nothing else in the package switches on
 backend names.
 """
 from __future__ import annotations
 
-from typing import Callable
+import importlib
+import importlib.util
 
 __all__ = ["register", "get", "names", "resolve"]
 
 _REGISTRY: dict[str, dict[str, type]] = {"hines": {}, "tridiagonal": {}}
-# Preference order for "auto": first available wins, unless a chooser overrides it.
-_AUTO_ORDER: dict[str, list[str]] = {"hines": [], "tridiagonal": []}
-_CHOOSERS: dict[str, Callable | None] = {"hines": None, "tridiagonal": None}
+# Preference for "auto": name -> rank; the available backend of lowest rank wins (ties: the
+# one registered first).
+_AUTO_RANK: dict[str, dict[str, int]] = {"hines": {}, "tridiagonal": {}}
 
 
 def register(cls: type, *, auto_rank: int | None = None) -> type:
     """Add a backend class to the registry (usable as a decorator via ``functools.partial``).
 
-    ``auto_rank``: position in ``auto``'s preference list (lower first); ``None`` keeps the
-    backend out of ``auto``.
+    ``auto_rank``: rank in ``auto``'s preference (lower first, whatever the order in which
+    backends register: gpu 0, multicore 1, serial 2); ``None`` keeps the backend out of
+    ``auto``.
     """
     kind = cls.kind
     if kind not in _REGISTRY:
         raise ValueError(f"unknown backend kind {kind!r}")
     _REGISTRY[kind][cls.name] = cls
+    _AUTO_RANK[kind].pop(cls.name, None)
     if auto_rank is not None:
-        order = [n for n in _AUTO_ORDER[kind] if n != cls.name]
-        order.insert(min(auto_rank, len(order)), cls.name)
-        _AUTO_ORDER[kind] = order
+        _AUTO_RANK[kind][cls.name] = int(auto_rank)
     return cls
+
+
+def _auto_order(kind: str) -> list[str]:
+    ranks = _AUTO_RANK[kind]
+    return sorted(ranks, key=ranks.__getitem__)  # stable: equal ranks keep registration order
 
 
 def names(kind: str = "hines") -> list[str]:
@@ -60,8 +73,9 @@ def get(name: str, kind: str = "hines") -> type:
     try:
         return _REGISTRY[kind][name]
     except KeyError:
+        why = f" ({_LOAD_FAILURES[name]})" if name in _LOAD_FAILURES else ""
         raise ValueError(
-            f"unknown {kind} backend {name!r}; valid backends: {', '.join(names(kind))}"
+            f"unknown {kind} backend {name!r}{why}; valid backends: {', '.join(names(kind))}"
         ) from None
 
 
@@ -80,8 +94,8 @@ def resolve(name: str, kind: str = "hines") -> tuple[type, str]:
 
             raise BackendUnavailableError(f"backend {name!r} cannot run here: {why}")
         return cls, f"backend {name!r} requested"
-    skipped = []
-    for candidate in _AUTO_ORDER[kind]:
+    skipped = [f"{k}: {why}" for k, why in _LOAD_FAILURES.items()]
+    for candidate in _auto_order(kind):
         cls = _REGISTRY[kind][candidate]
         ok, why = cls.available()
         if ok:
@@ -94,6 +108,7 @@ def resolve(name: str, kind: str = "hines") -> tuple[type, str]:
 
 
 _LOADED = False
+_LOAD_FAILURES: dict[str, str] = {}  # built-in backend module -> why it did not load
 
 
 def _load_builtin() -> None:
@@ -104,7 +119,9 @@ def _load_builtin() -> None:
     _LOADED = True
     from . import cpu  # noqa: F401  (registers serial, multicore)
 
+    if importlib.util.find_spec(f"{__package__}.gpu") is None:
+        return  # an installation without the GPU backend
     try:
-        from . import gpu  # noqa: F401  (registers gpu; imports without CuPy)
-    except ImportError:
-        pass
+        importlib.import_module(f"{__package__}.gpu")  # registers gpu; imports without CuPy
+    except ImportError as exc:  # keep the CPU usable, and say why there is no gpu backend
+        _LOAD_FAILURES["gpu"] = f"importing {__package__}.gpu failed: {exc}"

@@ -1,6 +1,7 @@
-"""One validator for the values handed to a solver: shapes, dtypes, finiteness, array kind.
+"""One validator for the values handed to a solver: shapes, dtypes, finiteness, array kind,
+and the rules for which arrays a solver may write into.
 
-Generic over the array module (NumPy or CuPy), so every backend shares it.
+Generic over the array module (NumPy or CuPy), so every backend and front end shares it.
 """
 from __future__ import annotations
 
@@ -59,3 +60,47 @@ def check_finite(xp, a, name: str, cell_offsets=None) -> None:
     else:
         where = f"index {flat}"
     raise ValueError(f"{name} must be finite, but holds {value} at {where}")
+
+
+def check_finite_rows(xp, a, name: str, used=None, *, unit: str = "system") -> None:
+    """Like :func:`check_finite` for a ``(batch, n)`` array, looking only where ``used`` is True.
+
+    ``used``: boolean array broadcastable to ``a`` (``None``: everywhere). The error names
+    the argument, the system (``unit``) and the row of the first offending entry.
+    """
+    bad = ~xp.isfinite(a)
+    if used is not None:
+        bad &= used
+    if not bool(bad.any()):
+        return
+    flat = int(xp.argmax(bad.reshape(-1)))
+    k, i = divmod(flat, a.shape[1])
+    raise ValueError(f"{name} must be finite, but holds {float(a[k, i])} at {unit} {k}, row {i}")
+
+
+def may_alias(xp, work, original) -> bool:
+    """Whether the working array ``work`` may share memory with ``original`` (any object)."""
+    if not isinstance(original, xp.ndarray):
+        return False
+    return work is original or bool(xp.may_share_memory(work, original))
+
+
+def scratch(xp, work, original, *, overwrite: bool, avoid=()) -> "xp.ndarray":
+    """``work``, or a copy of it when a solver must not write into it.
+
+    A copy is made when ``work`` shares memory with the caller's ``original`` and
+    ``overwrite`` is False, when it is read-only, or when it may share memory with one of the
+    arrays in ``avoid`` (the solver's other inputs, which it reads while writing this one).
+    """
+    if ((not overwrite and may_alias(xp, work, original))
+            or not getattr(work.flags, "writeable", True)
+            or any(may_alias(xp, work, other) for other in avoid)):
+        return work.copy()
+    return work
+
+
+def to_module(a, xp):
+    """``a`` moved to the array module ``xp`` (a fresh array: host <-> device copy)."""
+    if xp is np:
+        return a.get() if hasattr(a, "get") else np.asarray(a)
+    return xp.asarray(a)

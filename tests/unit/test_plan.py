@@ -1,0 +1,174 @@
+"""The plan/solve front end: backend choice, validation, dtypes, and what it may overwrite."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from solver_cases import assert_solution, backend_params
+
+import hinesbatch
+from hinesbatch import BackendUnavailableError, MonoBatch
+from hinesbatch.solvers import registry
+from hinesbatch.tree import random_trees as rt
+
+BACKENDS = backend_params("hines")
+
+
+@pytest.fixture(scope="module")
+def batch():
+    return rt.random_batch(6, rng=40, max_nodes=12)
+
+
+def test_unknown_backend_lists_the_valid_ones(batch):
+    with pytest.raises(ValueError, match=r"unknown hines backend 'cuda'; valid backends: auto, "
+                                         r"multicore, serial"):
+        hinesbatch.plan(batch, backend="cuda")
+    with pytest.raises(TypeError, match="backend must be a string"):
+        hinesbatch.plan(batch, backend=3)
+
+
+@pytest.mark.parametrize("backend", ["serial", "multicore"])
+def test_unknown_option_fails_at_plan_time(batch, backend):
+    with pytest.raises(TypeError, match=rf"backend '{backend}' got unknown option\(s\) strategy"):
+        hinesbatch.plan(batch, backend=backend, strategy="levels")
+
+
+def test_auto_prefers_multicore_without_gpu_and_says_why(batch):
+    plan = hinesbatch.plan(batch)
+    names = hinesbatch.backends()
+    if "gpu" in names and registry.get("gpu").available()[0]:
+        pytest.skip("a GPU is available here, so auto picks it")
+    assert plan.backend_name == "multicore"
+    assert "auto chose 'multicore'" in plan.describe()
+    assert "batch of 6 cells" in repr(plan)
+    assert plan.xp is np
+
+
+def test_auto_order_follows_rank_not_registration_order(monkeypatch):
+    class Fake:
+        kind = "hines"
+        ok = True
+
+        @classmethod
+        def available(cls):
+            return cls.ok, "no fake device"
+
+    first = type("Gpu", (Fake,), {"name": "fakegpu"})
+    monkeypatch.setattr(registry, "_REGISTRY", {k: dict(v) for k, v in registry._REGISTRY.items()})
+    monkeypatch.setattr(registry, "_AUTO_RANK", {k: dict(v) for k, v in registry._AUTO_RANK.items()})
+    registry.register(first, auto_rank=0)  # registered last, ranked first
+    assert registry.resolve("auto")[0] is first
+    first.ok = False
+    cls, note = registry.resolve("auto")
+    assert cls.name == "multicore"
+    assert "fakegpu unavailable: no fake device" in note
+    with pytest.raises(BackendUnavailableError, match="'fakegpu' cannot run here: no fake device"):
+        registry.resolve("fakegpu")
+
+
+def test_tridiagonal_and_hines_registries_are_separate():
+    assert hinesbatch.backends("tridiagonal")[:1] == ["auto"]
+    assert registry.get("serial", "tridiagonal").kind == "tridiagonal"
+    assert registry.get("serial", "hines").kind == "hines"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_inputs_unchanged_unless_overwrite(batch, backend):
+    d, rhs = rt.diagonally_dominant(batch, rng=41)
+    d0, rhs0 = d.copy(), rhs.copy()
+    x = hinesbatch.solve(batch, d, rhs, backend=backend)
+    np.testing.assert_array_equal(d, d0)
+    np.testing.assert_array_equal(rhs, rhs0)
+    assert not np.shares_memory(x, rhs) and not np.shares_memory(x, d)
+
+    x2 = hinesbatch.solve(batch, d, rhs, backend=backend, overwrite=True)
+    assert x2 is rhs, "with overwrite the solution is written into rhs"
+    np.testing.assert_array_equal(x2, x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_overwrite_with_one_array_as_d_and_rhs(batch, backend):
+    v, _ = rt.diagonally_dominant(batch, rng=42)
+    expected = hinesbatch.solve(batch, v.copy(), v.copy(), backend=backend)
+    np.testing.assert_array_equal(hinesbatch.solve(batch, v, v, backend=backend, overwrite=True),
+                                  expected)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_overwrite_of_read_only_input_copies(batch, backend):
+    d, rhs = rt.diagonally_dominant(batch, rng=43)
+    d0, rhs0 = d.copy(), rhs.copy()
+    rhs.flags.writeable = False
+    x = hinesbatch.solve(batch, d, rhs, backend=backend, overwrite=True)  # d is scratch now
+    np.testing.assert_array_equal(rhs, rhs0)
+    assert_solution(batch, d0, rhs0, x, np.float64)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_non_contiguous_and_list_inputs(backend):
+    mono = MonoBatch(rt.random_tree(9, rng=44), 5)
+    d, rhs = rt.diagonally_dominant(mono, rng=45)
+    d_strided = np.asfortranarray(d)
+    x = hinesbatch.solve(mono, d_strided, rhs.tolist(), backend=backend)
+    assert_solution(mono, d, rhs, x, np.float64)
+
+
+@pytest.mark.parametrize(("d_type", "rhs_type", "expected"), [
+    (np.float32, np.float32, np.float32),
+    (np.float32, np.float64, np.float64),
+    (np.int64, np.float32, np.float64),
+    (np.float16, np.float16, np.float64),
+])
+def test_result_dtype(batch, d_type, rhs_type, expected):
+    d, rhs = rt.diagonally_dominant(batch, rng=46)
+    x = hinesbatch.solve(batch, (d * 4).round().astype(d_type), rhs.astype(rhs_type),
+                         backend="serial")
+    assert x.dtype == expected
+
+
+def test_complex_values_are_refused(batch):
+    d, rhs = rt.diagonally_dominant(batch, rng=47)
+    with pytest.raises(TypeError, match="complex values are not supported"):
+        hinesbatch.solve(batch, d, rhs.astype(complex))
+
+
+def test_shape_mismatch_names_argument_and_shapes(batch):
+    d, rhs = rt.diagonally_dominant(batch, rng=48)
+    n = batch.n_nodes
+    with pytest.raises(ValueError, match=rf"rhs has shape \({n - 1},\) but the structure needs \({n},\)"):
+        hinesbatch.solve(batch, d, rhs[:-1])
+    mono = MonoBatch(batch.cell(0), 3)
+    with pytest.raises(ValueError, match=r"d has shape"):
+        hinesbatch.solve(mono, d[: mono.n_nodes], rhs[: mono.n_nodes])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_non_finite_input_names_argument_cell_and_node(batch, backend):
+    d, rhs = rt.diagonally_dominant(batch, rng=49)
+    c = 4
+    i = int(batch.cell_offsets[c]) + 1 if batch.cell_sizes[c] > 1 else int(batch.cell_offsets[c])
+    node = i - int(batch.cell_offsets[c])
+    bad = d.copy()
+    bad[i] = np.nan
+    with pytest.raises(ValueError, match=rf"d must be finite, but holds nan at cell {c}, node {node}"):
+        hinesbatch.solve(batch, bad, rhs, backend=backend)
+    bad = rhs.copy()
+    bad[i] = -np.inf
+    with pytest.raises(ValueError, match=rf"rhs must be finite, but holds -inf at cell {c}"):
+        hinesbatch.solve(batch, d, bad, backend=backend)
+    mono = MonoBatch(batch.cell(0), 3)
+    dm, rm = rt.diagonally_dominant(mono, rng=50)
+    rm[2, 0] = np.inf
+    with pytest.raises(ValueError, match=r"rhs must be finite, but holds inf at cell 2, node 0"):
+        hinesbatch.solve(mono, dm, rm, backend=backend)
+
+
+def test_check_finite_false_skips_the_check(batch):
+    d, rhs = rt.diagonally_dominant(batch, rng=51)
+    rhs[0] = np.nan
+    x = hinesbatch.solve(batch, d, rhs, backend="serial", check_finite=False)
+    assert np.isnan(x[0])  # the NaN propagates instead of raising
+
+
+def test_structure_must_be_a_batch():
+    with pytest.raises(TypeError, match="expected a HinesStructure or MonoBatch"):
+        hinesbatch.plan([-1, 0, 1])
