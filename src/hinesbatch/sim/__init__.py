@@ -1,0 +1,7 @@
+"""Simulations built on the Hines solvers: a passive membrane with a current clamp, stepped
+with NEURON's fixed-step rules (``docs/simulation.md``)."""
+from .passive import NEURON_DEFAULTS, Result, default_morphology, simulate_passive
+from .stimuli import IClamp, parse_location, time_grid
+
+__all__ = ["IClamp", "NEURON_DEFAULTS", "Result", "default_morphology", "parse_location",
+           "simulate_passive", "time_grid"]

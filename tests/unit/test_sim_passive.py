@@ -1,0 +1,175 @@
+"""The passive time loop: NEURON's numbers, NEURON's matrix, the two assemblers, batches.
+
+References: NEURON-COMPAT.md §5 (values NEURON 9.0.2 printed), NEURON's per-area matrix
+written out densely from §4's formulas, and a dense ``np.linalg.solve`` stand-in for the plan.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hinesbatch.discretize.geometry import CellGeometry
+from hinesbatch.sim.assembly import ArrayAssembler, NumbaAssembler, passive_system
+from hinesbatch.sim.passive import run_passive, simulate_passive
+from hinesbatch.tree.structure import MonoBatch
+
+
+class DensePlan:
+    """Stand-in for a Plan: solves every cell with ``np.linalg.solve`` on the dense matrix."""
+
+    xp = np
+    backend_name = "dense"
+
+    def __init__(self, structure: MonoBatch):
+        self.structure = structure
+        self.calls = 0
+
+    def solve(self, d, rhs, *, overwrite=False, check_finite=True):
+        self.calls += 1
+        cell = self.structure.cell
+        x = np.stack([np.linalg.solve(cell.to_dense(d[c]), rhs[c]) for c in range(d.shape[0])])
+        rhs[...] = x
+        return rhs
+
+
+def geometry(parent, area, ri, has_membrane, section, x, names, nseg, **kw) -> CellGeometry:
+    n_sec = len(names)
+    return CellGeometry(
+        parent=np.asarray(parent, np.int64), area_um2=np.asarray(area, float),
+        ri_megohm=np.asarray(ri, float), section=np.asarray(section, np.int64),
+        x=np.asarray(x, float), has_membrane=np.asarray(has_membrane, bool),
+        section_names=tuple(names), nseg=np.asarray(nseg, np.int64),
+        length_um=np.ones(n_sec), section_parent=np.full(n_sec, -1),
+        section_parent_x=np.zeros(n_sec), **kw,
+    )
+
+
+def single_soma() -> CellGeometry:
+    """Single-sample soma r = 5 µm, Ra 35.4, nseg 1 (NEURON-COMPAT §7's numbers)."""
+    return geometry(
+        parent=[-1, 0, 1], area=[0.0, 314.1592653589793, 0.0],
+        ri=[np.inf, 0.022536339941812384, 0.02253633994181238],
+        has_membrane=[False, True, False], section=[0, 0, 0], x=[0.0, 0.5, 1.0],
+        names=["soma[0]"], nseg=[1], source="single-sample soma r=5",
+    )
+
+
+def soma_dend() -> CellGeometry:
+    """NEURON-COMPAT §7's soma + 3-segment dendrite (Ra 100), dendrite wired at soma(0.5)."""
+    return geometry(
+        parent=[-1, 0, 1, 1, 3, 4, 5],
+        area=[0, 314.1592653589793, 0, 18.84955592153876, 18.849555921538766, 14.33217155903711, 0],
+        ri=[np.inf, 0.0636619772, 0.0636619772, 0.47746482927568606, 0.9549296585513721,
+            1.1140846016432677, 1.2732395447351628],
+        has_membrane=[0, 1, 0, 1, 1, 1, 0], section=[0, 0, 0, 1, 1, 1, 1],
+        x=[0, 0.5, 1, 1 / 6, 0.5, 5 / 6, 1], names=["soma[0]", "dend[0]"], nseg=[1, 3],
+        ra=100.0, source="soma+dend",
+    )
+
+
+def neuron_matrix(geo: CellGeometry, *, dt, cm, g_pas):
+    """NEURON's per-area matrix (S/cm²) from NEURON-COMPAT §4, densely, and the row areas."""
+    n = geo.n_nodes
+    area = np.where(geo.has_membrane, geo.area_um2, 100.0)
+    mem = geo.has_membrane.astype(float)
+    a = np.diag(mem * (1e-3 * cm / dt + g_pas))
+    for i in range(1, n):
+        p, g = geo.parent[i], 1.0 / geo.ri_megohm[i]
+        a[i, p] += -100 * g / area[i]          # b_i
+        a[p, i] += -100 * g / area[p]          # a_i
+        a[i, i] += 100 * g / area[i]
+        a[p, p] += 100 * g / area[p]
+    return a, area
+
+
+def test_neuron_first_steps_single_sample_soma():
+    # NEURON-COMPAT §5: cm 1, g 1e-4, e -65, 0.5 nA from t = 0, dt 0.025.
+    res = simulate_passive(single_soma(), tstop=0.05, dt=0.025, iclamp=(0.5, 0.0, 1e9),
+                           g_pas=1e-4, e_pas=-65.0, v_init=-65.0, backend="serial")
+    assert res.v.shape == (1, 3)
+    np.testing.assert_allclose(res.v[0], [-65.0, -61.031048800700916, -57.0719952353153],
+                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(res.t, [0.0, 0.025, 0.05], rtol=0, atol=1e-15)
+
+
+def test_symmetric_form_is_neurons_matrix_scaled_by_area():
+    geo, dt, cm, g_pas = soma_dend(), 0.025, 1.3, 2e-4
+    system = passive_system(geo, dt=dt, cm=cm, g_pas=g_pas, e_pas=-70.0)
+    ours = system.structure.to_dense(system.diagonal_uS)
+    a, area = neuron_matrix(geo, dt=dt, cm=cm, g_pas=g_pas)
+    np.testing.assert_allclose(ours, a * area[:, None] / 100, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(ours, ours.T, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("assembler", [NumbaAssembler, ArrayAssembler])
+def test_rhs_is_neurons_rhs_scaled_by_area(assembler):
+    geo, dt, cm, g_pas, e = soma_dend(), 0.025, 1.0, 1e-3, -70.0
+    system = passive_system(geo, dt=dt, cm=cm, g_pas=g_pas, e_pas=e)
+    rng = np.random.default_rng(1)
+    v = -65 + 10 * rng.standard_normal((3, geo.n_nodes))
+    d = np.full_like(v, np.nan)
+    rhs = np.full_like(v, np.nan)
+    stim, amp = 4, 0.37
+    assembler(system, np).assemble(v, d, rhs, stim, amp)
+    a, area = neuron_matrix(geo, dt=dt, cm=0.0, g_pas=0.0)  # M alone
+    mem = geo.has_membrane.astype(float)
+    for c in range(3):
+        s = np.zeros(geo.n_nodes)
+        s[stim] = 100 * amp / area[stim]
+        expected = -mem * g_pas * (v[c] - e) + s - a @ v[c]  # mA/cm², NEURON's RHS
+        np.testing.assert_allclose(rhs[c], expected * area / 100, rtol=1e-12, atol=1e-11)
+        np.testing.assert_array_equal(d[c], system.diagonal_uS)
+
+
+def test_assemblers_agree_on_a_batch():
+    system = passive_system(soma_dend(), dt=0.01, cm=1.0, g_pas=1e-3, e_pas=-70.0)
+    v = np.random.default_rng(2).normal(-60, 5, (5, system.n_nodes))
+    out = []
+    for cls in (NumbaAssembler, ArrayAssembler):
+        d, rhs = np.full_like(v, np.nan), np.full_like(v, np.nan)
+        cls(system, np).assemble(v, d, rhs, 1, -0.2)
+        out.append((d, rhs))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-14, atol=1e-12)
+
+
+def test_run_passive_against_closed_form_backward_euler():
+    """The loop equals NEURON's step (C+G+M)·Δv = -G(v-e) + s - M·v, v += Δv, in NEURON's
+    per-area units with its non-symmetric matrix, and the algebraically equal
+    (C+G+M)·v' = C·v + G·e + s. The dendrite's axial terms are ~500 times its capacitive
+    ones, so each form rounds differently by ~1e-11 mV: the bound is 1e-9 mV."""
+    geo, dt, cm, g_pas, e, v0 = soma_dend(), 0.05, 1.0, 5e-4, -70.0, -65.0
+    system = passive_system(geo, dt=dt, cm=cm, g_pas=g_pas, e_pas=e)
+    amps = np.where((np.arange(40) + 0.5) * dt >= 0.5, 0.3, 0.0)
+    plan = DensePlan(MonoBatch(system.structure, 2))
+    v, _ = run_passive(system, plan, v_init=v0, amps=amps, stim_node=4, record_node=1)
+    assert plan.calls == 40
+    a, area = neuron_matrix(geo, dt=dt, cm=cm, g_pas=g_pas)
+    mem = geo.has_membrane.astype(float)
+    c = mem * 1e-3 * cm / dt
+    m = a - np.diag(c + mem * g_pas)
+    x = np.full(geo.n_nodes, v0)
+    y = x.copy()
+    expected, direct = [x[1]], [y[1]]
+    for amp in amps:
+        s = np.zeros(geo.n_nodes)
+        s[4] = 100 * amp / area[4]
+        x = x + np.linalg.solve(a, -mem * g_pas * (x - e) + s - m @ x)
+        y = np.linalg.solve(a, c * y + mem * g_pas * e + s)
+        expected.append(x[1])
+        direct.append(y[1])
+    assert v.shape == (2, 41)
+    assert np.ptp(expected) > 10  # the clamp did act
+    np.testing.assert_allclose(v[0], expected, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(v[0], direct, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(v[0], v[1])
+
+
+def test_steady_state_is_ohms_law_on_one_compartment():
+    # Long run of the single soma: v -> e + I/(g_pas·A) (the x=0 and x=1 nodes carry no current).
+    geo = single_soma()
+    amp, g_pas, e = 0.05, 1e-3, -70.0
+    res = simulate_passive(geo, tstop=40.0, dt=0.025, iclamp=(amp, 0.0, 1e9), g_pas=g_pas,
+                           e_pas=e, v_init=e, backend="serial")
+    v_inf = e + amp / (g_pas * 314.1592653589793 * 1e-2)
+    assert abs(res.v[0, -1] - v_inf) < 1e-9
