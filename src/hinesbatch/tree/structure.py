@@ -61,7 +61,8 @@ class HinesStructure:
 
     The arrays are copied into read-only storage (``parent`` as int32, ``cell_offsets`` as
     int64, ``u`` and ``l`` as float64), so a structure never changes after construction.
-    Construction validates the format and raises ``ValueError`` naming cell and node.
+    Construction validates the format (Hines order, cell ranges, finite ``u`` and ``l``
+    off the roots) and raises ``ValueError`` naming cell and node.
     """
 
     parent: np.ndarray
@@ -104,6 +105,9 @@ class HinesStructure:
                 c = int(np.flatnonzero(sizes < 1)[0])
                 raise ValueError(f"cell {c} is empty: cell_offsets must be strictly increasing")
         _check_hines_order(parent, offsets)
+        for name, values in (("u", u), ("l", lower)):
+            if values is not None:
+                _check_finite_couplings(name, values, parent, offsets)
         object.__setattr__(self, "parent", _readonly(parent))
         object.__setattr__(self, "u", _readonly(u))
         object.__setattr__(self, "l", None if lower is None else _readonly(lower))
@@ -179,6 +183,36 @@ class HinesStructure:
         This is the papers' per-cell-structure layout; :class:`MonoBatch` is the shared one.
         """
         return HinesStructure.concatenate([self] * int(n_copies))
+
+    def renumber(self, order) -> "HinesStructure":
+        """The same batch with its nodes renumbered: new node ``j`` is old node ``order[j]``.
+
+        ``order`` must be a permutation that maps every cell's node range onto itself and
+        keeps the Hines order (``ValueError`` naming cell and node otherwise). Values follow
+        with ``values[..., order]``; the inverse is ``np.argsort(order)``.
+        """
+        order = np.asarray(order)
+        n = self.n_nodes
+        if order.shape != (n,) or (n and not np.issubdtype(order.dtype, np.integer)):
+            raise ValueError(f"order must be {n} integers, got shape {order.shape}, dtype {order.dtype}")
+        order = order.astype(np.int64)
+        if n and (order.min() < 0 or order.max() >= n or np.bincount(order, minlength=n).max() > 1):
+            raise ValueError(f"order is not a permutation of 0..{n - 1}")
+        cell_of = np.repeat(np.arange(self.n_cells), self.cell_sizes)
+        moved = np.flatnonzero(cell_of[order] != cell_of)
+        if moved.size:
+            j = int(moved[0])
+            raise ValueError(f"order moves node {int(order[j])} of cell {int(cell_of[order[j]])} "
+                             f"to position {j} in cell {int(cell_of[j])}: cells must keep their nodes")
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[order] = np.arange(n)
+        p = self.parent[order].astype(np.int64)
+        return HinesStructure(
+            np.where(p >= 0, inverse[np.maximum(p, 0)], -1),
+            self.u[order],
+            None if self.l is None else self.l[order],
+            self.cell_offsets,
+        )
 
     def to_dense(self, d) -> np.ndarray:
         """Dense matrix of the whole batch for diagonal ``d`` (for tests and small examples)."""
@@ -270,3 +304,14 @@ def _check_hines_order(parent: np.ndarray, offsets: np.ndarray) -> None:
             f"an earlier node of the same cell (Hines order needs "
             f"{int(start[i])} <= parent < {i})"
         )
+
+
+def _check_finite_couplings(name: str, values: np.ndarray, parent: np.ndarray,
+                            offsets: np.ndarray) -> None:
+    """Raise ``ValueError`` naming cell and node at the first non-finite non-root entry."""
+    bad = np.flatnonzero(~np.isfinite(values) & (parent >= 0))
+    if bad.size:
+        i = int(bad[0])
+        c = int(np.searchsorted(offsets, i, side="right") - 1)
+        raise ValueError(f"{name} must be finite, but holds {values[i]} at cell {c}, "
+                         f"node {i - int(offsets[c])} (global {i})")
