@@ -5,6 +5,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..tree.structure import HinesStructure
+
 __all__ = ["CellGeometry"]
 
 
@@ -31,6 +33,9 @@ class CellGeometry:
         Position of the node along its section (0..1).
     has_membrane : bool
         True on segment nodes, False on the x = 0 and x = 1 nodes.
+    diam_um : float64 or None
+        Mean diameter of the segment [µm] (NEURON's ``seg.diam``); NaN on nodes without
+        membrane.
 
     Attributes (per section)
     ------------------------
@@ -44,6 +49,8 @@ class CellGeometry:
         Parent section (``-1`` for the root section).
     section_parent_x : float64
         Where on the parent the section's x = 0 end attaches.
+    section_type : int32 or None
+        SWC type of each section (1 soma, 2 axon, 3 dend, 4 apic, ...).
 
     cm : float
         Specific membrane capacitance [µF/cm²] used.
@@ -51,6 +58,9 @@ class CellGeometry:
         Axial resistivity [Ω·cm] used for ``ri_megohm``.
     source : str
         Where the morphology came from.
+    soma : str
+        How the soma was read: ``"one-point"``, ``"three-point"``, ``"multi-point"`` or
+        ``"none"`` (``docs/geometry.md``).
     """
 
     parent: np.ndarray
@@ -67,6 +77,9 @@ class CellGeometry:
     cm: float = 1.0
     ra: float = 35.4
     source: str = "<unknown>"
+    diam_um: np.ndarray | None = None
+    section_type: np.ndarray | None = None
+    soma: str = "<unknown>"
 
     @property
     def n_nodes(self) -> int:
@@ -81,6 +94,19 @@ class CellGeometry:
         """Axial conductance to the parent [µS] (``1/ri``; 0 at the root)."""
         with np.errstate(divide="ignore"):
             return np.where(np.isfinite(self.ri_megohm), 1.0 / self.ri_megohm, 0.0)
+
+    def hines_structure(self) -> HinesStructure:
+        """The cell's symmetric Hines structure in µS: ``u[i] = -g_axial_uS[i]``.
+
+        NEURON's matrix row ``i`` (S/cm², ``NEURON-COMPAT.md`` §4) multiplied by
+        ``A_i/100`` (``A_i`` the node's membrane area in µm², NEURON's 100 on the nodes
+        without membrane) has off-diagonals ``-1/ri`` in µS, the same in both triangles.
+        The simulator adds the diagonal (``A·1e-2·(1e-3·cm/dt + G) + Σ g`` in µS) and the
+        right-hand side (nA). ``u`` at the root is 0.
+        """
+        u = -self.g_axial_uS
+        u[self.parent < 0] = 0.0
+        return HinesStructure(self.parent, u)
 
     def node(self, section: str | int, x: float = 0.5) -> int:
         """The node NEURON uses for location ``section(x)`` (IClamp, ``_ref_v``).
@@ -99,6 +125,9 @@ class CellGeometry:
                 ) from None
         else:
             k = int(section)
+            if not 0 <= k < self.n_sections:
+                raise IndexError(
+                    f"section {k} out of range: {self.source} has {self.n_sections} sections")
         if not 0.0 <= x <= 1.0:
             raise ValueError(f"x must lie in [0, 1], got {x}")
         nodes = np.flatnonzero(self.section == k)

@@ -1,0 +1,191 @@
+"""``discretize``: a morphology -> NEURON's compartments (:class:`CellGeometry`)."""
+from __future__ import annotations
+
+import os
+from numbers import Integral, Real
+
+import numpy as np
+
+from ..morphology.errors import SWCRadiusError
+from ..morphology.model import Morphology
+from ..morphology.radii import check_radii
+from .geometry import CellGeometry
+from .import3d import Sections, import3d_sections
+from .nodes import node_layout
+from .pt3d import arc_lengths, area_ri, lambda_sums, nseg_d_lambda
+
+__all__ = ["discretize"]
+
+#: NEURON's largest nseg (``nseg`` is stored in a short).
+MAX_NSEG = 32767
+
+
+def discretize(
+    morphology: Morphology | str | os.PathLike,
+    *,
+    nseg: int | None = None,
+    d_lambda: float | None = None,
+    ra: float = 35.4,
+    cm: float = 1.0,
+    freq: float = 100.0,
+    min_radius: float | None = None,
+) -> CellGeometry:
+    """Cut a morphology into NEURON's compartments with NEURON's area and axial resistance.
+
+    Sections, their 3-D points and where they attach follow NEURON 9.0.2's Import3d
+    (one-point and NeuroMorpho.Org three-point somas become a cylinder of length and
+    diameter ``d`` along x; see ``docs/geometry.md``); areas and resistances are those of
+    NEURON's ``seg.area()`` and ``seg.ri()`` (to rounding). Nodes are NEURON's: ``nseg``
+    segment nodes per section, one x = 1 node per section and the root's x = 0 node, in
+    Hines order (every node's parent has a smaller index).
+
+    Parameters
+    ----------
+    morphology : Morphology or path
+        The cell; a path is read with :func:`hinesbatch.morphology.read_swc`.
+    nseg : int, optional
+        Segments in every section (NEURON's default is 1, used when neither ``nseg`` nor
+        ``d_lambda`` is given).
+    d_lambda : float, optional
+        Choose ``nseg`` per section by NEURON's d_lambda rule instead: the odd
+        ``nseg = int((L/(d_lambda·λ_f) + 0.9)/2)·2 + 1``, ``λ_f`` the AC length constant at
+        ``freq`` from the 3-D points (``lambda_f`` of NEURON's ``stdlib.hoc``). 0.1 is usual.
+    ra : float
+        Axial resistivity [Ω·cm] (NEURON's default 35.4).
+    cm : float
+        Specific membrane capacitance [µF/cm²] (default 1); used by the d_lambda rule and
+        stored for the simulator.
+    freq : float
+        Frequency of the d_lambda rule's length constant [Hz] (default 100).
+    min_radius : float, optional
+        By default a radius <= 0 is an error. With ``min_radius`` [µm], radii below it are
+        raised to it instead, with a warning (:func:`hinesbatch.morphology.check_radii`).
+
+    Returns
+    -------
+    CellGeometry
+
+    Raises
+    ------
+    SWCRadiusError
+        A radius is zero or negative (and ``min_radius`` is not given), or so small that
+        it is 0 as a float32; the message names ``file:line`` of each such sample.
+    ValueError
+        Bad ``nseg``, ``d_lambda``, ``ra``, ``cm`` or ``freq`` (or both ``nseg`` and
+        ``d_lambda`` given).
+    TypeError
+        ``morphology`` is neither a :class:`Morphology` nor a path.
+    SWCError
+        ``morphology`` is a path to a file :func:`~hinesbatch.morphology.read_swc` rejects.
+
+    Warns
+    -----
+    SWCRadiusClampedWarning
+        Radii were raised to ``min_radius``.
+    SWCWarning
+        What :func:`~hinesbatch.morphology.read_swc` warns about when given a path.
+
+    Notes
+    -----
+    NEURON reads a file only when its samples are in parent-first order; a
+    :class:`Morphology` that had to be re-sorted is cut in its stored (parent-first) order.
+    """
+    morph = _as_morphology(morphology)
+    _check_options(nseg, d_lambda, ra, cm, freq)
+    morph = check_radii(morph, min_radius=min_radius)
+    secs = import3d_sections(morph)
+    _check_float32_diameters(morph, secs)
+    arc = arc_lengths(secs.xyz, secs.pt_offsets)
+    length = arc[secs.pt_offsets[1:] - 1]
+    length = np.where(length <= 1e-9, 1e-9, length)  # NEURON's section_length()
+    if d_lambda is not None:
+        lam = lambda_sums(arc, secs.diam, secs.pt_offsets)
+        nsegs = nseg_d_lambda(length, lam, d_lambda=float(d_lambda), freq=float(freq),
+                              ra=float(ra), cm=float(cm))
+        nsegs = np.minimum(nsegs, MAX_NSEG)
+    else:
+        nsegs = np.full(secs.n_sections, 1 if nseg is None else int(nseg), dtype=np.int64)
+    return _geometry(morph, secs, arc, length, nsegs, float(ra), float(cm))
+
+
+def _as_morphology(morphology) -> Morphology:
+    if isinstance(morphology, Morphology):
+        return morphology
+    if isinstance(morphology, (str, os.PathLike)):
+        from ..morphology import read_swc
+
+        return read_swc(morphology)
+    raise TypeError(
+        "morphology must be a hinesbatch.morphology.Morphology or a path to an SWC file, "
+        f"got {type(morphology).__name__}"
+    )
+
+
+def _check_float32_diameters(morph: Morphology, secs: Sections) -> None:
+    """A positive radius below float32's range is stored by NEURON as diameter 0."""
+    bad = np.flatnonzero(~(secs.diam > 0))
+    if bad.size:
+        samples = np.unique(secs.pt_sample[bad])
+        raise SWCRadiusError(
+            morph.source, morph.lines[samples],
+            f"radius {morph.radii[samples[0]]:g} µm of sample {morph.ids[samples[0]]} is 0 "
+            "once stored as a float32 diameter, as NEURON stores it; use min_radius=<µm>",
+            rule="non-positive radius")
+
+
+def _check_options(nseg, d_lambda, ra, cm, freq) -> None:
+    if nseg is not None and d_lambda is not None:
+        raise ValueError("give nseg or d_lambda, not both")
+    if nseg is not None:
+        if isinstance(nseg, bool) or not isinstance(nseg, Integral):
+            raise TypeError(f"nseg must be an integer, got {type(nseg).__name__}")
+        if not 1 <= nseg <= MAX_NSEG:
+            raise ValueError(f"nseg must lie in [1, {MAX_NSEG}] (NEURON's range), got {nseg}")
+    for name, value, low in (("d_lambda", d_lambda, None), ("ra", ra, None),
+                             ("cm", cm, 0.0), ("freq", freq, None)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, Real):
+            raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+        ok = np.isfinite(value) and (value >= low if low is not None else value > 0)
+        if not ok:
+            bound = ">= 0" if low is not None else "> 0"
+            raise ValueError(f"{name} must be finite and {bound}, got {value}")
+
+
+def _geometry(morph, secs: Sections, arc, length, nsegs, ra, cm) -> CellGeometry:
+    n_seg_total = int(nsegs.sum())
+    seg_area = np.full(n_seg_total, np.nan)
+    seg_ri = np.full(n_seg_total, np.nan)
+    seg_diam = np.full(n_seg_total, np.nan)
+    ri_end = np.full(secs.n_sections, np.nan)
+    area_ri(arc, secs.diam, secs.pt_offsets, nsegs, ra, seg_area, seg_ri, ri_end, seg_diam)
+    layout = node_layout(nsegs, secs.parent, secs.parent_x)
+    seg_nodes = np.flatnonzero(layout.is_segment)
+    end_nodes = layout.first_segment + nsegs
+    area = np.zeros(layout.n_nodes)
+    area[seg_nodes] = seg_area
+    ri = np.full(layout.n_nodes, np.inf)
+    ri[seg_nodes] = seg_ri
+    ri[end_nodes] = ri_end
+    diam = np.full(layout.n_nodes, np.nan)
+    diam[seg_nodes] = seg_diam
+    return CellGeometry(
+        parent=layout.parent,
+        area_um2=area,
+        ri_megohm=ri,
+        section=layout.section,
+        x=layout.x,
+        has_membrane=layout.is_segment,
+        section_names=secs.names,
+        nseg=nsegs,
+        length_um=length,
+        section_parent=secs.parent,
+        section_parent_x=secs.parent_x,
+        cm=cm,
+        ra=ra,
+        source=morph.source,
+        diam_um=diam,
+        section_type=secs.types,
+        soma=secs.soma,
+    )
