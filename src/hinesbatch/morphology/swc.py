@@ -98,12 +98,16 @@ def read_swc(source: Source, *, strict: bool = False, encoding: str = "utf-8",
                        parents=np.where(par >= 0, rank[np.maximum(par, 0)], -1),
                        lines=table.numbers[order], source=path, header=tuple(table.header))
     if table.extra:
-        found.insert(0, SWCExtraFieldsWarning(
-            path, table.extra, f"{_count(len(table.extra), 'line', 'has')} more than 7 fields; the "
-            f"fields after the 7th are ignored (as NEURON does): lines "
-            + listing([str(k) for k in table.extra])))
+        found.insert(0, _extra_fields(table.extra, path))
     _emit(found + convention_warnings(morph), strict=strict)
     return morph
+
+
+def _extra_fields(lines: list[int], path: str) -> SWCExtraFieldsWarning:
+    return SWCExtraFieldsWarning(
+        path, lines, f"{_count(len(lines), 'line', 'has')} more than 7 fields; the fields after "
+        f"the 7th are ignored (as NEURON does): line{'s' if len(lines) > 1 else ''} "
+        + listing([str(k) for k in lines]))
 
 
 def _read_text(source: Source, *, encoding: str, name: str | None) -> tuple[str, str]:
@@ -226,9 +230,9 @@ def _parse_fast(rows: list):
         return None
     if not (np.isfinite(flts).all() and (ints[:, 0] >= 0).all()
             and (np.abs(ints[:, 1]) < 2**31).all()):
-        return None
-    return ints[:, 0].copy(), ints[:, 1].astype(np.int32), flts[:, :3].copy(), \
-        flts[:, 3].copy(), ints[:, 2].copy()
+        return None                                 # the slow path words the problem
+    ids, types, pids = ints[:, 0].copy(), ints[:, 1].astype(np.int32), ints[:, 2].copy()
+    return ids, types, flts[:, :3].copy(), flts[:, 3].copy(), pids
 
 
 def _parse_slow(table: _Table, path: str):
