@@ -173,3 +173,71 @@ def test_steady_state_is_ohms_law_on_one_compartment():
                            e_pas=e, v_init=e, backend="serial")
     v_inf = e + amp / (g_pas * 314.1592653589793 * 1e-2)
     assert abs(res.v[0, -1] - v_inf) < 1e-9
+
+
+REAL = __import__("pathlib").Path(__file__).parents[1] / "data" / "morphologies" / "real"
+
+
+def test_batch_of_copies_equals_one_cell_on_every_cpu_backend():
+    one = simulate_passive(soma_dend(), tstop=2.0, iclamp=(0.2, 0.3, 1.0), backend="serial")
+    for backend in ("serial", "multicore"):
+        many = simulate_passive(soma_dend(), tstop=2.0, iclamp=(0.2, 0.3, 1.0), n_cells=5,
+                                backend=backend)
+        assert many.v.shape == (5, one.t.size)
+        np.testing.assert_array_equal(many.v, np.broadcast_to(one.v, many.v.shape))
+        assert many.params["backend"] == backend
+
+
+def test_default_morphology_and_params_are_neurons():
+    res = simulate_passive(tstop=0.1, backend="serial")
+    p = res.params
+    assert p["morphology"].endswith("c91662.swc")
+    assert (p["cm_uF_per_cm2"], p["ra_ohm_cm"], p["g_pas_S_per_cm2"], p["e_pas_mV"],
+            p["v_init_mV"], p["dt_ms"]) == (1.0, 35.4, 0.001, -70.0, -65.0, 0.025)
+    assert res.t.size == 5 and res.v[0, 0] == -65.0
+    assert res.info["n_nodes"] == 389  # nseg 1 (NEURON's default): 194 sections + 194 + 1
+
+
+def test_cell_without_soma_says_how_to_choose_the_clamp():
+    path = REAL / "Gad1-F-600000.CNG.swc"
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match=r"no section 'soma\[0\]'.*--clamp"):
+        simulate_passive(path, tstop=0.1)
+    with pytest.warns(UserWarning):
+        res = simulate_passive(path, tstop=0.5, clamp=("axon[0]", 0.5), record=("axon[3]", 1.0),
+                               iclamp=(0.1, 0.0, 1.0), backend="serial")
+    assert res.params["record"]["section"] == "axon[3]" and np.ptp(res.v) > 0
+
+
+@pytest.mark.parametrize("kw, error, match", [
+    (dict(n_cells=0), ValueError, "n_cells must be >= 1"),
+    (dict(n_cells=2.0), TypeError, "n_cells must be an integer"),
+    (dict(g_pas=-1e-3), ValueError, "g_pas must be finite and >= 0"),
+    (dict(v_init=float("nan")), ValueError, "v_init must be finite"),
+    (dict(dt=0.0), ValueError, "dt must be a positive"),
+    (dict(iclamp=(1.0, 2.0)), TypeError, r"iclamp must be \(amp"),
+    (dict(record=("soma[0]", 2.0)), ValueError, r"x must lie in \[0, 1\]"),
+    (dict(clamp="soma[0](0.5)"), TypeError, r"clamp must be \(section name, x\)"),
+    (dict(nseg=3), ValueError, "already discretized"),
+    (dict(ra=100.0), ValueError, "discretized with Ra = 35.4"),
+    (dict(backend="nope"), ValueError, "valid backends"),
+])
+def test_bad_arguments_are_named(kw, error, match):
+    with pytest.raises(error, match=match):
+        simulate_passive(single_soma(), tstop=0.1, **kw)
+
+
+def test_zero_area_clamp_node_is_refused():
+    geo = single_soma()
+    zero = geometry(parent=geo.parent, area=[0.0, 0.0, 0.0], ri=geo.ri_megohm,
+                    has_membrane=geo.has_membrane, section=geo.section, x=geo.x,
+                    names=geo.section_names, nseg=geo.nseg, source="zero soma")
+    with pytest.raises(ValueError, match="zero membrane area"):
+        simulate_passive(zero, tstop=0.1)
+
+
+def test_progress_bar_goes_to_stderr(capsys):
+    simulate_passive(single_soma(), tstop=1.0, backend="serial", progress=True)
+    err = capsys.readouterr().err
+    assert "step/s" in err and "/40 " in err
+    simulate_passive(single_soma(), tstop=1.0, backend="serial", progress=None)
+    assert capsys.readouterr().err == ""  # short run, not a terminal
