@@ -15,6 +15,7 @@ Import3d's corner rules (soma runs, wires, connect-to-proximal, deleted sections
 """
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from pathlib import Path
 
@@ -120,6 +121,38 @@ def test_real_cell_matches_neuron(path, tmp_path):
         geometry = discretize(morph, d_lambda=0.1, ra=100.0, cm=2.0, min_radius=min_radius)
     assert geometry.nseg.max() > 1  # the rule did something
     compare(geometry, segment_table(sections))
+
+
+def _inline_cases() -> dict:
+    """The inline cells of tests/unit/test_discretize_import3d.py (its CASES dict)."""
+    path = Path(__file__).resolve().parents[1] / "unit" / "test_discretize_import3d.py"
+    spec = importlib.util.spec_from_file_location("_discretize_import3d_cases", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.CASES
+
+
+INLINE = _inline_cases()
+
+
+@pytest.mark.parametrize("case", sorted(INLINE))
+def test_inline_rule_case_matches_neuron(case, tmp_path):
+    path = tmp_path / f"{case}.swc"
+    path.write_text(INLINE[case].replace(" / ", "\n") + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        morph = read_swc(path)
+    h, sections = build_neuron_cell(path, nseg=1)
+    secs = import3d_sections(morph)
+    for k, name in enumerate(secs.names):  # the pt3d points themselves
+        a, b = secs.pt_offsets[k], secs.pt_offsets[k + 1]
+        sec = sections[name]
+        ref = [[sec.x3d(i), sec.y3d(i), sec.z3d(i), sec.diam3d(i)] for i in range(sec.n3d())]
+        np.testing.assert_array_equal(np.column_stack([secs.xyz[a:b], secs.diam[a:b]]), ref)
+    for nseg in NSEGS:
+        for sec in sections.values():
+            sec.nseg = nseg
+        compare(discretize(morph, nseg=nseg), segment_table(sections))
 
 
 # -- random small trees: Import3d's corner rules ---------------------------------------------
