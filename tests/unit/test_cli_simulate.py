@@ -23,7 +23,7 @@ def test_default_cell_writes_npz_and_prints_summary(tmp_path, capsys):
     assert t.shape == (41,) and v.shape == (1, 41)
     assert v[0, 0] == -65.0 and t[0] == 0.0 and t[-1] == pytest.approx(1.0)
     assert params["morphology"].endswith("c91662.swc") and params["n_steps"] == 40
-    assert params["iclamp"] == {"amp_nA": 0.1, "delay_ms": 10.0, "dur_ms": 50.0}
+    assert params["iclamp"] == {"amp_nA": 0.5, "delay_ms": 10.0, "dur_ms": 50.0}
     for word in ("c91662.swc", "389 nodes", "backend:", "serial", str(out)):
         assert word in text
 

@@ -241,3 +241,17 @@ def test_progress_bar_goes_to_stderr(capsys):
     assert "step/s" in err and "/40 " in err
     simulate_passive(single_soma(), tstop=1.0, backend="serial", progress=None)
     assert capsys.readouterr().err == ""  # short run, not a terminal
+
+
+def test_auto_runs_a_small_batch_serial_instead_of_threads():
+    from hinesbatch import plan
+    from hinesbatch.sim.passive import THREADED_BACKENDS
+
+    res = simulate_passive(single_soma(), tstop=0.1, n_cells=2)
+    auto = plan(MonoBatch(passive_system(single_soma(), dt=0.025, cm=1.0, g_pas=1e-3,
+                                         e_pas=-70.0).structure, 2)).backend_name
+    if auto in THREADED_BACKENDS:
+        assert res.params["backend"] == "serial"
+        assert f"instead of auto's '{auto}'" in res.info["backend"]
+    else:  # a GPU machine: auto's choice stands
+        assert res.params["backend"] == auto

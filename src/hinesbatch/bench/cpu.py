@@ -39,7 +39,7 @@ MORPHOLOGIES = ("mp_ma_40984_gc2.CNG.swc", "c91662.swc", "C220498B-I4.CNG.swc")
 CELLS = (256, 2560, 25600)
 D_LAMBDA = 0.1
 #: The simulated protocol (NEURON's pas and cable defaults).
-PROTOCOL = {"tstop": 100.0, "dt": 0.025, "iclamp": (0.1, 10.0, 50.0), "cm": 1.0, "ra": 35.4,
+PROTOCOL = {"tstop": 100.0, "dt": 0.025, "iclamp": (0.5, 10.0, 50.0), "cm": 1.0, "ra": 35.4,
             "g_pas": 0.001, "e_pas": -70.0, "v_init": -65.0}
 QUICK = {"cells": (2, 8), "tstop": 2.0, "repeats": 1}
 EFFICIENCY_GOAL = 0.7

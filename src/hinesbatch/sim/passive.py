@@ -26,9 +26,11 @@ NEURON_DEFAULTS = {"cm": 1.0, "ra": 35.4, "g_pas": 0.001, "e_pas": -70.0, "v_ini
 #: hinesbatch's own defaults for what NEURON leaves to the user: ``tstop`` [ms] and the clamp
 #: ``(amp [nA], delay [ms], dur [ms])``.
 DEFAULT_TSTOP = 100.0
-DEFAULT_ICLAMP = (0.1, 10.0, 50.0)
+DEFAULT_ICLAMP = (0.5, 10.0, 50.0)
 #: CPU backends that spread cells over Numba's threads: the assembly follows them.
 THREADED_BACKENDS = frozenset({"multicore"})
+#: Batches smaller than this (nodes over all cells) run ``serial`` when ``auto`` picks threads.
+SMALL_BATCH_NODES = 20_000
 #: Above this many node-steps, ``progress=None`` shows a bar when stderr is a terminal.
 _LONG_RUN = 5e7
 
@@ -140,9 +142,7 @@ def simulate_passive(
     amps = stim.amplitudes(t_mid)
     system = passive_system(geometry, dt=dt, cm=cm, g_pas=g_pas, e_pas=e_pas)
 
-    from ..solvers.plan import plan as make_plan
-
-    solver = make_plan(MonoBatch(system.structure, n_cells), backend=backend)
+    solver, choice = _make_solver(MonoBatch(system.structure, n_cells), backend)
     show = _show_progress(progress, t_mid.size * system.n_nodes * n_cells)
     setup_s = time.perf_counter() - t0
     v, loop_s = run_passive(system, solver, v_init=v_init, amps=amps, stim_node=clamp_node,
@@ -159,8 +159,27 @@ def simulate_passive(
         "n_cells": n_cells, "backend": solver.backend_name,
     }
     info = {"n_nodes": system.n_nodes, "n_sections": geometry.n_sections,
-            "backend": solver.describe(), "setup_s": setup_s, "loop_s": loop_s}
+            "backend": solver.describe() + choice, "setup_s": setup_s, "loop_s": loop_s}
     return Result(t=t, v=v, params=params, info=info)
+
+
+def _make_solver(batch: MonoBatch, backend: str):
+    """The plan for ``batch``, and a note when ``auto`` was overridden for a small batch.
+
+    ``auto`` prefers a threaded CPU backend when there is no GPU; on a batch of fewer than
+    ``SMALL_BATCH_NODES`` nodes the per-step cost of starting threads exceeds the work (one
+    cell of 1000 nodes steps several times slower on two threads than on one), so the
+    simulation then runs ``serial``.
+    """
+    from ..solvers.plan import plan as make_plan
+
+    solver = make_plan(batch, backend=backend)
+    if (backend == "auto" and solver.backend_name in THREADED_BACKENDS
+            and batch.n_nodes < SMALL_BATCH_NODES):
+        return make_plan(batch, backend="serial"), (
+            f"; simulate ran 'serial' instead of auto's {solver.backend_name!r}: "
+            f"{batch.n_nodes} nodes in all are too few to gain from threads")
+    return solver, ""
 
 
 def run_passive(system: PassiveSystem, solver, *, v_init: float, amps: np.ndarray, stim_node: int,
