@@ -255,3 +255,15 @@ def test_auto_runs_a_small_batch_serial_instead_of_threads():
         assert f"instead of auto's '{auto}'" in res.info["backend"]
     else:  # a GPU machine: auto's choice stands
         assert res.params["backend"] == auto
+
+
+def test_array_assembler_loop_equals_numba_loop(monkeypatch):
+    """The array-generic path (what device state uses) steps like the Numba path, on NumPy."""
+    from hinesbatch.sim import assembly
+
+    kw = dict(tstop=3.0, iclamp=(0.4, 0.5, 1.5), n_cells=3, backend="serial")
+    numba_run = simulate_passive(soma_dend(), **kw)
+    monkeypatch.setattr(assembly, "_ASSEMBLERS", {})  # every module -> ArrayAssembler
+    array_run = simulate_passive(soma_dend(), **kw)
+    assert np.ptp(numba_run.v) > 1.0
+    np.testing.assert_allclose(array_run.v, numba_run.v, rtol=0, atol=1e-10)

@@ -202,10 +202,10 @@ class ArrayAssembler:
             if f is None or f.shape[0] != v.shape[0]:
                 f = self._scratch = xp.empty((v.shape[0], self._n - 1), dtype=v.dtype)
             xp.take(v, self._parent, axis=1, out=f)
-            f -= v[:, 1:]
-            f *= self._g  # axial current from the parent into each node [nA]
-            rhs[:, 1:] += f
-            xp.subtract.at(rhs, (slice(None), self._parent), f)
+            xp.subtract(v[:, 1:], f, out=f)
+            f *= self._g  # axial current from each node into its parent [nA]
+            rhs[:, 1:] -= f
+            xp.add.at(rhs, (slice(None), self._parent), f)  # (CuPy: a scatter-add)
         rhs[:, stim_node] += amp
 
     def advance(self, v, dv, trace, k: int, node: int) -> None:
