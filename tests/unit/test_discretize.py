@@ -228,6 +228,12 @@ def test_bad_options_are_named(kwargs, error, match):
         discretize(cell("1 1 0 0 0 5 -1"), **kwargs)
 
 
+def test_d_lambda_beyond_neurons_nseg_limit_is_an_error():
+    thin = cell("1 3 0 0 0 0.05 -1 / 2 3 10000 0 0 0.05 1")
+    with pytest.raises(ValueError, match=r"nseg=\d+ in dend\[0\] .* more than NEURON's 32767"):
+        discretize(thin, d_lambda=1e-4)
+
+
 def test_not_a_morphology():
     with pytest.raises(TypeError, match="got int"):
         discretize(42)

@@ -15,7 +15,8 @@ import os
 
 import numpy as np
 
-__all__ = ["build_neuron_cell", "delete_all_sections", "geom_nseg", "load_neuron", "segment_table"]
+__all__ = ["LOCATIONS", "build_neuron_cell", "delete_all_sections", "geom_nseg", "load_neuron",
+           "segment_table"]
 
 # NEURON's fixnseg.hoc (docs/guide/using_the_d_lambda_rule.rst), with stdlib's lambda_f
 _GEOM_NSEG_HOC = """
@@ -25,6 +26,9 @@ proc hinesbatch_geom_nseg() {
 """
 
 _loaded = False
+
+#: Interior locations whose node segment_table reports (via its ri).
+LOCATIONS = (0.1, 0.5, 0.7, 0.999)
 
 
 def load_neuron():
@@ -100,8 +104,9 @@ def segment_table(sections: dict) -> dict:
     dict
         ``{name: {...}}`` with ``nseg``, ``L`` [µm], ``parent`` (name or None),
         ``parent_x``, ``area`` [µm²], ``ri`` [MΩ] and ``diam`` [µm] (float64 arrays over the
-        segments), ``ri1`` (``sec(1).ri()``, the x = 1 node) and ``ri0`` (``sec(0).ri()``:
-        the ri of the node the section hangs on; 1e30 at the root node).
+        segments), ``ri1`` (``sec(1).ri()``, the x = 1 node), ``ri0`` (``sec(0).ri()``:
+        the ri of the node the section hangs on; 1e30 at the root node) and ``ri_at``
+        (``{x: sec(x).ri()}`` for x in :data:`LOCATIONS`: which node a location maps to).
     """
     for sec in sections.values():
         # area() recomputes a section's area and ri after an nseg/Ra change, ri() does not:
@@ -121,5 +126,6 @@ def segment_table(sections: dict) -> dict:
             "diam": np.array([seg.diam for seg in segs]),
             "ri1": sec(1).ri(),
             "ri0": sec(0).ri(),
+            "ri_at": {x: sec(x).ri() for x in LOCATIONS},
         }
     return table

@@ -102,7 +102,11 @@ def discretize(
         lam = lambda_sums(arc, secs.diam, secs.pt_offsets)
         nsegs = nseg_d_lambda(length, lam, d_lambda=float(d_lambda), freq=float(freq),
                               ra=float(ra), cm=float(cm))
-        nsegs = np.minimum(nsegs, MAX_NSEG)
+        if nsegs.max() > MAX_NSEG:
+            k = int(np.argmax(nsegs))
+            raise ValueError(
+                f"d_lambda={d_lambda} asks for nseg={nsegs[k]} in {secs.names[k]} of "
+                f"{morph.source}, more than NEURON's {MAX_NSEG}; use a larger d_lambda")
     else:
         nsegs = np.full(secs.n_sections, 1 if nseg is None else int(nseg), dtype=np.int64)
     return _geometry(morph, secs, arc, length, nsegs, float(ra), float(cm))
