@@ -15,8 +15,10 @@ from hinesbatch.morphology import read_swc
 
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
-radius = st.one_of(st.just(0.0), st.floats(min_value=0.0, max_value=1e3, allow_nan=False))
+finite = st.one_of(st.floats(min_value=-1e4, max_value=1e4),
+                   st.floats(allow_nan=False, allow_infinity=False))     # up to ±1.8e308
+radius = st.one_of(st.just(0.0), st.floats(min_value=0.0, max_value=1e3),
+                   st.floats(min_value=0.0, allow_infinity=False))
 
 
 @st.composite
@@ -67,6 +69,7 @@ def test_random_tree_round_trip(data):
     tree = data.draw(trees())
     text, line_of = data.draw(layouts(tree))
     with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # no NumPy overflow warnings either
         warnings.simplefilter("ignore", hm.SWCWarning)
         m = read_swc(io.StringIO(text, newline=""))
         m_bytes = read_swc(io.BytesIO(text.encode("utf-8")))
@@ -107,7 +110,7 @@ BASE = (b"# a small cell\n1 1 0 0 0 5 -1\n2 3 0 0 5 1 1\n3 3 0 5 10 0.5 2\n"
         b"4 3 0 -5 10 0.5 2\n5 2 0 0 -5 1 1\n6 2 0 0 -9 0 5\n")
 noise = st.sampled_from([b"0", b"7", b"-", b"+", b".", b"e", b"#", b" ", b"\t", b"\n", b"\r",
                          b"x", b"\x00", b"\xff", b"\xc3", "\u00e9".encode(), b"nan", b"-1",
-                         b"1e999", b"99999999999999999999"])
+                         b"1e999", b"1e308", b"99999999999999999999"])
 
 
 @st.composite
