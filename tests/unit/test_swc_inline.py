@@ -143,6 +143,12 @@ def test_every_bad_line_is_listed_not_just_the_first():
     assert "x 'a' is not a number; y 'b' is not a number" in str(err)
 
 
+def test_fields_of_an_unreadable_line_are_not_judged():
+    # a shifted row: its -0.5 may not be a radius at all, so no radius error is added
+    err = raises(hm.SWCSyntaxError, "1 1 0 0 0 5 -1\n2 3 0 1 -0.5 1  # <-- here\n")
+    assert err.also == () and "negative radius" not in str(err)
+
+
 def test_integers_written_as_decimals_are_accepted():
     m = read_text("1.0 1 0 0 0 5 -1.0\n2 3.0 0 0 1 1 1e0\n")
     np.testing.assert_array_equal(m.ids, [1, 2])

@@ -224,15 +224,26 @@ def _parse_fast(rows: list):
         return None
     tok = np.array(rows)
     try:
-        ints = tok[:, _INT_COLS].astype(np.int64)
         flts = tok[:, 2:6].astype(np.float64)
+        ints = _integers(tok[:, _INT_COLS])
     except (ValueError, OverflowError):
         return None
-    if not (np.isfinite(flts).all() and (ints[:, 0] >= 0).all()
-            and (np.abs(ints[:, 1]) < 2**31).all()):
+    if ints is None or not (np.isfinite(flts).all() and (ints[:, 0] >= 0).all()
+                            and (np.abs(ints[:, 1]) < 2**31).all()):
         return None                                 # the slow path words the problem
     ids, types, pids = ints[:, 0].copy(), ints[:, 1].astype(np.int32), ints[:, 2].copy()
     return ids, types, flts[:, :3].copy(), flts[:, 3].copy(), pids
+
+
+def _integers(tok: np.ndarray) -> np.ndarray | None:
+    """Integer fields, also when written as decimals ("5.0"); None if one is not integral."""
+    try:
+        return tok.astype(np.int64)
+    except (ValueError, OverflowError):
+        values = tok.astype(np.float64)
+    if not (np.all(np.abs(values) < 2**53) and np.all(values == np.floor(values))):
+        return None
+    return values.astype(np.int64)
 
 
 def _parse_slow(table: _Table, path: str):
@@ -243,9 +254,10 @@ def _parse_slow(table: _Table, path: str):
         items.append(f"{path}:{k}: {_count(len(tok), 'field')} ({' '.join(tok)!r}), 7 needed")
     for k, tok in zip(table.numbers.tolist(), table.rows):
         row, problems = _parse_row(tok)
-        if problems:
+        if problems:                      # its other fields may be shifted: do not use them
             bad.append(k)
             items.append(f"{path}:{k}: " + "; ".join(problems))
+            row = [0] * 7
         parsed.append(row)
     arr = np.array(parsed, dtype=object).reshape(len(parsed), 7)
     values = (arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int32),
