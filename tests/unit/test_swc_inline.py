@@ -144,8 +144,8 @@ def test_every_bad_line_is_listed_not_just_the_first():
 
 
 def test_fields_of_an_unreadable_line_are_not_judged():
-    # a shifted row: its -0.5 may not be a radius at all, so no radius error is added
-    err = raises(hm.SWCSyntaxError, "1 1 0 0 0 5 -1\n2 3 0 1 -0.5 1  # <-- here\n")
+    # a field is missing and one is stray: -0.5 may not be a radius at all, so no radius error
+    err = raises(hm.SWCSyntaxError, "1 1 0 0 0 5 -1\n2 3 0 x 1 -0.5 1  # <-- here\n")
     assert err.also == () and "negative radius" not in str(err)
 
 
