@@ -129,7 +129,7 @@ def test_multicore_threads_option():
     ref = hinesbatch.solve(batch, d, rhs, backend="serial")
     before = numba.get_num_threads()
     one = hinesbatch.plan(batch, backend="multicore", threads=1)
-    assert "1 threads" in one.describe()
+    assert "1 thread " in one.describe()
     np.testing.assert_array_equal(one.solve(d, rhs), ref)
     assert numba.get_num_threads() == before, "the threads option must not leak"
     for bad in (0, numba.config.NUMBA_NUM_THREADS + 1):
@@ -145,10 +145,10 @@ def test_multicore_honours_numba_set_num_threads():
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        assert "1 threads" in plan.describe()
+        assert "1 thread " in plan.describe()
     finally:
         numba.set_num_threads(before)
-    assert f"{before} threads" in plan.describe()
+    assert f"{before} thread" in plan.describe()
 
 
 def test_real_morphology_from_discretize():
@@ -166,3 +166,37 @@ def test_real_morphology_from_discretize():
     for backend in ("serial", "multicore"):
         assert_solution(batch, d, rhs, hinesbatch.solve(batch, d, rhs, backend=backend),
                         np.float64)
+
+
+@pytest.mark.parametrize("backend", ["serial", "multicore"])
+def test_lockstep_gives_identical_results(backend):
+    mono = MonoBatch(rt.random_tree(90, rng=37), 29)  # 29 cells: groups end part-full
+    d, rhs = rt.diagonally_dominant(mono, rng=38)
+    one = hinesbatch.solve(mono, d, rhs, backend=backend, lockstep=1)
+    for lockstep in (3, 8, 64):
+        plan = hinesbatch.plan(mono, backend=backend, lockstep=lockstep)
+        assert f"{lockstep} cells in lockstep" in plan.describe()
+        np.testing.assert_array_equal(plan.solve(d, rhs), one)
+
+
+@pytest.mark.parametrize("lockstep", [1, 8])
+@pytest.mark.parametrize("backend", ["serial", "multicore"])
+def test_zero_pivots_in_one_lockstep_group(backend, lockstep):
+    """Cell 6's zero pivot is met first in time, but cell 5 is the lower cell."""
+    mono = MonoBatch(rt.star(5, rng=39), 11)
+    d, rhs = rt.diagonally_dominant(mono, rng=40)
+    d[5, 1] = 0.0
+    d[6, 3] = 0.0  # the backward sweep reaches node 3 before node 1
+    with pytest.raises(SingularSystemError) as info:
+        hinesbatch.solve(mono, d, rhs, backend=backend, lockstep=lockstep)
+    assert (info.value.cell, info.value.node) == (5, 1)
+
+
+def test_lockstep_option_is_checked():
+    mono = MonoBatch(rt.chain(3, rng=41), 2)
+    with pytest.raises(ValueError, match="lockstep must be between 1 and 1024"):
+        hinesbatch.plan(mono, backend="serial", lockstep=0)
+    with pytest.raises(TypeError, match="lockstep must be an int"):
+        hinesbatch.plan(mono, backend="multicore", lockstep="8")
+    per_cell = hinesbatch.plan(mono.expand(), backend="multicore", lockstep=4)
+    assert "per-cell structure, cell after cell" in per_cell.describe()

@@ -19,8 +19,9 @@ def batch():
 
 
 def test_unknown_backend_lists_the_valid_ones(batch):
-    with pytest.raises(ValueError, match=r"unknown hines backend 'cuda'; valid backends: auto, "
-                                         r"multicore, serial"):
+    valid = ", ".join(hinesbatch.backends())
+    assert valid.startswith("auto, ") and "multicore" in valid and "serial" in valid
+    with pytest.raises(ValueError, match=rf"unknown hines backend 'cuda'; valid backends: {valid}$"):
         hinesbatch.plan(batch, backend="cuda")
     with pytest.raises(TypeError, match="backend must be a string"):
         hinesbatch.plan(batch, backend=3)

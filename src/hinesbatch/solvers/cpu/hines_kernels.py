@@ -1,21 +1,26 @@
 """Numba kernels of the Hines algorithm (Algorithm 1 of Valero-Lara et al. 2017).
 
-One kernel body, :func:`_solve_cell`, serves both batch kinds:
+Two batch kinds, two kernel bodies, each with a serial and a ``prange`` driver:
 
 * per-cell structure (:class:`~hinesbatch.tree.HinesStructure`): the structure arrays cover
-  the whole batch, cell ``c`` is ``offsets[c]:offsets[c+1]`` and parents are global, so the
-  values sit at the structure's own indices (``shift = 0``);
+  the whole batch, cell ``c`` is ``offsets[c]:offsets[c+1]`` and parents are global;
+  :func:`_solve_cell` solves one cell, the drivers go cell after cell;
 * shared structure (:class:`~hinesbatch.tree.MonoBatch`): the structure arrays hold one cell
-  of ``m`` nodes (``offsets = [0, m]``), read by every cell; cell ``c``'s values are the
-  ``c``-th row of a C-contiguous ``(n_cells, m)`` array, i.e. flat index ``i + c*m``.
+  of ``m`` nodes, read by every cell; cell ``c``'s values are row ``c`` of a C-contiguous
+  ``(n_cells, m)`` array, flat index ``c*m + i``. :func:`_solve_group` advances ``lockstep``
+  consecutive cells together through each node: the same operations in the same order per
+  cell as Algorithm 1 (so bit-identical results for any ``lockstep``), but independent
+  dependency chains side by side, which hides the latency of the divisions.
 
 Every kernel has one specialisation per dtype (float32, float64): structure arrays are always
 passed read-only (``parent`` int32, ``offsets`` int64, ``u`` and ``l`` of the value dtype) and
-values writable and C-contiguous, so the compile count stays at two per driver.
+values writable and C-contiguous. ``error_model="numpy"``: a division by zero gives inf/nan
+instead of raising, so the divisions carry no test; pivots are checked explicitly.
 
 A pivot ``d[i]`` (the diagonal after the children of ``i`` have been eliminated) that is zero
-or not finite stops the cell: the driver reports the cell and the node (index within the
-cell) and leaves that pivot in ``d`` for the error message.
+or not finite makes the drivers report the cell and the node (index within the cell): the
+first such pivot in elimination order, in the lowest such cell. That pivot is left in ``d``
+for the error message.
 """
 from __future__ import annotations
 
@@ -23,68 +28,122 @@ import math
 
 from numba import njit, prange
 
-__all__ = ["hines_serial", "hines_parallel"]
+__all__ = ["cells_serial", "cells_parallel", "shared_serial", "shared_parallel"]
+
+_JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 
-@njit(cache=True, nogil=True)
-def _solve_cell(parent, u, l, d, rhs, a, b, shift):
-    """Solve structure nodes ``a..b-1`` whose values sit at ``index + shift``, in place.
+@njit(**_JIT)
+def _bad(pivot) -> bool:
+    return pivot == 0.0 or not math.isfinite(pivot)
+
+
+@njit(**_JIT)
+def _solve_cell(parent, u, l, d, rhs, a, b):
+    """Solve nodes ``a..b-1`` (one cell, global indices) in place; Algorithm 1.
 
     Returns -1 on success, else the node (``i - a``) whose pivot is zero or not finite.
     """
     for i in range(b - 1, a, -1):  # backward sweep: eliminate each node from its parent's row
-        pivot = d[i + shift]
-        if pivot == 0.0 or not math.isfinite(pivot):
+        pivot = d[i]
+        if _bad(pivot):
             return i - a
         factor = u[i] / pivot
-        p = parent[i] + shift
+        p = parent[i]
         d[p] -= factor * l[i]
-        rhs[p] -= factor * rhs[i + shift]
-    pivot = d[a + shift]
-    if pivot == 0.0 or not math.isfinite(pivot):
+        rhs[p] -= factor * rhs[i]
+    if _bad(d[a]):
         return 0
-    rhs[a + shift] /= pivot
+    rhs[a] /= d[a]
     for i in range(a + 1, b):  # forward sweep: root to leaves
-        j = i + shift
-        rhs[j] -= l[i] * rhs[parent[i] + shift]
-        rhs[j] /= d[j]
+        rhs[i] -= l[i] * rhs[parent[i]]
+        rhs[i] /= d[i]
     return -1
 
 
-@njit(cache=True, nogil=True)
-def _cell_range(offsets, c, per_cell):
-    """(first node, end node, value shift) of cell ``c``."""
-    if per_cell:
-        return offsets[c], offsets[c + 1], 0
-    m = offsets[1]
-    return 0, m, c * m
-
-
-@njit(cache=True, nogil=True)
-def hines_serial(parent, offsets, u, l, d, rhs, n_cells, per_cell):
-    """Solve the cells one after another; stop at the first singular one.
+@njit(**_JIT)
+def cells_serial(parent, offsets, u, l, d, rhs):
+    """Per-cell structure, cells one after another; stops at the first singular cell.
 
     Returns ``(cell, node)`` of the first zero or non-finite pivot, ``(-1, -1)`` if none.
     """
-    for c in range(n_cells):
-        a, b, shift = _cell_range(offsets, c, per_cell)
-        node = _solve_cell(parent, u, l, d, rhs, a, b, shift)
+    for c in range(offsets.size - 1):
+        node = _solve_cell(parent, u, l, d, rhs, offsets[c], offsets[c + 1])
         if node >= 0:
             return c, node
     return -1, -1
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def hines_parallel(parent, offsets, u, l, d, rhs, n_cells, per_cell, status):
-    """Solve the cells spread over Numba's threads (``prange``, the papers' OpenMP baseline).
+@njit(parallel=True, **_JIT)
+def cells_parallel(parent, offsets, u, l, d, rhs, status):
+    """Per-cell structure, cells spread over Numba's threads (the papers' OpenMP baseline).
 
-    ``status`` (int64[n_cells]) is scratch for the per-cell result. Returns ``(cell, node)``
-    of the singular cell with the lowest index, ``(-1, -1)`` if none.
+    ``status`` (int64[n_cells]) is scratch. Returns ``(cell, node)`` of the singular cell with
+    the lowest index, ``(-1, -1)`` if none.
     """
-    for c in prange(n_cells):
-        a, b, shift = _cell_range(offsets, c, per_cell)
-        status[c] = _solve_cell(parent, u, l, d, rhs, a, b, shift)
-    for c in range(n_cells):
+    for c in prange(offsets.size - 1):
+        status[c] = _solve_cell(parent, u, l, d, rhs, offsets[c], offsets[c + 1])
+    return _first_failure(status)
+
+
+@njit(**_JIT)
+def _solve_group(parent, u, l, d, rhs, m, c0, k_end, status):
+    """Solve cells ``c0..k_end-1`` of a shared-structure batch together, node by node.
+
+    A zero or non-finite pivot is recorded in ``status[c]`` (first one in elimination order)
+    and the cell is carried on to the end with infinities; the other cells are unaffected.
+    """
+    for i in range(m - 1, 0, -1):
+        p = parent[i]
+        ui = u[i]
+        li = l[i]
+        for c in range(c0, k_end):
+            s = c * m
+            pivot = d[s + i]
+            if _bad(pivot) and status[c] < 0:
+                status[c] = i
+            factor = ui / pivot
+            d[s + p] -= factor * li
+            rhs[s + p] -= factor * rhs[s + i]
+    for c in range(c0, k_end):
+        s = c * m
+        if _bad(d[s]) and status[c] < 0:
+            status[c] = 0
+        rhs[s] /= d[s]
+    for i in range(1, m):
+        p = parent[i]
+        li = l[i]
+        for c in range(c0, k_end):
+            s = c * m
+            rhs[s + i] -= li * rhs[s + p]
+            rhs[s + i] /= d[s + i]
+
+
+@njit(**_JIT)
+def shared_serial(parent, u, l, d, rhs, n_cells, lockstep, status):
+    """Shared structure, groups of ``lockstep`` cells one after another (``lockstep=1``: cell
+    after cell, Algorithm 1). Returns ``(cell, node)`` of the first failure, ``(-1, -1)``."""
+    m = parent.size
+    status[:] = -1
+    for c0 in range(0, n_cells, lockstep):
+        _solve_group(parent, u, l, d, rhs, m, c0, min(c0 + lockstep, n_cells), status)
+    return _first_failure(status)
+
+
+@njit(parallel=True, **_JIT)
+def shared_parallel(parent, u, l, d, rhs, n_cells, lockstep, status):
+    """Shared structure, groups of ``lockstep`` cells spread over Numba's threads."""
+    m = parent.size
+    status[:] = -1
+    for g in prange((n_cells + lockstep - 1) // lockstep):
+        c0 = g * lockstep
+        _solve_group(parent, u, l, d, rhs, m, c0, min(c0 + lockstep, n_cells), status)
+    return _first_failure(status)
+
+
+@njit(**_JIT)
+def _first_failure(status):
+    for c in range(status.size):
         if status[c] >= 0:
             return c, status[c]
     return -1, -1

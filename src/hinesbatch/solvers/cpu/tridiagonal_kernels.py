@@ -6,9 +6,9 @@ uses its first ``lengths[k]`` rows. Row ``i`` reads
 cuSPARSE's gtsv convention). ``dl`` and ``du`` are only read; ``d`` is scratch and the
 solution is written over ``rhs``; entries past ``lengths[k]`` are not touched.
 
-One specialisation per dtype (``lengths`` is always int64, ``dl`` and ``du`` may be
-read-only or writable: the drivers are typed with whatever the front end passes, which is
-always the same kind of array for a given dtype).
+One specialisation per dtype: the front end always passes ``lengths`` as read-only int64,
+``dl`` and ``du`` as read-only views and ``d``, ``rhs`` writable, all of one dtype.
+``error_model="numpy"``: divisions carry no zero test (pivots are checked explicitly).
 """
 from __future__ import annotations
 
@@ -18,8 +18,10 @@ from numba import njit, prange
 
 __all__ = ["thomas_serial", "thomas_parallel"]
 
+_JIT = dict(cache=True, nogil=True, error_model="numpy")
 
-@njit(cache=True, nogil=True)
+
+@njit(**_JIT)
 def _thomas(dl, d, du, rhs, base, m):
     """Solve the system at flat rows ``base..base+m-1`` in place.
 
@@ -44,7 +46,7 @@ def _thomas(dl, d, du, rhs, base, m):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def thomas_serial(dl, d, du, rhs, n, lengths):
     """Solve the systems one after another; returns ``(system, row)`` of the first zero or
     non-finite pivot, ``(-1, -1)`` if none."""
@@ -55,7 +57,7 @@ def thomas_serial(dl, d, du, rhs, n, lengths):
     return -1, -1
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(parallel=True, **_JIT)
 def thomas_parallel(dl, d, du, rhs, n, lengths, status):
     """Solve the systems spread over Numba's threads; ``status`` (int64[batch]) is scratch.
     Returns ``(system, row)`` of the singular system with the lowest index, ``(-1, -1)`` if none."""
