@@ -117,7 +117,8 @@ def test_frustum_area_and_resistance():
 
 
 def test_d_lambda_on_a_cylinder_matches_the_length_constant():
-    # λ_f(100 Hz) = 1e5·sqrt(d/(4π·f·Ra·cm)) [µm] for a cylinder; nseg = odd int((L/(dλ·λ)+0.9)/2)·2+1
+    # λ_f(100 Hz) = 1e5·sqrt(d/(4π·f·Ra·cm)) [µm] for a cylinder;
+    # nseg = int((L/(d_lambda·λ_f) + 0.9)/2)·2 + 1
     length, diam, ra, cm = 1000.0, 1.0, 100.0, 1.0
     morph = cell(f"1 3 0 0 0 {diam / 2} -1 / 2 3 {length} 0 0 {diam / 2} 1")
     lam = 1e5 * math.sqrt(diam / (4 * math.pi * 100.0 * ra * cm))

@@ -2,17 +2,20 @@
 
 For each cell, NEURON builds it with Import3d (``neuron_build.build_neuron_cell``) and
 hinesbatch with ``discretize``, with the same nseg (or d_lambda rule), Ra and cm. Per section
-we require the same name, parent section and parentx, nseg and L, and per segment the same
-``area()``, ``ri()`` and ``diam`` (``diam`` to NEURON's own 1e-9 µm update threshold), plus the same ``ri`` at x = 1 (the end node), at x = 0
-(which checks that the section hangs on the node NEURON uses) and at a few interior x
-(which checks ``CellGeometry.node``'s location mapping).
+we require the same name, parent section and parentx, nseg and L; per segment the same
+``area()``, ``ri()`` and ``diam`` (``diam`` to NEURON's own 1e-9 µm update threshold); and
+the same ``ri`` at x = 1 (the end node), at x = 0 (the node the section hangs on) and at a
+few interior x (``CellGeometry.node``'s location mapping).
 
 Acceptance: relative error <= 1e-9 everywhere (observed: 0 for area, ri and L on every
-file, i.e. bit-identical; see docs/geometry.md). Cells: every file of tests/data/morphologies/real (one-point,
-NeuroMorpho three-point, multi-point and no soma) at nseg 1, 2, 3 and d_lambda 0.1; the two
-files with a zero radius are compared with ``min_radius=0.1`` against NEURON reading the
-same file with those radii written as 0.1. Then seeded random small trees that exercise
-Import3d's corner rules (soma runs, wires, connect-to-proximal, deleted sections, odd types).
+file, i.e. bit-identical; see docs/geometry.md).
+
+Cells: every file of tests/data/morphologies/real (one-point, NeuroMorpho three-point,
+multi-point and no soma) at nseg 1, 2, 3 and d_lambda 0.1; the two files with a zero radius
+are compared with ``min_radius=0.1`` against NEURON reading the same file with those radii
+written as 0.1. The inline rule cases of tests/unit/test_discretize_import3d.py. Seeded
+random small trees that exercise Import3d's corner rules (soma runs, wires,
+connect-to-proximal, deleted sections, odd types).
 """
 from __future__ import annotations
 
@@ -66,7 +69,8 @@ def compare(geometry, table, *, diam: bool = True) -> float:
                 rel_err(geometry.area_um2[segs], t["area"]),
                 rel_err(geometry.ri_megohm[segs], t["ri"]),
                 rel_err(geometry.ri_megohm[end], t["ri1"]),
-                0.0 if geometry.ri_megohm[start] == ri0 else rel_err(geometry.ri_megohm[start], ri0)]
+                0.0 if geometry.ri_megohm[start] == ri0
+                else rel_err(geometry.ri_megohm[start], ri0)]
         errs += [rel_err(geometry.ri_megohm[geometry.node(name, x)], ri)
                  for x, ri in t["ri_at"].items()]
         worst = max(worst, *errs)

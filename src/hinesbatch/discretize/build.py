@@ -9,6 +9,7 @@ import numpy as np
 from ..morphology.errors import SWCRadiusError
 from ..morphology.model import Morphology
 from ..morphology.radii import check_radii
+from ..morphology.swc import read_swc
 from .geometry import CellGeometry
 from .import3d import Sections, import3d_sections
 from .nodes import node_layout
@@ -98,26 +99,30 @@ def discretize(
     arc = arc_lengths(secs.xyz, secs.pt_offsets)
     length = arc[secs.pt_offsets[1:] - 1]
     length = np.where(length <= 1e-9, 1e-9, length)  # NEURON's section_length()
-    if d_lambda is not None:
-        lam = lambda_sums(arc, secs.diam, secs.pt_offsets)
-        nsegs = nseg_d_lambda(length, lam, d_lambda=float(d_lambda), freq=float(freq),
-                              ra=float(ra), cm=float(cm))
-        if nsegs.max() > MAX_NSEG:
-            k = int(np.argmax(nsegs))
-            raise ValueError(
-                f"d_lambda={d_lambda} asks for nseg={nsegs[k]} in {secs.names[k]} of "
-                f"{morph.source}, more than NEURON's {MAX_NSEG}; use a larger d_lambda")
-    else:
+    if d_lambda is None:
         nsegs = np.full(secs.n_sections, 1 if nseg is None else int(nseg), dtype=np.int64)
+    else:
+        nsegs = _d_lambda_nseg(morph, secs, arc, length, float(d_lambda), float(freq),
+                               float(ra), float(cm))
     return _geometry(morph, secs, arc, length, nsegs, float(ra), float(cm))
+
+
+def _d_lambda_nseg(morph, secs: Sections, arc, length, d_lambda, freq, ra, cm) -> np.ndarray:
+    """nseg per section by NEURON's d_lambda rule, within NEURON's limit."""
+    lam = lambda_sums(arc, secs.diam, secs.pt_offsets)
+    nsegs = nseg_d_lambda(length, lam, d_lambda=d_lambda, freq=freq, ra=ra, cm=cm)
+    if nsegs.max() > MAX_NSEG:
+        k = int(np.argmax(nsegs))
+        raise ValueError(
+            f"d_lambda={d_lambda:g} asks for nseg={nsegs[k]} in {secs.names[k]} of "
+            f"{morph.source}, more than NEURON's {MAX_NSEG}; use a larger d_lambda")
+    return nsegs
 
 
 def _as_morphology(morphology) -> Morphology:
     if isinstance(morphology, Morphology):
         return morphology
     if isinstance(morphology, (str, os.PathLike)):
-        from ..morphology import read_swc
-
         return read_swc(morphology)
     raise TypeError(
         "morphology must be a hinesbatch.morphology.Morphology or a path to an SWC file, "

@@ -129,21 +129,20 @@ def import3d_sections(morph: Morphology) -> Sections:
     parents = [int(p) for p in morph.parents]
     xyz32 = np.asarray(morph.xyz, dtype=np.float64).astype(np.float32)
     diam32 = 2 * np.asarray(morph.radii, dtype=np.float64).astype(np.float32)
+    n_soma = types.count(SOMA)
     nchild, prox = _mark_branch(types, parents)
     nchild_soma = _soma_children(types, parents)
-    three_point = types.count(SOMA) == 3 and _neuromorpho_three_point(
-        parents, nchild, xyz32, diam32)
+    three_point = n_soma == 3 and _neuromorpho_three_point(parents, nchild, xyz32, diam32)
     if three_point:
-        parents = parents.copy()
         parents[2] = 1  # Import3d: "prevent treating as two soma sections"
     _join_soma_runs(types, parents, nchild, nchild_soma)
     raw = _make_sections(types, parents, nchild, prox, nchild_soma, three_point, diam32)
     raw = _remove_invalid(raw, xyz32)
-    if types.count(SOMA) == 0:
+    if n_soma == 0:
         soma = "none"
     elif three_point:
         soma = "three-point"
-    elif types.count(SOMA) == 1 and len(raw[0].own) == 1 and raw[0].type == SOMA:
+    elif n_soma == 1 and types[0] == SOMA:
         soma = "one-point"
     else:
         soma = "multi-point"
