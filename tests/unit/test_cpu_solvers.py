@@ -1,6 +1,8 @@
 """Every Hines backend against one reference (dense / sparse LU) on one set of structures."""
 from __future__ import annotations
 
+import os
+import warnings
 import zlib
 
 import numba
@@ -151,21 +153,23 @@ def test_multicore_honours_numba_set_num_threads():
     assert f"{before} thread" in plan.describe()
 
 
-def test_real_morphology_from_discretize():
-    """A discretized cell (NEURON's compartments) when ``hinesbatch.discretize`` is there."""
-    discretize = getattr(hinesbatch, "discretize", None)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_discretized_real_cells(backend):
+    """NEURON's compartments of real cells (hinesbatch.discretize), a multi-morphology batch
+    with the axial conductances [µS] as off-diagonals."""
+    discretize = pytest.importorskip("hinesbatch.discretize").__dict__.get("discretize")
     if not callable(discretize):
-        pytest.skip("hinesbatch.discretize(path, nseg=...) has not landed yet")
-    import os
-
+        pytest.skip("hinesbatch.discretize.discretize has not landed yet")
     from solver_cases import REAL_DIR
 
-    cell = discretize(os.path.join(REAL_DIR, "c91662.swc"), nseg=3).hines_structure()
-    batch = HinesStructure.concatenate([cell, cell])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the SWC reader's warnings are not under test here
+        cells = [discretize(os.path.join(REAL_DIR, name), nseg=nseg).hines_structure()
+                 for name, nseg in [("c91662.swc", 3), ("h10.CNG.swc", 1),
+                                    ("morph_ca1_n120.swc", 2)]]
+    batch = HinesStructure.concatenate(cells)
     d, rhs = rt.diagonally_dominant(batch, rng=36)
-    for backend in ("serial", "multicore"):
-        assert_solution(batch, d, rhs, hinesbatch.solve(batch, d, rhs, backend=backend),
-                        np.float64)
+    assert_solution(batch, d, rhs, hinesbatch.solve(batch, d, rhs, backend=backend), np.float64)
 
 
 @pytest.mark.parametrize("backend", ["serial", "multicore"])

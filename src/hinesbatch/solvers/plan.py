@@ -111,7 +111,10 @@ def plan(structure, backend: str = "auto", **options) -> Plan:
         ``"auto"`` (GPU when CuPy and a device are present, else multicore CPU), or a name
         from :func:`hinesbatch.backends`; an unknown name raises ``ValueError`` listing them.
     **options
-        Backend options (for example ``strategy=`` for the GPU backend).
+        Backend options, checked here (``TypeError`` naming an unknown one): ``threads=`` and
+        ``lockstep=`` for ``multicore``, ``lockstep=`` for ``serial`` (cells of a
+        :class:`MonoBatch` advanced together; results are identical for any value),
+        ``strategy=`` for the GPU backend.
     """
     return Plan(structure, backend, **options)
 

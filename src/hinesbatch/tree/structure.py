@@ -194,7 +194,8 @@ class HinesStructure:
         order = np.asarray(order)
         n = self.n_nodes
         if order.shape != (n,) or (n and not np.issubdtype(order.dtype, np.integer)):
-            raise ValueError(f"order must be {n} integers, got shape {order.shape}, dtype {order.dtype}")
+            raise ValueError(
+                f"order must be {n} integers, got shape {order.shape}, dtype {order.dtype}")
         order = order.astype(np.int64)
         if n and (order.min() < 0 or order.max() >= n or np.bincount(order, minlength=n).max() > 1):
             raise ValueError(f"order is not a permutation of 0..{n - 1}")
@@ -202,8 +203,9 @@ class HinesStructure:
         moved = np.flatnonzero(cell_of[order] != cell_of)
         if moved.size:
             j = int(moved[0])
-            raise ValueError(f"order moves node {int(order[j])} of cell {int(cell_of[order[j]])} "
-                             f"to position {j} in cell {int(cell_of[j])}: cells must keep their nodes")
+            raise ValueError(
+                f"order moves node {int(order[j])} of cell {int(cell_of[order[j]])} to position "
+                f"{j} in cell {int(cell_of[j])}: cells must keep their nodes")
         inverse = np.empty(n, dtype=np.int64)
         inverse[order] = np.arange(n)
         p = self.parent[order].astype(np.int64)

@@ -125,7 +125,8 @@ class _CpuHines:
 
     def _layout(self) -> str:
         if self._mono:
-            how = "cell after cell" if self._lockstep == 1 else f"{self._lockstep} cells in lockstep"
+            k = self._lockstep
+            how = "cell after cell" if k == 1 else f"{k} cells in lockstep"
             return f"shared structure (MonoBatch), {how}"
         return "per-cell structure, cell after cell"
 
