@@ -109,7 +109,7 @@ def test_zero_pivot_names_system_and_row(backend):
     d[3, 0] = 0.0  # system 3: the first pivot
     d[4, 5] = 0.0
     dl[4, 5] = 0.0  # system 4: the last pivot stays 0
-    with pytest.raises(SingularSystemError, match=r"system 3, node 0") as info:
+    with pytest.raises(SingularSystemError, match=r"system 3, row 0") as info:
         solve_tridiagonal(dl, d, du, rhs, backend=backend)
     assert (info.value.cell, info.value.node) == (3, 0)
     d[3, 0] = 5.0

@@ -7,6 +7,8 @@ once), the hot loop in ``solve``. Validation, dtype and aliasing rules live in t
 """
 from __future__ import annotations
 
+import contextlib
+
 import numba
 import numpy as np
 
@@ -48,7 +50,7 @@ def _check_threads(threads) -> int | None:
 
 
 class _Threads:
-    """Run a Numba parallel kernel on ``threads`` threads, or on Numba's current setting."""
+    """Runs Numba parallel kernels on ``threads`` threads, or on Numba's current setting."""
 
     def __init__(self, threads: int | None):
         self.threads = threads
@@ -60,21 +62,25 @@ class _Threads:
         n = self.count()
         return f"{n} thread{'' if n == 1 else 's'}"
 
-    def __enter__(self):
-        self._old = numba.get_num_threads()
-        if self.threads is not None:
-            numba.set_num_threads(self.threads)
-
-    def __exit__(self, *exc):
-        numba.set_num_threads(self._old)
-        return False
+    @contextlib.contextmanager
+    def running(self):
+        """Set Numba's (thread-local) thread count for the block, then restore it."""
+        if self.threads is None:
+            yield
+            return
+        old = numba.get_num_threads()
+        numba.set_num_threads(self.threads)
+        try:
+            yield
+        finally:
+            numba.set_num_threads(old)
 
 
 def _singular(kind: str, cell: int, node: int, pivot: float) -> SingularSystemError:
-    what = "system" if kind == "tridiagonal" else "cell"
+    where = f"system {cell}, row {node}" if kind == "tridiagonal" else f"cell {cell}, node {node}"
     return SingularSystemError(
-        f"zero or non-finite pivot {pivot!r} at {what} {cell}, node {node}: the {kind} system "
-        f"is singular or too far from diagonally dominant for elimination without pivoting",
+        f"zero or non-finite pivot {pivot!r} at {where}: the {kind} system is singular or too "
+        f"far from diagonally dominant for elimination without pivoting",
         cell=cell, node=node,
     )
 
@@ -168,7 +174,7 @@ class MulticoreHines(_CpuHines):
 
     def solve(self, d: np.ndarray, rhs: np.ndarray) -> None:
         d1, rhs1 = d.reshape(-1), rhs.reshape(-1)
-        with self._threads:
+        with self._threads.running():
             if self._mono:
                 cell, node = shared_parallel(self._parent, self._u, self._l, d1, rhs1,
                                              self._n_cells, self._lockstep, self._status)
@@ -239,7 +245,7 @@ class MulticoreTridiagonal(_CpuTridiagonal):
         self._status = np.empty(self._lengths.size, dtype=np.int64)
 
     def solve(self, dl, d, du, rhs) -> None:
-        with self._threads:
+        with self._threads.running():
             k, row = thomas_parallel(dl.reshape(-1), d.reshape(-1), du.reshape(-1),
                                      rhs.reshape(-1), self._n, self._lengths, self._status)
         if k >= 0:
