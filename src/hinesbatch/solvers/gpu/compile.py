@@ -1,0 +1,96 @@
+"""The CUDA C++ sources of the GPU backend and their compiled modules, cached per device.
+
+Each ``kernels/*.cu`` file becomes one ``cupy.RawModule`` per (device, dtype), compiled with
+NVRTC on first use, with ``name_expressions`` listing the template instantiations for that
+dtype (:data:`KERNELS`). The local header ``hines_common.cuh`` is inlined into the source
+text, so CuPy's on-disk kernel cache (keyed by the source text) never serves a stale build.
+The same instantiation list drives ``tests/unit/test_cu_compile.py``, which compiles every
+source with ``nvcc`` for sm_90 in CI without a GPU.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .device import cupy_module
+
+__all__ = ["KERNEL_DIR", "KERNELS", "TILED_BATCHES", "name_expressions", "source_text", "kernel"]
+
+KERNEL_DIR = Path(__file__).with_name("kernels")
+
+#: Batch widths of ``hines_tiled_mono`` that are instantiated (the ``batch`` option).
+TILED_BATCHES = (1, 2, 4, 8)
+
+#: Source file -> templates instantiated for each dtype; ``{T}`` is ``float`` or ``double``.
+KERNELS: dict[str, tuple[str, ...]] = {
+    "hines_strided.cu": (
+        "hines_strided<{T}, true>", "hines_strided<{T}, false>",
+        "hines_block_shared<{T}, true>", "hines_block_shared<{T}, false>",
+    ),
+    "hines_tiled.cu": (
+        *(f"hines_tiled_mono<{{T}}, {kb}>" for kb in TILED_BATCHES),
+        "hines_tiled_multi<{T}>",
+    ),
+    "layout.cu": ("canonical_to_layout<{T}>", "layout_to_canonical<{T}>"),
+}
+
+_CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+_OPTIONS = ("-std=c++17",)
+_INCLUDE = re.compile(r'^#include "([A-Za-z0-9_]+\.cuh)"\s*$', re.MULTILINE)
+
+
+def ctype(dtype) -> str:
+    """The C type of a supported dtype (``float`` or ``double``)."""
+    try:
+        return _CTYPES[np.dtype(dtype)]
+    except KeyError:
+        raise TypeError(f"the GPU kernels support float32 and float64, not {np.dtype(dtype)}") from None
+
+
+def name_expressions(source: str, dtype) -> list[str]:
+    """The template instantiations of ``source`` for ``dtype`` (as given to NVRTC)."""
+    t = ctype(dtype)
+    return [expr.format(T=t) for expr in KERNELS[source]]
+
+
+@functools.lru_cache(maxsize=None)
+def source_text(source: str) -> str:
+    """The text of ``kernels/<source>`` with its local ``#include "*.cuh"`` lines inlined."""
+    text = (KERNEL_DIR / source).read_text()
+    return _INCLUDE.sub(lambda m: (KERNEL_DIR / m.group(1)).read_text(), text)
+
+
+@functools.lru_cache(maxsize=None)
+def _module(device: int, source: str, dtype_name: str):
+    cupy = cupy_module()
+    with cupy.cuda.Device(device):
+        return cupy.RawModule(
+            code=source_text(source),
+            options=_OPTIONS,
+            name_expressions=name_expressions(source, dtype_name),
+        )
+
+
+_KERNEL_CACHE: dict[tuple, object] = {}
+
+
+def kernel(device: int, source: str, template: str, dtype):
+    """The compiled kernel ``template`` (e.g. ``"hines_strided<{T}, true>"``) of ``source``.
+
+    Compiled once per (device, source, dtype) and cached for the process.
+    """
+    dtype = np.dtype(dtype)
+    key = (device, source, template, dtype.str)
+    fn = _KERNEL_CACHE.get(key)
+    if fn is None:
+        if template not in KERNELS[source]:
+            raise KeyError(f"{template!r} is not instantiated in {source}")
+        cupy = cupy_module()
+        module = _module(device, source, dtype.name)
+        with cupy.cuda.Device(device):
+            fn = module.get_function(template.format(T=ctype(dtype)))
+        _KERNEL_CACHE[key] = fn
+    return fn

@@ -1,0 +1,92 @@
+"""CuPy and the CUDA devices, imported lazily: hinesbatch imports and runs without CuPy.
+
+Nothing here imports CuPy at module import time; :func:`cupy_module` does it on first use.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["cupy_module", "availability", "device_ids", "device_properties"]
+
+
+def cupy_module():
+    """The ``cupy`` module; ``ImportError`` (with CuPy's own message) when it is missing."""
+    import cupy  # noqa: PLC0415  (lazy by design)
+
+    return cupy
+
+
+@functools.lru_cache(maxsize=1)
+def availability() -> tuple[bool, str]:
+    """Whether CuPy and at least one CUDA device can be used here, and if not, why.
+
+    The reason names the cause: CuPy not installed (or failing to import, with its message),
+    no CUDA device, or the driver's error text. Cached for the life of the process.
+    """
+    try:
+        cupy = cupy_module()
+    except ImportError as exc:
+        if getattr(exc, "name", None) == "cupy":
+            return False, "CuPy is not installed (pip install 'hinesbatch[gpu]')"
+        return False, f"CuPy failed to import: {exc}"
+    except Exception as exc:  # CuPy raises other errors when its CUDA libraries are broken
+        return False, f"CuPy failed to import: {type(exc).__name__}: {exc}"
+    try:
+        count = int(cupy.cuda.runtime.getDeviceCount())
+    except Exception as exc:  # cupy_backends.cuda.api.runtime.CUDARuntimeError and kin
+        text = str(exc)
+        if "NoDevice" in text or "no CUDA-capable device" in text:
+            return False, f"no CUDA device is visible ({text})"
+        return False, f"the CUDA driver reported an error: {text}"
+    if count < 1:
+        return False, "no CUDA device is visible (cudaGetDeviceCount returned 0)"
+    return True, f"CuPy {cupy.__version__}, {count} CUDA device(s)"
+
+
+def device_ids(devices) -> list[int]:
+    """The device list of a plan from its ``devices`` option.
+
+    ``None``: the current device; ``"all"``: every visible device; a sequence of device
+    ordinals (an ordinal may repeat: each entry gets its own share of the cells and its own
+    stream, which is how the multi-device path is exercised on one GPU).
+    """
+    cupy = cupy_module()
+    count = int(cupy.cuda.runtime.getDeviceCount())
+    if devices is None:
+        return [int(cupy.cuda.Device().id)]
+    if isinstance(devices, str):
+        if devices != "all":
+            raise ValueError(f"devices must be None, 'all' or a list of device ordinals, got {devices!r}")
+        return list(range(count))
+    if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
+        devices = [devices]
+    if not isinstance(devices, Sequence) or not devices:
+        raise TypeError(f"devices must be None, 'all' or a non-empty list of ints, got {devices!r}")
+    out = []
+    for dev in devices:
+        if isinstance(dev, bool) or not isinstance(dev, (int, np.integer)):
+            raise TypeError(f"device ordinals must be ints, got {dev!r}")
+        if not 0 <= dev < count:
+            raise ValueError(f"device {dev} does not exist: {count} CUDA device(s) are visible")
+        out.append(int(dev))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def device_properties(device: int) -> dict:
+    """Name, multiprocessor count, shared memory per block (opt-in) and memory of a device."""
+    cupy = cupy_module()
+    props = cupy.cuda.runtime.getDeviceProperties(device)
+    name = props["name"]
+    return {
+        "name": name.decode() if isinstance(name, bytes) else str(name),
+        "sm_count": int(props["multiProcessorCount"]),
+        "smem_per_block_optin": int(props.get("sharedMemPerBlockOptin", 48 * 1024)),
+        "smem_per_sm": int(props.get("sharedMemPerMultiprocessor", 100 * 1024)),
+        "total_memory": int(props["totalGlobalMem"]),
+        "cc": (int(props["major"]), int(props["minor"])),
+        "l2_bytes": int(props.get("l2CacheSize", 0)),
+    }

@@ -1,0 +1,522 @@
+"""The GPU strategies: how one device solves its part of a batch.
+
+Every strategy solves one cell per thread and works on a :class:`~.parts.Part`. It has a
+*native layout* (where it wants the values) and two entry points:
+
+* ``solve_canonical(d, rhs, flag, stream)``: values in the canonical order (a view of the
+  caller's arrays); layouts other than the canonical one go through a device scratch buffer
+  in chunks of cells (transpose in, solve, transpose out), sized by the memory budget;
+* ``solve_native(d, rhs, flag, stream)``: values already in the native layout (no transposes).
+
+=====================  ================================  ==================================
+strategy               native layout                     kernel
+=====================  ================================  ==================================
+``flat``               canonical                         ``hines_strided`` (paper's Flat)
+``interleaved``        ``(1, n, n_cells)`` [#]_          ``hines_strided`` (Full-Interleaved)
+``block-interleaved``  ``(ceil(n_cells/bs), n, bs)``     ``hines_strided`` (Block-Interleaved)
+``block-shared``       ``(ceil(n_cells/bs), n, bs)``     ``hines_block_shared`` (paper §3.1)
+``tiled``              canonical                         ``hines_tiled_*`` (staged in smem)
+=====================  ================================  ==================================
+
+.. [#] With chunks (``max_bytes``), Full-Interleaved within each chunk: ``bs`` = chunk cells.
+
+The strategies are looked up by name in :data:`STRATEGIES`; nothing switches on names.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .compile import TILED_BATCHES, kernel
+from .device import cupy_module, device_properties
+from .parts import Part
+from .schedule import tiled_schedule
+
+__all__ = ["STRATEGIES", "Strategy"]
+
+NULL = np.uint64(0)  # a null pointer argument
+_TRANSPOSE_BLOCK = (32, 8, 1)
+
+
+def _i32(x) -> np.int32:
+    return np.int32(int(x))
+
+
+def _i64(x) -> np.int64:
+    return np.int64(int(x))
+
+
+def _positive_int(options: dict, name: str, default: int) -> int:
+    value = options.pop(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return int(value)
+
+
+class Strategy:
+    """Base class: device uploads, transposes and the chunked canonical path.
+
+    Subclasses set ``name``, ``native_is_canonical`` and implement ``_bs``, ``_launch``.
+    """
+
+    name = ""
+    native_is_canonical = False
+    options: tuple[str, ...] = ()
+
+    def __init__(self, part: Part, dtype, device: int, options: dict, budget: int):
+        self.part = part
+        self.dtype = np.dtype(dtype)
+        self.device = device
+        self._dev: dict | None = None  # device arrays, uploaded on first use
+        self._scratch = None
+
+    # -- memory ------------------------------------------------------------------------------
+    def structure_bytes(self) -> int:
+        """Device bytes of the structure arrays this strategy keeps resident."""
+        return 0
+
+    def scratch_bytes(self) -> int:
+        """Device bytes of the layout scratch of the canonical path (0: works in place)."""
+        return 0
+
+    def _arrays(self) -> dict:
+        if self._dev is None:
+            cupy = cupy_module()
+            with cupy.cuda.Device(self.device):
+                self._dev = {k: cupy.asarray(v) for k, v in self._host_arrays().items()}
+        return self._dev
+
+    def _host_arrays(self) -> dict:
+        return {}
+
+    # -- layouts -----------------------------------------------------------------------------
+    def native_shape(self) -> tuple[int, ...]:
+        return self.part.values_shape
+
+    def to_native(self, a, stream):
+        """A new array in the native layout from this part's canonical values ``a``."""
+        return a.copy()
+
+    def from_native(self, a, stream):
+        """A new canonical array of this part from native values ``a``."""
+        return a.copy()
+
+    def describe(self) -> str:
+        return self.name
+
+
+class _Blocked(Strategy):
+    """Layouts ``((c // bs) * n + i) * bs + c % bs`` with a chunked canonical path."""
+
+    def __init__(self, part, dtype, device, options, budget):
+        super().__init__(part, dtype, device, options, budget)
+        self.bs = self._block_size(options)
+        item = self.dtype.itemsize
+        per_cell = 2 * part.n * item
+        free = budget - self.structure_bytes()
+        fit = max(0, free) // max(1, per_cell)
+        if fit >= part.n_cells:
+            self.chunk = max(1, part.n_cells)
+        else:
+            self.chunk = self._chunk_from_fit(fit, budget)
+        self.bs = self._bs_for_chunk(self.bs, self.chunk)
+        while self.structure_bytes() + self.scratch_bytes() > budget:  # padding of the last block
+            smaller = self._shrunk(self.chunk)
+            if smaller < 1:
+                break  # the backend reports that max_bytes is too small
+            self.chunk = smaller
+            self.bs = self._bs_for_chunk(self.bs, self.chunk)
+
+    def _shrunk(self, chunk: int) -> int:
+        return chunk - self.bs
+
+    def _block_size(self, options) -> int:
+        raise NotImplementedError
+
+    def _bs_for_chunk(self, bs: int, chunk: int) -> int:
+        return bs
+
+    def _chunk_from_fit(self, fit: int, budget: int) -> int:
+        chunk = (fit // self.bs) * self.bs
+        if chunk < 1:
+            need = 2 * self.part.n * self.dtype.itemsize * self.bs + self.structure_bytes()
+            raise ValueError(f"max_bytes={budget} is too small for strategy {self.name!r}: one block "
+                             f"of {self.bs} cells of {self.part.n} nodes needs {need} bytes")
+        return chunk
+
+    @property
+    def n_blocks(self) -> int:
+        return -(-self.part.n_cells // self.bs)
+
+    def native_shape(self):
+        return (self.n_blocks, self.part.n, self.bs)
+
+    def structure_bytes(self):
+        p = self.part
+        if p.mono:
+            return p.n * (4 + 2 * self.dtype.itemsize)
+        slots = self.n_blocks * self.bs * p.n
+        per = 4 + self.dtype.itemsize * (1 if p.symmetric else 2)
+        return slots * per + 4 * p.n_cells
+
+    def scratch_bytes(self):
+        return 2 * (-(-self.chunk // self.bs) * self.bs) * self.part.n * self.dtype.itemsize
+
+    def _pack(self, values: np.ndarray, fill) -> np.ndarray:
+        """Per-cell structure values into the native layout (host side, once)."""
+        p = self.part
+        out = np.full(self.n_blocks * p.n * self.bs, fill, dtype=values.dtype)
+        cell = np.repeat(np.arange(p.n_cells), p.sizes)
+        node = np.arange(p.n_nodes) - np.repeat(p.offsets[:-1], p.sizes)
+        out[((cell // self.bs) * p.n + node) * self.bs + cell % self.bs] = values
+        return out
+
+    def _host_arrays(self):
+        p = self.part
+        if p.mono:
+            c = p.cell
+            return {"parent": c.parent.astype(np.int32), "u": c.u.astype(self.dtype),
+                    "l": c.lower.astype(self.dtype)}
+        parent = self._pack(p.parent, 0)  # padding rows are never read (sizes)
+        arrays = {"parent": parent, "u": self._pack(p.u.astype(self.dtype), 0),
+                  "sizes": p.sizes.astype(np.int32)}
+        arrays["l"] = arrays["u"] if p.symmetric else self._pack(p.l.astype(self.dtype), 0)
+        return arrays
+
+    # -- transposes ----------------------------------------------------------------------------
+    def _transpose_in(self, src0, src1, dst0, dst1, cell_start, n_cells, stream):
+        p, dev = self.part, self._arrays()
+        fn = kernel(self.device, "layout.cu", "canonical_to_layout<{T}>", self.dtype)
+        grid = (-(-n_cells // 32), -(-p.n // 32), 1 if src1 is None else 2)
+        _call(fn, grid, _TRANSPOSE_BLOCK,
+           (src0, src0 if src1 is None else src1, dst0, dst0 if dst1 is None else dst1,
+            NULL if p.mono else self._offsets(), NULL if p.mono else dev["sizes"],
+            _i64(cell_start), _i32(n_cells), _i32(p.n), _i32(self.bs)), stream)
+
+    def _transpose_out(self, src, dst, cell_start, n_cells, stream):
+        p, dev = self.part, self._arrays()
+        fn = kernel(self.device, "layout.cu", "layout_to_canonical<{T}>", self.dtype)
+        grid = (-(-n_cells // 32), -(-p.n // 32), 1)
+        _call(fn, grid, _TRANSPOSE_BLOCK,
+           (src, dst, NULL if p.mono else self._offsets(), NULL if p.mono else dev["sizes"],
+            _i64(cell_start), _i32(n_cells), _i32(p.n), _i32(self.bs)), stream)
+
+    def _offsets(self):
+        dev = self._arrays()
+        if "offsets" not in dev:
+            cupy = cupy_module()
+            with cupy.cuda.Device(self.device):
+                dev["offsets"] = cupy.asarray(self.part.offsets)
+        return dev["offsets"]
+
+    def to_native(self, a, stream):
+        cupy = cupy_module()
+        with cupy.cuda.Device(self.device):
+            out = cupy.zeros(self.native_shape(), dtype=a.dtype)
+            self._transpose_in(a, None, out, None, 0, self.part.n_cells, stream)
+        return out
+
+    def from_native(self, a, stream):
+        cupy = cupy_module()
+        with cupy.cuda.Device(self.device):
+            out = cupy.empty(self.part.values_shape, dtype=a.dtype)
+            self._transpose_out(a, out, 0, self.part.n_cells, stream)
+        return out
+
+    # -- solves --------------------------------------------------------------------------------
+    def solve_native(self, d, rhs, flag, stream):
+        self._launch(d, rhs, 0, self.part.n_cells, flag, stream)
+
+    def solve_canonical(self, d, rhs, flag, stream):
+        cupy = cupy_module()
+        p = self.part
+        with cupy.cuda.Device(self.device):
+            if self._scratch is None:
+                size = -(-self.chunk // self.bs) * p.n * self.bs
+                self._scratch = (cupy.empty(size, self.dtype), cupy.empty(size, self.dtype))
+            sd, sr = self._scratch
+            for start in range(0, p.n_cells, self.chunk):
+                count = min(self.chunk, p.n_cells - start)
+                self._transpose_in(d, rhs, sd, sr, start, count, stream)
+                self._launch(sd, sr, start, count, flag, stream)
+                self._transpose_out(sr, rhs, start, count, stream)
+
+    def _launch(self, d, rhs, start, count, flag, stream):
+        raise NotImplementedError
+
+    def _structure_args(self, start: int):
+        """Structure pointers for a launch whose first cell is ``start`` (a multiple of bs)."""
+        dev, p = self._arrays(), self.part
+        if p.mono:
+            return dev["parent"], dev["u"], dev["l"], NULL
+        off = (start // self.bs) * p.n * self.bs
+        return dev["parent"][off:], dev["u"][off:], dev["l"][off:], dev["sizes"][start:]
+
+    def describe(self):
+        chunks = -(-self.part.n_cells // self.chunk)
+        extra = f", {chunks} chunks of {self.chunk} cells" if chunks > 1 else ""
+        return f"{self.name} (bs={self.bs}{extra})"
+
+
+class Interleaved(_Blocked):
+    """Full-Interleaved: node-major over all cells of a chunk (Valero-Lara et al. 2017)."""
+
+    name = "interleaved"
+    options = ("threads",)
+
+    def __init__(self, part, dtype, device, options, budget):
+        self.threads = _positive_int(options, "threads", 128)
+        super().__init__(part, dtype, device, options, budget)
+
+    def _block_size(self, options):
+        return max(1, self.part.n_cells)
+
+    def _chunk_from_fit(self, fit, budget):
+        if fit < 1:
+            raise ValueError(f"max_bytes={budget} is too small for strategy 'interleaved': "
+                             f"one cell of {self.part.n} nodes needs "
+                             f"{2 * self.part.n * self.dtype.itemsize} bytes of scratch")
+        return int(fit)
+
+    def _bs_for_chunk(self, bs, chunk):
+        return max(1, chunk)
+
+    def _shrunk(self, chunk):
+        return chunk - max(1, chunk // 16)
+
+    def _launch(self, d, rhs, start, count, flag, stream):
+        p = self.part
+        fn = kernel(self.device, "hines_strided.cu",
+                    "hines_strided<{T}, %s>" % ("true" if p.mono else "false"), self.dtype)
+        parent, u, l, sizes = self._structure_args(start)
+        _call(fn, (-(-count // self.threads),), (self.threads,),
+              (d, rhs, parent, u, l, NULL, sizes, _i32(count), _i32(p.n), _i32(self.bs),
+               _i64(p.cell_start + start), flag), stream)
+
+
+class BlockInterleaved(Interleaved):
+    """Block-Interleaved with ``bs`` cells per block (the paper sweeps 32..512)."""
+
+    name = "block-interleaved"
+    options = ("threads", "bs")
+
+    def _block_size(self, options):
+        return _positive_int(options, "bs", 128)
+
+    def _chunk_from_fit(self, fit, budget):
+        return _Blocked._chunk_from_fit(self, fit, budget)
+
+    def _bs_for_chunk(self, bs, chunk):
+        return bs
+
+    def _shrunk(self, chunk):
+        return chunk - self.bs
+
+
+class BlockShared(_Blocked):
+    """Block-Interleaved, one CUDA block per block of ``bs`` cells, rhs in shared memory."""
+
+    name = "block-shared"
+    options = ("bs",)
+
+    def _block_size(self, options):
+        limit = device_properties(self.device)["smem_per_block_optin"]
+        per_cell = self.part.n * self.dtype.itemsize
+        if per_cell > limit:
+            raise ValueError(f"strategy 'block-shared' needs {per_cell} bytes of shared memory per "
+                             f"cell ({self.part.n} nodes) but a block may use {limit}")
+        if "bs" in options:
+            bs = _positive_int(options, "bs", 32)
+            if bs * per_cell > limit or bs > 1024:
+                raise ValueError(f"bs={bs} needs {bs * per_cell} bytes of shared memory (at most "
+                                 f"{limit}) and {bs} threads (at most 1024)")
+            return bs
+        bs = 32
+        while bs > 1 and bs * per_cell > limit:
+            bs //= 2
+        return bs
+
+    def _launch(self, d, rhs, start, count, flag, stream):
+        p = self.part
+        fn = kernel(self.device, "hines_strided.cu",
+                    "hines_block_shared<{T}, %s>" % ("true" if p.mono else "false"), self.dtype)
+        smem = p.n * self.bs * self.dtype.itemsize
+        _allow_smem(fn, smem)
+        parent, u, l, sizes = self._structure_args(start)
+        _call(fn, (-(-count // self.bs),), (self.bs,),
+              (d, rhs, parent, u, l, sizes, _i32(count), _i32(p.n), _i64(p.cell_start + start),
+               flag), stream, smem)
+
+
+class Flat(Strategy):
+    """Flat: the canonical order itself, one thread per cell (uncoalesced: the papers' worst)."""
+
+    name = "flat"
+    native_is_canonical = True
+    options = ("threads",)
+
+    def __init__(self, part, dtype, device, options, budget):
+        super().__init__(part, dtype, device, options, budget)
+        self.threads = _positive_int(options, "threads", 128)
+
+    def structure_bytes(self):
+        p = self.part
+        if p.mono:
+            return p.n * (4 + 2 * self.dtype.itemsize)
+        return p.n_nodes * (4 + 2 * self.dtype.itemsize) + 12 * p.n_cells
+
+    def _host_arrays(self):
+        p = self.part
+        if p.mono:
+            c = p.cell
+            return {"parent": c.parent.astype(np.int32), "u": c.u.astype(self.dtype),
+                    "l": c.lower.astype(self.dtype)}
+        return {"parent": p.parent, "u": p.u.astype(self.dtype), "l": p.l.astype(self.dtype),
+                "offsets": p.offsets, "sizes": p.sizes}
+
+    def solve_canonical(self, d, rhs, flag, stream):
+        p, dev = self.part, self._arrays()
+        fn = kernel(self.device, "hines_strided.cu",
+                    "hines_strided<{T}, %s>" % ("true" if p.mono else "false"), self.dtype)
+        offsets = NULL if p.mono else dev["offsets"]
+        sizes = NULL if p.mono else dev["sizes"]
+        _call(fn, (-(-p.n_cells // self.threads),), (self.threads,),
+              (d, rhs, dev["parent"], dev["u"], dev["l"], offsets, sizes, _i32(p.n_cells),
+               _i32(p.n), _i32(1), _i64(p.cell_start), flag), stream)
+
+    solve_native = solve_canonical
+
+
+class Tiled(Strategy):
+    """Canonical values staged through shared memory by tiles of cells (hines_tiled.cu).
+
+    Options: ``tile_cells`` (cells per block, at most 32) and, for a shared structure,
+    ``batch`` (nodes eliminated together: 1, 2, 4 or 8; see :mod:`.schedule`).
+    """
+
+    name = "tiled"
+    native_is_canonical = True
+    options = ("tile_cells", "batch")
+
+    def __init__(self, part, dtype, device, options, budget):
+        super().__init__(part, dtype, device, options, budget)
+        item = np.dtype(dtype).itemsize
+        self.limit = device_properties(device)["smem_per_block_optin"]
+        self.batch = _positive_int(options, "batch", 8)
+        if self.batch not in TILED_BATCHES:
+            raise ValueError(f"batch must be one of {TILED_BATCHES}, got {self.batch}")
+        tc = options.pop("tile_cells", None)
+        if part.mono:
+            self.schedule = tiled_schedule(part.cell, self.batch)
+            per_cell = 2 * self.schedule.slot_stride * item
+            self.tile_cells = self._tile_cells(tc, per_cell, default=self._default_tc(per_cell))
+            self.smem = self.tile_cells * per_cell
+        else:
+            largest = 2 * part.n * item
+            if largest > self.limit:
+                raise ValueError(self._too_big(part.n, largest))
+            self.tile_cells = self._tile_cells(tc, largest, default=4)
+            self.tile_first, nodes = self._tiles(part, self.tile_cells, self.limit // (2 * item))
+            self.smem = 2 * nodes * item
+
+    def _default_tc(self, per_cell: int) -> int:
+        return 4 if self.dtype.itemsize == 8 else 8
+
+    def _too_big(self, n: int, need: int) -> str:
+        return (f"strategy 'tiled' needs {need} bytes of shared memory for one cell of {n} nodes "
+                f"but a block may use {self.limit}; use 'interleaved'")
+
+    def _tile_cells(self, tc, per_cell: int, default: int) -> int:
+        if per_cell > self.limit:
+            raise ValueError(self._too_big(self.part.n, per_cell))
+        fit = min(32, self.limit // per_cell)
+        if tc is None:
+            return max(1, min(default, fit))
+        if isinstance(tc, bool) or not isinstance(tc, (int, np.integer)) or not 1 <= tc <= 32:
+            raise ValueError(f"tile_cells must be an int from 1 to 32, got {tc!r}")
+        if tc > fit:
+            raise ValueError(f"tile_cells={tc} needs {tc * per_cell} bytes of shared memory; a "
+                             f"block may use {self.limit} (at most {fit} cells of this size)")
+        return int(tc)
+
+    @staticmethod
+    def _tiles(part: Part, tc: int, max_nodes: int):
+        """Greedy tiles of at most ``tc`` consecutive cells and a bounded node count."""
+        sizes = part.sizes.astype(np.int64)
+        budget = min(max_nodes, max(int(sizes.max(initial=1)),
+                                    int(np.ceil(tc * sizes.mean())) if sizes.size else 1))
+        first, count, nodes, largest = [0], 0, 0, 0
+        for c, size in enumerate(sizes.tolist()):
+            if count == tc or (count and nodes + size > budget):
+                first.append(c)
+                largest = max(largest, nodes)
+                count, nodes = 0, 0
+            count += 1
+            nodes += size
+        largest = max(largest, nodes)
+        if part.n_cells:
+            first.append(part.n_cells)
+        return np.asarray(first, dtype=np.int32), largest
+
+    def structure_bytes(self):
+        p = self.part
+        if p.mono:
+            return self.schedule.jp.size * (4 + 2 * self.dtype.itemsize)
+        return p.n_nodes * (4 + 2 * self.dtype.itemsize) + 12 * p.n_cells
+
+    def _host_arrays(self):
+        p = self.part
+        if p.mono:
+            s = self.schedule
+            return {"jp": s.jp, "l": s.l.astype(self.dtype), "u": s.u.astype(self.dtype)}
+        return {"parent": p.parent, "u": p.u.astype(self.dtype), "l": p.l.astype(self.dtype),
+                "offsets": p.offsets, "tiles": self.tile_first}
+
+    def solve_canonical(self, d, rhs, flag, stream):
+        p, dev = self.part, self._arrays()
+        if p.n_cells == 0:
+            return
+        if p.mono:
+            fn = kernel(self.device, "hines_tiled.cu", f"hines_tiled_mono<{{T}}, {self.batch}>",
+                        self.dtype)
+            _allow_smem(fn, self.smem)
+            s = self.schedule
+            _call(fn, (-(-p.n_cells // self.tile_cells),), (32,),
+                  (d, rhs, dev["jp"], dev["l"], dev["u"], _i32(s.n_batches), _i32(p.n),
+                   _i32(s.slot_stride), _i32(self.tile_cells), _i64(p.n_cells),
+                   _i64(p.cell_start), flag), stream, self.smem)
+        else:
+            fn = kernel(self.device, "hines_tiled.cu", "hines_tiled_multi<{T}>", self.dtype)
+            _allow_smem(fn, self.smem)
+            _call(fn, (self.tile_first.size - 1,), (32,),
+                  (d, rhs, dev["parent"], dev["u"], dev["l"], dev["offsets"], dev["tiles"],
+                   _i64(p.cell_start), flag), stream, self.smem)
+
+    solve_native = solve_canonical
+
+    def describe(self):
+        if self.part.mono:
+            s = self.schedule
+            return (f"tiled ({self.tile_cells} cells per block, {self.smem} B shared memory, "
+                    f"batches of {s.batch} nodes: {s.n_batches} steps for {s.n_nodes} nodes)")
+        return (f"tiled ({self.tile_first.size - 1} tiles of <= {self.tile_cells} cells, "
+                f"{self.smem} B shared memory)")
+
+
+def _call(fn, grid, block, args, stream, shared_mem: int = 0) -> None:
+    """Launch ``fn`` on ``stream`` (CuPy launches on the current stream)."""
+    with stream:
+        fn(grid, block, args, shared_mem=shared_mem)
+
+
+def _allow_smem(fn, nbytes: int) -> None:
+    """Raise a kernel's dynamic shared-memory limit when it needs more than the 48 KB default."""
+    if nbytes > 48 * 1024 and fn.max_dynamic_shared_size_bytes < nbytes:
+        fn.max_dynamic_shared_size_bytes = nbytes
+
+
+#: Strategy name -> class (``strategy=`` option of the GPU backend).
+STRATEGIES: dict[str, type[Strategy]] = {
+    cls.name: cls for cls in (Flat, Interleaved, BlockInterleaved, BlockShared, Tiled)
+}

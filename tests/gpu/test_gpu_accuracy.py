@@ -1,0 +1,105 @@
+"""Every GPU strategy, in float32 and float64, on shared and per-cell structures, against the
+serial CPU solver, on fresh random structures and on the repository's real morphologies.
+
+Before each checked solve the plan solves an all-NaN batch, so every scratch buffer it uses
+(layout copies, chunks) is poisoned: an element the kernels fail to write shows up as NaN.
+In-place strategies write x over rhs, where an unwritten entry keeps its rhs value and fails
+the comparison. Error: max over cells of ||x_c - ref_c|| / ||ref_c||.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hinesbatch
+from hinesbatch.errors import SingularSystemError
+from hinesbatch.tree import random_trees as rt
+from hinesbatch.tree.structure import HinesStructure, MonoBatch
+
+from gpu_cases import (REAL_CELLS, TOLERANCE, cell_rel_error, hines_values, real_cell,
+                       record_error, serial_reference)
+
+pytestmark = pytest.mark.gpu
+
+CONFIGS = [
+    ("flat", {}),
+    ("interleaved", {}),
+    ("block-interleaved", {"bs": 32}),
+    ("block-interleaved", {}),
+    ("block-shared", {}),
+    ("tiled", {}),
+    ("tiled", {"batch": 1}),
+    ("tiled", {"batch": 4, "tile_cells": 7}),
+    ("auto", {}),
+]
+CONFIG_IDS = [s + "".join(f"-{k}{v}" for k, v in o.items()) for s, o in CONFIGS]
+DTYPES = [np.float32, np.float64]
+
+MONO_RANDOM = ("bushy", "sparse", "chain", "single")
+MULTI = ("random-batch", "random-asymmetric", "real-mix", "real-copies")
+
+
+def mono_random(kind: str, rng) -> MonoBatch:
+    n = int(rng.integers(50, 400))
+    cell = {
+        "bushy": lambda: rt.random_tree(n, rng=rng, branch_probability=0.6),
+        "sparse": lambda: rt.random_tree(n, rng=rng, branch_probability=0.05, symmetric=False),
+        "chain": lambda: rt.chain(n, rng=rng),
+        "single": lambda: rt.chain(1, rng=rng),
+    }[kind]()
+    return MonoBatch(cell, int(rng.integers(200, 400)))
+
+
+def multi(kind: str, rng) -> HinesStructure:
+    if kind == "random-batch":
+        return rt.random_batch(int(rng.integers(200, 400)), rng=rng, max_nodes=80)
+    if kind == "random-asymmetric":
+        return rt.random_batch(int(rng.integers(50, 150)), rng=rng, max_nodes=300, symmetric=False)
+    if kind == "real-mix":
+        cells = [real_cell(*c) for c in REAL_CELLS for _ in range(6)]
+        order = rng.permutation(len(cells))
+        return HinesStructure.concatenate([cells[i] for i in order])
+    return real_cell("morph_ca1_n120.swc", 1).tile(int(rng.integers(100, 200)))
+
+
+def check(structure, strategy, options, dtype, seed, cp, label):
+    rng = np.random.default_rng(seed)
+    d, rhs = hines_values(structure, rng, dtype)
+    ref = serial_reference(structure, d, rhs)
+    plan = hinesbatch.plan(structure, backend="gpu", strategy=strategy, **options)
+    nan = cp.full(structure.values_shape, np.nan, dtype=dtype)
+    with pytest.raises(SingularSystemError):  # poisons every scratch buffer with NaN
+        plan.solve(nan, nan.copy(), check_finite=False)
+    d_dev, rhs_dev = cp.asarray(d), cp.asarray(rhs)
+    x = plan.solve(d_dev, rhs_dev)
+    assert isinstance(x, cp.ndarray) and x.dtype == dtype
+    assert np.array_equal(d_dev.get(), d) and np.array_equal(rhs_dev.get(), rhs)  # inputs kept
+    err = cell_rel_error(structure, x.get(), ref)
+    key = f"{np.dtype(dtype).name} {'mono' if isinstance(structure, MonoBatch) else 'multi'}"
+    record_error(key, err, f"{label} {strategy} {options} seed {seed}")
+    assert err <= TOLERANCE[np.dtype(dtype)], (
+        f"{strategy} {options} {label}: relative error {err:.3e} (seed {seed}); {plan.describe()}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+@pytest.mark.parametrize("strategy,options", CONFIGS, ids=CONFIG_IDS)
+@pytest.mark.parametrize("kind", MONO_RANDOM)
+def test_mono_random(kind, strategy, options, dtype, seed, cp):
+    structure = mono_random(kind, np.random.default_rng(seed))
+    check(structure, strategy, options, dtype, seed, cp, f"mono {kind} n={structure.nodes_per_cell}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+@pytest.mark.parametrize("strategy,options", CONFIGS, ids=CONFIG_IDS)
+@pytest.mark.parametrize("name,nseg", REAL_CELLS, ids=[c[0].split(".")[0] for c in REAL_CELLS])
+def test_mono_real(name, nseg, strategy, options, dtype, seed, cp):
+    structure = MonoBatch(real_cell(name, nseg), 257)
+    check(structure, strategy, options, dtype, seed, cp, f"mono {name} nseg={nseg}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+@pytest.mark.parametrize("strategy,options", CONFIGS, ids=CONFIG_IDS)
+@pytest.mark.parametrize("kind", MULTI)
+def test_per_cell_structure(kind, strategy, options, dtype, seed, cp):
+    structure = multi(kind, np.random.default_rng(seed))
+    check(structure, strategy, options, dtype, seed, cp, f"multi {kind} cells={structure.n_cells}")

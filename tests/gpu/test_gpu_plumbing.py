@@ -1,0 +1,181 @@
+"""The GPU backend's plumbing: chunks under max_bytes, several devices, array kinds, the native
+layout entry points, singular pivots, the auto choice and option errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hinesbatch
+from hinesbatch.errors import SingularSystemError
+from hinesbatch.solvers.gpu import layout_solver
+from hinesbatch.tree import random_trees as rt
+from hinesbatch.tree.structure import MonoBatch
+
+from gpu_cases import TOLERANCE, cell_rel_error, hines_values, real_cell, serial_reference
+
+pytestmark = pytest.mark.gpu
+
+STRATEGIES = ("flat", "interleaved", "block-interleaved", "block-shared", "tiled")
+
+
+def batches(rng):
+    cell = rt.random_tree(int(rng.integers(40, 120)), rng=rng)
+    yield "mono", MonoBatch(cell, int(rng.integers(300, 600)))
+    yield "multi", rt.random_batch(int(rng.integers(300, 600)), rng=rng, max_nodes=70)
+
+
+def solve(structure, d, rhs, cp, **options):
+    plan = hinesbatch.plan(structure, backend="gpu", **options)
+    return plan, plan.solve(cp.asarray(d), cp.asarray(rhs)).get()
+
+
+@pytest.mark.parametrize("strategy", ("interleaved", "block-interleaved", "block-shared"))
+def test_chunks_under_max_bytes_match_one_pass(strategy, seed, cp):
+    rng = np.random.default_rng(seed)
+    for kind, structure in batches(rng):
+        d, rhs = hines_values(structure, rng, np.float64)
+        opts = {"bs": 32} if strategy != "interleaved" else {}
+        whole_plan, whole = solve(structure, d, rhs, cp, strategy=strategy, **opts)
+        s = layout_solver(whole_plan)._parts[0].strategy
+        per_cell = 2 * s.part.n * 8
+        cap = s.structure_bytes() + per_cell * 96  # room for 96 cells (3 blocks of 32)
+        plan, chunked = solve(structure, d, rhs, cp, strategy=strategy, max_bytes=cap, **opts)
+        assert "chunks of" in plan.describe(), plan.describe()
+        assert np.array_equal(chunked, whole), f"{kind} seed {seed}"
+        assert cell_rel_error(structure, chunked, serial_reference(structure, d, rhs)) < 1e-12
+
+
+def test_max_bytes_too_small_is_a_clear_error(cp):
+    structure = MonoBatch(rt.chain(100, rng=0), 50)
+    with pytest.raises(ValueError, match="max_bytes"):
+        hinesbatch.plan(structure, backend="gpu", strategy="block-interleaved", bs=64, max_bytes=1000)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_device_lists_give_the_single_device_result(strategy, seed, cp):
+    rng = np.random.default_rng(seed)
+    for kind, structure in batches(rng):
+        d, rhs = hines_values(structure, rng, np.float64)
+        _, one = solve(structure, d, rhs, cp, strategy=strategy)
+        for devices in ([0], [0, 0], "all"):
+            plan, many = solve(structure, d, rhs, cp, strategy=strategy, devices=devices)
+            assert np.array_equal(many, one), f"{kind} devices={devices} seed {seed}"
+            assert "devices" in plan.describe()
+
+
+def test_multi_device_native_layout_and_singular(seed, cp):
+    rng = np.random.default_rng(seed)
+    structure = MonoBatch(rt.random_tree(60, rng=rng), 301)
+    d, rhs = hines_values(structure, rng, np.float64)
+    plan = hinesbatch.plan(structure, backend="gpu", strategy="interleaved", devices=[0, 0])
+    impl = layout_solver(plan)
+    dn, rn = impl.to_layout(cp.asarray(d)), impl.to_layout(cp.asarray(rhs))
+    assert isinstance(dn, list) and len(dn) == 2
+    x = impl.from_layout(impl.solve_layout(dn, rn)).get()
+    assert cell_rel_error(structure, x, serial_reference(structure, d, rhs)) < 1e-12
+    d[250, 59] = 0.0  # the last node has no children: its pivot is its d
+    with pytest.raises(SingularSystemError) as err:
+        plan.solve(d, rhs)
+    assert (err.value.cell, err.value.node) == (250, 59)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_native_layout_round_trip(strategy, seed, cp):
+    rng = np.random.default_rng(seed)
+    for kind, structure in batches(rng):
+        for dtype in (np.float32, np.float64):
+            d, rhs = hines_values(structure, rng, dtype)
+            plan, x = solve(structure, d, rhs, cp, strategy=strategy)
+            impl = layout_solver(plan, dtype)
+            dn, rn = impl.to_layout(cp.asarray(d)), impl.to_layout(cp.asarray(rhs))
+            assert tuple(rn.shape) == impl.layout_shapes()[0]
+            out = impl.solve_layout(dn, rn)
+            assert out is rn
+            assert np.array_equal(impl.from_layout(rn).get(), x), f"{kind} {dtype} seed {seed}"
+
+
+def test_numpy_in_numpy_out_and_cupy_in_cupy_out(seed, cp):
+    rng = np.random.default_rng(seed)
+    structure = MonoBatch(real_cell("morph_ca1_n120.swc", 1), 100)
+    d, rhs = hines_values(structure, rng, np.float64)
+    d0, rhs0 = d.copy(), rhs.copy()
+    plan = hinesbatch.plan(structure, backend="gpu")
+    x = plan.solve(d, rhs)
+    assert type(x) is np.ndarray
+    assert np.array_equal(d, d0) and np.array_equal(rhs, rhs0)
+    xc = plan.solve(cp.asarray(d), cp.asarray(rhs))
+    assert isinstance(xc, cp.ndarray)
+    assert np.array_equal(xc.get(), x)
+    assert cell_rel_error(structure, x, serial_reference(structure, d, rhs)) < 1e-12
+
+
+def _leaves(parent):
+    return np.setdiff1d(np.arange(parent.size), parent[parent >= 0])
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_singular_pivot_names_the_lowest_cell_like_serial(strategy, seed, cp):
+    rng = np.random.default_rng(seed)
+    for kind, structure in batches(rng):
+        d, rhs = hines_values(structure, rng, np.float64)
+        cells = np.sort(rng.choice(structure.n_cells, 3, replace=False))
+        for c in cells:  # zero the pivot of a random leaf (a leaf's pivot is its d)
+            if kind == "mono":
+                d[c, rng.choice(_leaves(structure.cell.parent))] = 0.0
+            else:
+                d[structure.cell_offsets[c] + rng.choice(_leaves(structure.cell(int(c)).parent))] = 0.0
+        with pytest.raises(SingularSystemError) as cpu:
+            hinesbatch.plan(structure, backend="serial").solve(d, rhs)
+        plan = hinesbatch.plan(structure, backend="gpu", strategy=strategy)
+        with pytest.raises(SingularSystemError) as gpu:
+            plan.solve(cp.asarray(d), cp.asarray(rhs))
+        assert (gpu.value.cell, gpu.value.node) == (cpu.value.cell, cpu.value.node)
+        assert gpu.value.cell == cells[0], f"{kind} seed {seed}"
+        unchecked = hinesbatch.plan(structure, backend="gpu", strategy=strategy, check_pivots=False)
+        x = unchecked.solve(cp.asarray(d), cp.asarray(rhs)).get()
+        assert not np.all(np.isfinite(x))
+        assert "pivots not checked" in unchecked.describe()
+
+
+def test_infinite_pivot_is_reported(cp):
+    structure = MonoBatch(rt.chain(10, rng=3), 8)
+    d, rhs = hines_values(structure, np.random.default_rng(3), np.float64)
+    d[5, 9] = np.inf
+    with pytest.raises(SingularSystemError) as err:
+        hinesbatch.plan(structure, backend="gpu").solve(cp.asarray(d), cp.asarray(rhs),
+                                                        check_finite=False)
+    assert (err.value.cell, err.value.node) == (5, 9)
+
+
+def test_auto_prefers_tiled_and_falls_back_when_a_cell_does_not_fit(seed, cp):
+    rng = np.random.default_rng(seed)
+    small = MonoBatch(rt.random_tree(100, rng=rng), 64)
+    assert "strategy tiled (auto" in hinesbatch.plan(small, backend="gpu").describe()
+    big = MonoBatch(rt.chain(20000, rng=rng), 40)  # 2 * 20009 * 8 bytes > a block's smem
+    plan = hinesbatch.plan(big, backend="gpu")
+    assert "strategy interleaved (auto" in plan.describe(), plan.describe()
+    d, rhs = hines_values(big, rng, np.float64)
+    x = plan.solve(cp.asarray(d), cp.asarray(rhs)).get()
+    assert cell_rel_error(big, x, serial_reference(big, d, rhs)) < TOLERANCE[np.dtype(np.float64)]
+    with pytest.raises(ValueError, match="shared memory"):
+        hinesbatch.plan(big, backend="gpu", strategy="tiled")
+
+
+def test_option_errors(cp):
+    structure = MonoBatch(rt.chain(10, rng=0), 4)
+    with pytest.raises(ValueError, match="valid strategies"):
+        hinesbatch.plan(structure, backend="gpu", strategy="fast")
+    with pytest.raises(TypeError, match="unknown option"):
+        hinesbatch.plan(structure, backend="gpu", blocksize=3)
+    with pytest.raises(TypeError, match="do not apply"):
+        hinesbatch.plan(structure, backend="gpu", strategy="flat", bs=32)
+    with pytest.raises(ValueError, match="does not exist"):
+        hinesbatch.plan(structure, backend="gpu", devices=[99])
+    with pytest.raises(ValueError, match="batch"):
+        hinesbatch.plan(structure, backend="gpu", strategy="tiled", batch=3)
+
+
+def test_empty_batch(cp):
+    structure = MonoBatch(rt.chain(5, rng=0), 0)
+    x = hinesbatch.plan(structure, backend="gpu").solve(cp.zeros((0, 5)), cp.zeros((0, 5)))
+    assert x.shape == (0, 5)
