@@ -180,3 +180,27 @@ def test_multicore_threads_option():
     dl, d, du, rhs = dominant_tridiagonal(20, 30, rng=72)
     one = solve_tridiagonal(dl, d, du, rhs, backend="multicore", threads=1)
     np.testing.assert_array_equal(one, solve_tridiagonal(dl, d, du, rhs, backend="serial"))
+
+
+@pytest.mark.parametrize("backend", ["serial", "multicore"])
+def test_lockstep_gives_identical_results(backend):
+    dl, d, du, rhs = dominant_tridiagonal(23, 17, rng=73)
+    lengths = np.random.default_rng(74).integers(0, 18, 23)
+    one = solve_tridiagonal(dl, d, du, rhs, lengths=lengths, backend=backend, lockstep=1)
+    for lockstep in (2, 8, 100):
+        plan = plan_tridiagonal(17, 23, lengths=lengths, backend=backend, lockstep=lockstep)
+        assert f"{lockstep} systems in lockstep" in plan.describe()
+        np.testing.assert_array_equal(plan.solve(dl, d, du, rhs), one)
+
+
+@pytest.mark.parametrize("backend", ["serial", "multicore"])
+def test_zero_pivots_in_one_lockstep_group(backend):
+    """System 2 meets its zero pivot later (row 6) than system 3 (row 1): 2 is reported."""
+    dl, d, du, rhs = dominant_tridiagonal(8, 9, rng=75)
+    d[2, 6] = 0.0
+    dl[2, 6] = 0.0  # keeps d[2, 6] at 0 through the elimination
+    d[3, 1] = 0.0
+    dl[3, 1] = 0.0
+    with pytest.raises(SingularSystemError) as info:
+        solve_tridiagonal(dl, d, du, rhs, backend=backend, lockstep=8)
+    assert (info.value.cell, info.value.node) == (2, 6)

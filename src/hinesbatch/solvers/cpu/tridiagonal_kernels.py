@@ -1,14 +1,21 @@
 """Numba kernels of the Thomas algorithm for batches of tridiagonal systems.
 
 Arrays are C-contiguous ``(batch, n)`` viewed flat: system ``k`` owns ``k*n : k*n + n`` and
-uses its first ``lengths[k]`` rows. Row ``i`` reads
+uses its first ``m = lengths[k]`` rows. Row ``i`` reads
 ``dl[i]*x[i-1] + d[i]*x[i] + du[i]*x[i+1] = rhs[i]`` (``dl[0]`` and ``du[m-1]`` are not read,
 cuSPARSE's gtsv convention). ``dl`` and ``du`` are only read; ``d`` is scratch and the
-solution is written over ``rhs``; entries past ``lengths[k]`` are not touched.
+solution is written over ``rhs``; entries past ``m`` are not touched.
+
+:func:`_solve_group` advances ``lockstep`` consecutive systems together row by row: per
+system the operations and their order are the Thomas algorithm's (so any ``lockstep`` gives
+bit-identical results), but independent dependency chains run side by side, which hides the
+latency of the divisions. ``lockstep = 1`` is the textbook loop, one system after another.
 
 One specialisation per dtype: the front end always passes ``lengths`` as read-only int64,
 ``dl`` and ``du`` as read-only views and ``d``, ``rhs`` writable, all of one dtype.
-``error_model="numpy"``: divisions carry no zero test (pivots are checked explicitly).
+``error_model="numpy"``: divisions carry no zero test (pivots are checked explicitly); a
+system with a zero or non-finite pivot records the row in ``status`` (the first one in
+elimination order) and is carried on with infinities, the others are unaffected.
 """
 from __future__ import annotations
 
@@ -22,48 +29,64 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 
 @njit(**_JIT)
-def _thomas(dl, d, du, rhs, base, m):
-    """Solve the system at flat rows ``base..base+m-1`` in place.
-
-    Returns -1 on success, else the row (within the system) whose pivot is zero or not finite.
-    """
-    if m == 0:
-        return -1
-    for i in range(1, m):  # forward elimination of the sub-diagonal
-        pivot = d[base + i - 1]
-        if pivot == 0.0 or not math.isfinite(pivot):
-            return i - 1
-        w = dl[base + i] / pivot
-        d[base + i] -= w * du[base + i - 1]
-        rhs[base + i] -= w * rhs[base + i - 1]
-    pivot = d[base + m - 1]
-    if pivot == 0.0 or not math.isfinite(pivot):
-        return m - 1
-    rhs[base + m - 1] /= pivot
-    for i in range(m - 2, -1, -1):  # back substitution
-        rhs[base + i] -= du[base + i] * rhs[base + i + 1]
-        rhs[base + i] /= d[base + i]
-    return -1
+def _check(pivot, status, k, row):
+    if (pivot == 0.0 or not math.isfinite(pivot)) and status[k] < 0:
+        status[k] = row
 
 
 @njit(**_JIT)
-def thomas_serial(dl, d, du, rhs, n, lengths):
-    """Solve the systems one after another; returns ``(system, row)`` of the first zero or
-    non-finite pivot, ``(-1, -1)`` if none."""
-    for k in range(lengths.size):
-        row = _thomas(dl, d, du, rhs, k * n, lengths[k])
-        if row >= 0:
-            return k, row
-    return -1, -1
+def _solve_group(dl, d, du, rhs, n, lengths, k0, k1, status):
+    """Solve systems ``k0..k1-1`` together, in place."""
+    longest = 0
+    for k in range(k0, k1):
+        longest = max(longest, lengths[k])
+    for i in range(1, longest):  # forward elimination of the sub-diagonal
+        for k in range(k0, k1):
+            if i < lengths[k]:
+                b = k * n + i
+                _check(d[b - 1], status, k, i - 1)
+                w = dl[b] / d[b - 1]
+                d[b] -= w * du[b - 1]
+                rhs[b] -= w * rhs[b - 1]
+    for k in range(k0, k1):
+        if lengths[k] > 0:
+            b = k * n + lengths[k] - 1
+            _check(d[b], status, k, lengths[k] - 1)
+            rhs[b] /= d[b]
+    for i in range(longest - 2, -1, -1):  # back substitution
+        for k in range(k0, k1):
+            if i < lengths[k] - 1:
+                b = k * n + i
+                rhs[b] -= du[b] * rhs[b + 1]
+                rhs[b] /= d[b]
+
+
+@njit(**_JIT)
+def thomas_serial(dl, d, du, rhs, n, lengths, lockstep, status):
+    """Groups of ``lockstep`` systems one after another on one core. Returns
+    ``(system, row)`` of the lowest system with a zero or non-finite pivot, ``(-1, -1)``."""
+    status[:] = -1
+    batch = lengths.size
+    for k0 in range(0, batch, lockstep):
+        _solve_group(dl, d, du, rhs, n, lengths, k0, min(k0 + lockstep, batch), status)
+    return _first_failure(status)
 
 
 @njit(parallel=True, **_JIT)
-def thomas_parallel(dl, d, du, rhs, n, lengths, status):
-    """Solve the systems spread over Numba's threads; ``status`` (int64[batch]) is scratch.
-    Returns ``(system, row)`` of the singular system with the lowest index, ``(-1, -1)`` if none."""
-    for k in prange(lengths.size):
-        status[k] = _thomas(dl, d, du, rhs, k * n, lengths[k])
-    for k in range(lengths.size):
+def thomas_parallel(dl, d, du, rhs, n, lengths, lockstep, status):
+    """Groups of ``lockstep`` systems spread over Numba's threads; returns as
+    :func:`thomas_serial`."""
+    status[:] = -1
+    batch = lengths.size
+    for g in prange((batch + lockstep - 1) // lockstep):
+        k0 = g * lockstep
+        _solve_group(dl, d, du, rhs, n, lengths, k0, min(k0 + lockstep, batch), status)
+    return _first_failure(status)
+
+
+@njit(**_JIT)
+def _first_failure(status):
+    for k in range(status.size):
         if status[k] >= 0:
             return k, status[k]
     return -1, -1
