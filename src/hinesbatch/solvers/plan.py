@@ -4,41 +4,25 @@ from __future__ import annotations
 import numpy as np
 
 from ..tree.structure import HinesStructure, MonoBatch, as_batch
-from . import registry
+from .backend_cache import BackendPlan
 from .validation import array_module, as_values, result_dtype, scratch, to_module
 from .validation import check_finite as check_finite_values
 
 __all__ = ["Plan", "plan", "solve"]
 
 
-class Plan:
+class Plan(BackendPlan):
     """A structure analysed once for a backend; :meth:`solve` is the per-step hot path.
 
     Create with :func:`hinesbatch.plan`. The backend's preparation (orderings, layouts,
     compiled kernels, device buffers) happens per dtype on first use and is cached.
     """
 
+    kind = "hines"
+
     def __init__(self, structure, backend: str = "auto", **options):
         self.structure: HinesStructure | MonoBatch = as_batch(structure)
-        cls, note = registry.resolve(backend, "hines")
-        self.backend_name: str = cls.name
-        self.note: str = note
-        self._cls = cls
-        self._options = dict(options)
-        self._impl: dict[np.dtype, object] = {}
-        self._implementation(np.dtype(np.float64))  # unknown options fail here, at plan time
-
-    def _implementation(self, dtype: np.dtype):
-        impl = self._impl.get(dtype)
-        if impl is None:
-            impl = self._cls(self.structure, dtype=dtype, **self._options)
-            self._impl[dtype] = impl
-        return impl
-
-    @property
-    def xp(self):
-        """The array module the backend computes with."""
-        return self._implementation(np.dtype(np.float64)).xp
+        super().__init__(self.structure, backend, options)
 
     def describe(self) -> str:
         """What was planned: structure, backend, the reason for the choice, backend details."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import registry
+from .backend_cache import BackendPlan
 from .validation import (array_module, as_values, check_finite_rows, result_dtype, scratch,
                          to_module)
 
@@ -89,32 +89,17 @@ def _check_lengths(lengths, n: int, batch: int) -> np.ndarray:
     return out
 
 
-class TridiagonalPlan:
+class TridiagonalPlan(BackendPlan):
     """A batch shape analysed once for a tridiagonal backend; :meth:`solve` is the hot path.
 
     Create with :func:`plan_tridiagonal`. Backend preparation happens per dtype on first use.
     """
 
+    kind = "tridiagonal"
+
     def __init__(self, n: int, batch: int, *, lengths=None, backend: str = "auto", **options):
         self.shape = TridiagonalShape(n, batch, lengths)
-        cls, note = registry.resolve(backend, "tridiagonal")
-        self.backend_name: str = cls.name
-        self.note: str = note
-        self._cls = cls
-        self._options = dict(options)
-        self._impl: dict[np.dtype, object] = {}
-        self._implementation(np.dtype(np.float64))  # unknown options fail here, at plan time
-
-    def _implementation(self, dtype: np.dtype):
-        impl = self._impl.get(dtype)
-        if impl is None:
-            impl = self._impl[dtype] = self._cls(self.shape, dtype=dtype, **self._options)
-        return impl
-
-    @property
-    def xp(self):
-        """The array module the backend computes with."""
-        return self._implementation(np.dtype(np.float64)).xp
+        super().__init__(self.shape, backend, options)
 
     def describe(self) -> str:
         s = self.shape
