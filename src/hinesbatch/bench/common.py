@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-__all__ = ["machine_info", "cpu_model", "median_time", "interleaved_times", "write_results",
+__all__ = ["machine_info", "cpu_model", "git_revision", "median_time", "interleaved_times", "write_results",
            "markdown_table"]
 
 #: Libraries whose versions are recorded beside every result.
@@ -45,13 +45,29 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def git_revision() -> str | None:
+    """The source tree's commit (``+dirty`` with uncommitted changes under ``src/``), or None."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[3]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+                              capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "src"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+dirty" if dirty else "") if head else None
+
+
 def machine_info(extra: Mapping | None = None) -> dict:
     """Where and when a benchmark ran, as a JSON-serialisable dict.
 
     Keys: ``date`` (UTC, ISO 8601), ``cpu_model``, ``logical_cpus`` (``os.cpu_count``),
     ``usable_cpus`` (the process's affinity), ``numba_threads``, ``platform``, ``python``,
-    ``hinesbatch`` and ``versions`` (installed library versions, ``None`` when absent),
-    plus everything in ``extra`` (a GPU benchmark adds its device and driver here).
+    ``hinesbatch``, ``git`` (the commit measured, if run from a git checkout) and
+    ``versions`` (installed library versions, ``None`` when absent), plus everything in
+    ``extra`` (a GPU benchmark adds its device and driver here).
     """
     from .. import __version__
 
@@ -74,6 +90,7 @@ def machine_info(extra: Mapping | None = None) -> dict:
         "platform": platform.platform(),
         "python": sys.version.split()[0],
         "hinesbatch": __version__,
+        "git": git_revision(),
         "versions": {name: _version(name) for name in _LIBRARIES},
     }
     info.update(extra or {})
@@ -183,13 +200,14 @@ def _markdown(doc: dict) -> str:
     lines += [
         f"**Machine.** {m.get('cpu_model')}, {m.get('usable_cpus')} usable of "
         f"{m.get('logical_cpus')} logical CPUs, Numba threads {m.get('numba_threads')}; "
-        f"{m.get('platform')}; Python {m.get('python')}; hinesbatch {m.get('hinesbatch')}; "
+        f"{m.get('platform')}; Python {m.get('python')}; hinesbatch {m.get('hinesbatch')}"
+        f"{' (git ' + m['git'] + ')' if m.get('git') else ''}; "
         f"{versions}. Date {m.get('date')}.",
         "",
     ]
     extra = {k: v for k, v in m.items() if k not in {
         "date", "cpu_model", "logical_cpus", "usable_cpus", "numba_threads", "platform",
-        "python", "hinesbatch", "versions"}}
+        "python", "hinesbatch", "git", "versions"}}
     for key, value in extra.items():
         lines.append(f"- {key}: {value}")
     if extra:
