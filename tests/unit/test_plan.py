@@ -34,14 +34,24 @@ def test_unknown_option_fails_at_plan_time(batch, backend):
 
 
 def test_auto_prefers_multicore_without_gpu_and_says_why(batch):
-    plan = hinesbatch.plan(batch)
     names = hinesbatch.backends()
     if "gpu" in names and registry.get("gpu").available()[0]:
         pytest.skip("a GPU is available here, so auto picks it")
+    big = MonoBatch(rt.random_tree(100, rng=3), 200)  # 20000 nodes: threads pay off
+    plan = hinesbatch.plan(big)
     assert plan.backend_name == "multicore"
     assert "auto chose 'multicore'" in plan.describe()
-    assert "batch of 6 cells" in repr(plan)
+    assert "mono-morphology batch: 200 cells x 100 nodes" in repr(plan)
     assert plan.xp is np
+    small = hinesbatch.plan(batch)  # 6 small cells: starting threads costs more than it saves
+    assert small.backend_name == "serial"
+    assert "multicore passed over: " in small.describe()
+    assert "too few to gain from threads" in small.describe()
+
+
+def test_auto_passes_threads_over_for_small_tridiagonal_batches():
+    assert hinesbatch.plan_tridiagonal(64, 10).backend_name == "serial"
+    assert hinesbatch.plan_tridiagonal(64, 1000).backend_name in ("multicore", "gpu")
 
 
 def test_auto_order_follows_rank_not_registration_order(monkeypatch):
@@ -173,3 +183,29 @@ def test_check_finite_false_skips_the_check(batch):
 def test_structure_must_be_a_batch():
     with pytest.raises(TypeError, match="expected a HinesStructure or MonoBatch"):
         hinesbatch.plan([-1, 0, 1])
+
+
+@pytest.mark.parametrize("case", ["fast", "same buffer", "read-only", "strided", "float32 input"])
+def test_overwrite_without_checks_solves_every_input_kind(case):
+    """``overwrite=True, check_finite=False`` hands ready arrays straight to the backend and
+    falls back to the full path for anything else; every case gives the reference answer."""
+    cell = rt.random_tree(40, rng=11, branch_probability=0.5)
+    batch = MonoBatch(cell, 3)
+    plan = hinesbatch.plan(batch, backend="serial")
+    d, rhs = rt.diagonally_dominant(batch, rng=12)
+    expected = hinesbatch.solve(batch, d, rhs, backend="serial")
+    if case == "same buffer":  # d is rhs: the backend must not get one buffer twice
+        d = rhs = np.abs(rhs) + 100.0
+        expected = hinesbatch.solve(batch, d.copy(), rhs.copy(), backend="serial")
+    elif case == "read-only":
+        d.flags.writeable = False
+    elif case == "strided":
+        d = np.asfortranarray(d)
+    elif case == "float32 input":  # a dtype the plan has not prepared yet
+        d, rhs = d.astype(np.float32), rhs.astype(np.float32)
+        expected = hinesbatch.solve(batch, d, rhs, backend="serial")
+    x = plan.solve(d, rhs, overwrite=True, check_finite=False)
+    tol = 1e-5 if x.dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(x, expected, rtol=tol)
+    if case == "fast":
+        assert x is rhs  # solved in place: no copy on the hot path

@@ -39,25 +39,32 @@ def _bad(pivot) -> bool:
 
 
 @njit(**_JIT)
-def _solve_cell(parent, u, l, d, rhs, a, b):
-    """Solve nodes ``a..b-1`` (one cell, global indices) in place; Algorithm 1.
+def _solve_cell(parent, u, l, d, rhs, a, b, shift):
+    """Solve one cell in place; Algorithm 1.
+
+    The cell's structure is ``parent[a:b]``, ``u[a:b]``, ``l[a:b]``; node ``i``'s values are
+    ``d[i + shift]`` and ``rhs[i + shift]``, its parent's ``d[parent[i] + shift]``. Per-cell
+    structure: ``a, b`` is the cell's global range and ``shift`` 0; shared structure: ``a, b``
+    is ``0, m`` and ``shift`` the cell's first value.
 
     Returns -1 on success, else the node (``i - a``) whose pivot is zero or not finite.
     """
     for i in range(b - 1, a, -1):  # backward sweep: eliminate each node from its parent's row
-        pivot = d[i]
+        pivot = d[i + shift]
         if _bad(pivot):
             return i - a
         factor = u[i] / pivot
-        p = parent[i]
+        p = parent[i] + shift
         d[p] -= factor * l[i]
-        rhs[p] -= factor * rhs[i]
-    if _bad(d[a]):
+        rhs[p] -= factor * rhs[i + shift]
+    root = a + shift
+    if _bad(d[root]):
         return 0
-    rhs[a] /= d[a]
+    rhs[root] /= d[root]
     for i in range(a + 1, b):  # forward sweep: root to leaves
-        rhs[i] -= l[i] * rhs[parent[i]]
-        rhs[i] /= d[i]
+        j = i + shift
+        rhs[j] -= l[i] * rhs[parent[i] + shift]
+        rhs[j] /= d[j]
     return -1
 
 
@@ -68,7 +75,7 @@ def cells_serial(parent, offsets, u, l, d, rhs):
     Returns ``(cell, node)`` of the first zero or non-finite pivot, ``(-1, -1)`` if none.
     """
     for c in range(offsets.size - 1):
-        node = _solve_cell(parent, u, l, d, rhs, offsets[c], offsets[c + 1])
+        node = _solve_cell(parent, u, l, d, rhs, offsets[c], offsets[c + 1], 0)
         if node >= 0:
             return c, node
     return -1, -1
@@ -82,7 +89,7 @@ def cells_parallel(parent, offsets, u, l, d, rhs, status):
     the lowest index, ``(-1, -1)`` if none.
     """
     for c in prange(offsets.size - 1):
-        status[c] = _solve_cell(parent, u, l, d, rhs, offsets[c], offsets[c + 1])
+        status[c] = _solve_cell(parent, u, l, d, rhs, offsets[c], offsets[c + 1], 0)
     return _first_failure(status)
 
 
@@ -121,9 +128,16 @@ def _solve_group(parent, u, l, d, rhs, m, c0, k_end, status):
 
 @njit(**_JIT)
 def shared_serial(parent, u, l, d, rhs, n_cells, lockstep, status):
-    """Shared structure, groups of ``lockstep`` cells one after another (``lockstep=1``: cell
-    after cell, Algorithm 1). Returns ``(cell, node)`` of the first failure, ``(-1, -1)``."""
+    """Shared structure on one core: ``lockstep=1`` is Algorithm 1 cell after cell (stopping
+    at the first singular cell); more goes through groups of ``lockstep`` cells.
+    Returns ``(cell, node)`` of the first failure, ``(-1, -1)``."""
     m = parent.size
+    if lockstep == 1:
+        for c in range(n_cells):
+            node = _solve_cell(parent, u, l, d, rhs, 0, m, c * m)
+            if node >= 0:
+                return c, node
+        return -1, -1
     status[:] = -1
     for c0 in range(0, n_cells, lockstep):
         _solve_group(parent, u, l, d, rhs, m, c0, min(c0 + lockstep, n_cells), status)
