@@ -20,7 +20,7 @@ class BackendPlan:
     kind: str = "hines"
 
     def __init__(self, subject, backend: str, options: dict):
-        cls, note = registry.resolve(backend, self.kind)
+        cls, note = registry.resolve(backend, self.kind, subject)
         self.backend_name: str = cls.name
         self.note: str = note
         self._subject = subject

@@ -12,7 +12,9 @@ A backend is a class with
   may overwrite ``d`` and writes the solution over ``rhs``. A zero or
   non-finite pivot raises :class:`hinesbatch.errors.SingularSystemError` naming cell and node;
 * ``xp``: the array module it computes with (``numpy`` or ``cupy``);
-* ``describe(self) -> str``: one line on what was chosen (strategy, layout, threads, devices).
+* ``describe(self) -> str``: one line on what was chosen (strategy, layout, threads, devices);
+* optionally ``suits(subject) -> tuple[bool, str]`` (classmethod): whether ``auto`` should
+  take it for this structure or batch shape, and if not, why.
 
 Tridiagonal backends (``kind = "tridiagonal"``) follow the same protocol with a
 :class:`hinesbatch.solvers.tridiagonal.TridiagonalShape` (``n``, ``batch``, ``lengths``) in
@@ -79,11 +81,14 @@ def get(name: str, kind: str = "hines") -> type:
         ) from None
 
 
-def resolve(name: str, kind: str = "hines") -> tuple[type, str]:
+def resolve(name: str, kind: str = "hines", subject=None) -> tuple[type, str]:
     """Resolve ``name`` (possibly ``"auto"``) to a backend class and a note saying why.
 
-    ``auto`` takes the first available backend in preference order; the note lists the ones
-    it skipped and their reasons (for example ``gpu: CuPy is not installed``).
+    ``auto`` takes the first backend in preference order that is available and, when a
+    ``subject`` (the structure or batch shape to solve) is given, suits it: a backend may
+    define ``suits(subject) -> (bool, reason)`` (a threaded backend declines batches too small
+    to gain from threads). The note lists what was passed over and why (for example
+    ``gpu unavailable: CuPy is not installed``).
     """
     _load_builtin()
     if name != "auto":
@@ -98,12 +103,19 @@ def resolve(name: str, kind: str = "hines") -> tuple[type, str]:
     for candidate in _auto_order(kind):
         cls = _REGISTRY[kind][candidate]
         ok, why = cls.available()
-        if ok:
-            note = f"auto chose {candidate!r}"
-            if skipped:
-                note += " (" + "; ".join(skipped) + ")"
-            return cls, note
-        skipped.append(f"{candidate} unavailable: {why}")
+        if not ok:
+            skipped.append(f"{candidate} unavailable: {why}")
+            continue
+        suits = getattr(cls, "suits", None)
+        if subject is not None and suits is not None:
+            ok, why = suits(subject)
+            if not ok:
+                skipped.append(f"{candidate} passed over: {why}")
+                continue
+        note = f"auto chose {candidate!r}"
+        if skipped:
+            note += " (" + "; ".join(skipped) + ")"
+        return cls, note
     raise RuntimeError(f"no {kind} backend is available: " + "; ".join(skipped))
 
 

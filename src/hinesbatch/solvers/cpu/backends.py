@@ -18,7 +18,13 @@ from .. import registry
 from .hines_kernels import cells_parallel, cells_serial, shared_parallel, shared_serial
 from .tridiagonal_kernels import thomas_parallel, thomas_serial
 
-__all__ = ["SerialHines", "MulticoreHines", "SerialTridiagonal", "MulticoreTridiagonal"]
+__all__ = ["SerialHines", "MulticoreHines", "SerialTridiagonal", "MulticoreTridiagonal",
+           "THREADS_MIN_UNKNOWNS"]
+
+#: Below this many unknowns in a batch, starting Numba's threads costs more than they save
+#: (one 923-node cell steps about 7x slower on two threads than on one), so ``auto`` passes
+#: the multicore backends over.
+THREADS_MIN_UNKNOWNS = 20_000
 
 
 def _readonly(a: np.ndarray, dtype) -> np.ndarray:
@@ -47,6 +53,18 @@ def _check_threads(threads) -> int | None:
     if not 1 <= threads <= top:
         raise ValueError(f"threads must be between 1 and {top} (NUMBA_NUM_THREADS), got {threads}")
     return int(threads)
+
+
+class _Threaded:
+    """``suits`` for ``auto``: threads only for batches large enough to gain from them."""
+
+    @classmethod
+    def suits(cls, subject) -> tuple[bool, str]:
+        n = cls._unknowns(subject)
+        if n < THREADS_MIN_UNKNOWNS:
+            return False, (f"{n} unknowns in all are too few to gain from threads "
+                           f"(fewer than {THREADS_MIN_UNKNOWNS})")
+        return True, ""
 
 
 class _Threads:
@@ -157,7 +175,7 @@ class SerialHines(_CpuHines):
         return f"Numba, one core, {self._layout()}, {self.dtype.name}"
 
 
-class MulticoreHines(_CpuHines):
+class MulticoreHines(_Threaded, _CpuHines):
     """Cells spread over all cores with ``numba.prange`` (the papers' OpenMP baseline).
 
     Options: ``threads`` (default: Numba's current setting, ``numba.set_num_threads`` or
@@ -167,6 +185,10 @@ class MulticoreHines(_CpuHines):
     name = "multicore"
     _options = ("lockstep", "threads")
     _default_lockstep = 8
+
+    @staticmethod
+    def _unknowns(structure) -> int:
+        return structure.n_nodes
 
     def __init__(self, structure, *, dtype, threads: int | None = None, **options):
         super().__init__(structure, dtype=dtype, **options)
@@ -244,7 +266,7 @@ class SerialTridiagonal(_CpuTridiagonal):
         return f"Numba Thomas, one core, {self._how()}, {self.dtype.name}"
 
 
-class MulticoreTridiagonal(_CpuTridiagonal):
+class MulticoreTridiagonal(_Threaded, _CpuTridiagonal):
     """The Thomas algorithm, systems spread over Numba's threads (options ``threads``,
     ``lockstep`` default 4: four arrays per system, so 16 memory streams per thread; 8 was
     slower on the 2-core development machine)."""
@@ -252,6 +274,10 @@ class MulticoreTridiagonal(_CpuTridiagonal):
     name = "multicore"
     _options = ("lockstep", "threads")
     _default_lockstep = 4
+
+    @staticmethod
+    def _unknowns(shape) -> int:
+        return shape.batch * shape.n
 
     def __init__(self, shape, *, dtype, threads: int | None = None, **options):
         super().__init__(shape, dtype=dtype, **options)
