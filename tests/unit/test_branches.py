@@ -7,7 +7,7 @@ from solver_cases import real_names, real_parents
 
 import hinesbatch
 from hinesbatch import HinesStructure, MonoBatch
-from hinesbatch.tree import branches, contiguous_order, make_branches_contiguous
+from hinesbatch.tree import branches, contiguous_order, depth_order, make_branches_contiguous
 from hinesbatch.tree import random_trees as rt
 
 
@@ -149,3 +149,36 @@ def test_a_million_nodes():
     b = branches(rt.random_tree(10**6, rng=97, branch_probability=0.3))
     assert b.length.sum() == 10**6 and b.n_levels > 1
     assert branches(rt.chain(10**6)).n_branches == 1
+
+
+def reference_depths(parent):
+    """Depth of each node by walking up to the root, one edge at a time."""
+    depth = []
+    for i in range(len(parent)):
+        k, p = 0, parent[i]
+        while p >= 0:
+            k, p = k + 1, parent[p]
+        depth.append(k)
+    return np.array(depth)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_depth_order_sorts_each_cell_by_depth_and_solves_the_same(seed):
+    rng = np.random.default_rng(seed)
+    s = rt.random_batch(5, rng=rng, max_nodes=300)
+    order = depth_order(s)
+    r = s.renumber(order)  # raises if Hines order or a cell range were broken
+    depth = reference_depths(s.parent.tolist())
+    for c in range(s.n_cells):
+        a, b = s.cell_offsets[c], s.cell_offsets[c + 1]
+        assert np.all(np.diff(depth[order[a:b]]) >= 0)
+        assert np.all((order[a:b] >= a) & (order[a:b] < b))
+    d, rhs = rt.diagonally_dominant(s, rng=rng)
+    x = hinesbatch.solve(s, d, rhs, backend="serial")
+    y = hinesbatch.solve(r, d[order], rhs[order], backend="serial")
+    np.testing.assert_allclose(y[np.argsort(order)], x, rtol=1e-12)
+
+
+def test_depth_order_of_a_mono_batch_is_the_shared_cells():
+    cell = rt.random_tree(200, rng=np.random.default_rng(7), branch_probability=0.4)
+    np.testing.assert_array_equal(depth_order(MonoBatch(cell, 3)), depth_order(cell))

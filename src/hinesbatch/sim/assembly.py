@@ -16,6 +16,10 @@ right-hand side in nA:
 * right-hand side: ``-A_i·1e-2·g_pas·(v_i - e_pas) + I_i + g_i·(v_p - v_i) + Σ_c g_c·(v_c - v_i)``
   [nA], ``I_i`` the clamp current [nA] at its node.
 
+The system's nodes are the geometry's, renumbered by depth (:func:`hinesbatch.tree.depth_order`):
+a Hines order in which the CPU sweeps overlap the eliminations of different branches (about
+twice as fast on one core). ``node_order`` maps back to the geometry's numbering.
+
 The diagonal is constant and precomputed; each step only the right-hand side is assembled
 from ``v``. Two assemblers do that in place, with no allocation: a Numba kernel for NumPy
 state (CPU backends) and a NumPy/CuPy-generic one built from in-place array operations (used
@@ -28,6 +32,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from ..tree.branches import depth_order
 from ..tree.structure import HinesStructure
 
 __all__ = ["PassiveSystem", "passive_system", "make_assembler"]
@@ -53,6 +58,9 @@ class PassiveSystem:
         The constant diagonal ``c_dt + g_leak + g_i + Σ_children g_c`` [µS].
     e_pas : float
         Leak reversal potential [mV].
+    node_order : int64
+        The geometry's node behind each system node (system node ``j`` is geometry node
+        ``node_order[j]``).
     """
 
     structure: HinesStructure
@@ -62,10 +70,15 @@ class PassiveSystem:
     c_dt_uS: np.ndarray
     diagonal_uS: np.ndarray
     e_pas: float
+    node_order: np.ndarray
 
     @property
     def n_nodes(self) -> int:
         return int(self.parent.size)
+
+    def position(self, node: int) -> int:
+        """The system node of the geometry's node ``node``."""
+        return int(np.flatnonzero(self.node_order == node)[0])
 
 
 def passive_system(geometry, *, dt: float, cm: float, g_pas: float, e_pas: float) -> PassiveSystem:
@@ -84,15 +97,18 @@ def passive_system(geometry, *, dt: float, cm: float, g_pas: float, e_pas: float
     e_pas : float
         Leak reversal potential [mV].
     """
-    parent = np.asarray(geometry.parent, dtype=np.int64)
-    area = np.where(geometry.has_membrane, np.asarray(geometry.area_um2, dtype=np.float64), 0.0)
-    g = np.asarray(geometry.g_axial_uS, dtype=np.float64).copy()
+    g = np.asarray(geometry.g_axial_uS, dtype=np.float64)
+    structure = HinesStructure(geometry.parent, -g)
+    order = depth_order(structure)
+    structure = structure.renumber(order)
+    parent = structure.parent.astype(np.int64)
+    area = np.where(geometry.has_membrane, np.asarray(geometry.area_um2, dtype=np.float64), 0.0)[order]
+    g = g[order]
     g[parent < 0] = 0.0
     c_dt = area * 1e-5 * cm / dt
     g_leak = area * 1e-2 * g_pas
     axial = g.copy()
     np.add.at(axial, parent[parent >= 0], g[parent >= 0])
-    structure = HinesStructure(parent, -g)
     return PassiveSystem(
         structure=structure,
         parent=parent,
@@ -101,6 +117,7 @@ def passive_system(geometry, *, dt: float, cm: float, g_pas: float, e_pas: float
         c_dt_uS=c_dt,
         diagonal_uS=c_dt + g_leak + axial,
         e_pas=float(e_pas),
+        node_order=order,
     )
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..solvers.cpu.backends import THREADS_MIN_UNKNOWNS
+from ..solvers.plan import plan as make_plan
 from ..tree.structure import MonoBatch
 from .assembly import PassiveSystem, make_assembler, passive_system
 from .stimuli import IClamp, time_grid
@@ -27,10 +29,6 @@ NEURON_DEFAULTS = {"cm": 1.0, "ra": 35.4, "g_pas": 0.001, "e_pas": -70.0, "v_ini
 #: ``(amp [nA], delay [ms], dur [ms])``.
 DEFAULT_TSTOP = 100.0
 DEFAULT_ICLAMP = (0.5, 10.0, 50.0)
-#: CPU backends that spread cells over Numba's threads: the assembly follows them.
-THREADED_BACKENDS = frozenset({"multicore"})
-#: Batches smaller than this (nodes over all cells) run ``serial`` when ``auto`` picks threads.
-SMALL_BATCH_NODES = 20_000
 #: Above this many node-steps, ``progress=None`` shows a bar when stderr is a terminal.
 _LONG_RUN = 5e7
 
@@ -142,11 +140,12 @@ def simulate_passive(
     amps = stim.amplitudes(t_mid)
     system = passive_system(geometry, dt=dt, cm=cm, g_pas=g_pas, e_pas=e_pas)
 
-    solver, choice = _make_solver(MonoBatch(system.structure, n_cells), backend)
+    solver = make_plan(MonoBatch(system.structure, n_cells), backend=backend)
     show = _show_progress(progress, t_mid.size * system.n_nodes * n_cells)
     setup_s = time.perf_counter() - t0
-    v, loop_s = run_passive(system, solver, v_init=v_init, amps=amps, stim_node=clamp_node,
-                            record_node=record_node, progress=show)
+    v, loop_s = run_passive(system, solver, v_init=v_init, amps=amps,
+                            stim_node=system.position(clamp_node),
+                            record_node=system.position(record_node), progress=show)
     params = {
         "morphology": str(geometry.source),
         "tstop_ms": float(tstop), "dt_ms": float(dt), "n_steps": int(t_mid.size),
@@ -159,27 +158,8 @@ def simulate_passive(
         "n_cells": n_cells, "backend": solver.backend_name,
     }
     info = {"n_nodes": system.n_nodes, "n_sections": geometry.n_sections,
-            "backend": solver.describe() + choice, "setup_s": setup_s, "loop_s": loop_s}
+            "backend": solver.describe(), "setup_s": setup_s, "loop_s": loop_s}
     return Result(t=t, v=v, params=params, info=info)
-
-
-def _make_solver(batch: MonoBatch, backend: str):
-    """The plan for ``batch``, and a note when ``auto`` was overridden for a small batch.
-
-    ``auto`` prefers a threaded CPU backend when there is no GPU; on a batch of fewer than
-    ``SMALL_BATCH_NODES`` nodes the per-step cost of starting threads exceeds the work (one
-    cell of 1000 nodes steps several times slower on two threads than on one), so the
-    simulation then runs ``serial``.
-    """
-    from ..solvers.plan import plan as make_plan
-
-    solver = make_plan(batch, backend=backend)
-    if (backend == "auto" and solver.backend_name in THREADED_BACKENDS
-            and batch.n_nodes < SMALL_BATCH_NODES):
-        return make_plan(batch, backend="serial"), (
-            f"; simulate ran 'serial' instead of auto's {solver.backend_name!r}: "
-            f"{batch.n_nodes} nodes in all are too few to gain from threads")
-    return solver, ""
 
 
 def run_passive(system: PassiveSystem, solver, *, v_init: float, amps: np.ndarray, stim_node: int,
@@ -213,7 +193,7 @@ def run_passive(system: PassiveSystem, solver, *, v_init: float, amps: np.ndarra
     xp = solver.xp
     n_cells, n = solver.structure.values_shape
     n_steps = int(amps.size)
-    parallel = n_cells > 1 and solver.backend_name in THREADED_BACKENDS
+    parallel = n_cells > 1 and n_cells * n >= THREADS_MIN_UNKNOWNS  # as auto's choice of threads
     assembler = make_assembler(system, xp, parallel=parallel)
     state = xp.full((n_cells, n), float(v_init))
     d = xp.empty((n_cells, n))

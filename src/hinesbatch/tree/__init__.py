@@ -4,14 +4,15 @@ papers' memory layouts.
 ``hinesbatch.tree.random_trees`` holds test structures (chains, stars, binary and random
 trees, mixed batches) and a dense reference solver, for tests and benchmarks.
 """
-from .branches import Branches, branches, contiguous_order, make_branches_contiguous
+from .branches import (Branches, branches, contiguous_order, depth_order,
+                       make_branches_contiguous)
 from .layouts import (LAYOUTS, PAD_VALUES, Layout, block_interleaved, flat, interleaved,
                       local_parents)
 from .structure import HinesStructure, MonoBatch, as_batch
 
 __all__ = [
     "HinesStructure", "MonoBatch", "as_batch",
-    "Branches", "branches", "contiguous_order", "make_branches_contiguous",
+    "Branches", "branches", "contiguous_order", "depth_order", "make_branches_contiguous",
     "Layout", "LAYOUTS", "PAD_VALUES", "flat", "interleaved", "block_interleaved",
     "local_parents",
 ]

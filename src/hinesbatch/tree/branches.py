@@ -28,7 +28,7 @@ import numpy as np
 
 from .structure import HinesStructure, MonoBatch, as_batch
 
-__all__ = ["Branches", "branches", "contiguous_order", "make_branches_contiguous"]
+__all__ = ["Branches", "branches", "contiguous_order", "depth_order", "make_branches_contiguous"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,6 +160,23 @@ def contiguous_order(structure) -> np.ndarray:
     rank = np.empty(b.n_branches, dtype=np.int64)
     rank[np.lexsort((b.start, b.level, b.cell))] = np.arange(b.n_branches)
     return np.argsort(rank[b.node_branch], kind="stable")  # stable: parent to tip within a branch
+
+
+def depth_order(structure) -> np.ndarray:
+    """The renumbering that sorts each cell's nodes by depth (int64, new -> old).
+
+    Depth is the number of edges to the cell's root; ties keep their old order. The result
+    keeps the Hines order and every cell's node range. In this order the backward sweep meets
+    nodes of different branches one after another, so their eliminations do not wait on each
+    other: a CPU overlaps them (the same arithmetic per node as Algorithm 1, about twice as
+    fast on one core for a real cell). Apply with ``values[..., order]``, undo with
+    ``x[..., np.argsort(order)]``; for a :class:`MonoBatch` it is the shared cell's order.
+    """
+    s = as_batch(structure)
+    cell = s.cell if isinstance(s, MonoBatch) else s
+    depth = _depths(cell.parent.astype(np.int64))
+    cell_of = np.repeat(np.arange(cell.n_cells), cell.cell_sizes)
+    return np.lexsort((np.arange(depth.size), depth, cell_of))
 
 
 def make_branches_contiguous(structure):
