@@ -53,3 +53,21 @@ def test_cli_rejects_incomplete_or_unknown_commands(argv):
     with pytest.raises(SystemExit) as exc:
         cli.main(argv)
     assert exc.value.code == 2
+
+
+def test_a_command_whose_module_fails_to_import_does_not_break_the_others(monkeypatch, capsys):
+    real_import = cli.importlib.import_module
+
+    def fake_import(name):
+        if name == "hinesbatch.bench.cpu":
+            raise ImportError("simulated missing dependency")
+        return real_import(name)
+
+    monkeypatch.setattr(cli.importlib, "import_module", fake_import)
+    assert cli.main(["info", "--json"]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["bench", "cpu", "--quick"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "'cpu' is unavailable" in err and "simulated missing dependency" in err
