@@ -267,3 +267,14 @@ def test_array_assembler_loop_equals_numba_loop(monkeypatch):
     array_run = simulate_passive(soma_dend(), **kw)
     assert np.ptp(numba_run.v) > 1.0
     np.testing.assert_allclose(array_run.v, numba_run.v, rtol=0, atol=1e-10)
+
+
+def test_a_morphology_simulates_like_its_file():
+    from hinesbatch import read_swc
+
+    path = "tests/data/morphologies/real/h10.CNG.swc"
+    a = simulate_passive(path, tstop=1.0, nseg=2, backend="serial")
+    b = simulate_passive(read_swc(path), tstop=1.0, nseg=2, backend="serial")
+    np.testing.assert_array_equal(a.v, b.v)
+    with pytest.raises(TypeError, match="a Morphology, an SWC path or None, got int"):
+        simulate_passive(3, tstop=1.0)

@@ -91,9 +91,9 @@ def simulate_passive(
 
     Parameters
     ----------
-    geometry_or_path : CellGeometry, str, os.PathLike or None
-        A discretized cell, or an SWC file (discretized here with ``nseg``/``d_lambda``,
-        ``ra`` and ``cm``). ``None`` uses the bundled ``c91662.swc``.
+    geometry_or_path : CellGeometry, Morphology, str, os.PathLike or None
+        A discretized cell, or a morphology or SWC file (discretized here with
+        ``nseg``/``d_lambda``, ``ra`` and ``cm``). ``None`` uses the bundled ``c91662.swc``.
     tstop : float
         End time [ms]; steps are taken while ``t < tstop - dt/2``.
     dt : float
@@ -284,9 +284,12 @@ def _resolve_geometry(source, *, nseg, d_lambda, cm, ra):
     if source is None:
         with default_morphology() as path:
             return discretize(path, nseg=nseg, d_lambda=d_lambda, ra=ra, cm=cm), cm, ra
-    if not isinstance(source, (str, os.PathLike)):
+    from ..morphology import Morphology
+
+    if not isinstance(source, (str, os.PathLike, Morphology)):
         raise TypeError(
-            f"expected a CellGeometry, an SWC path or None, got {type(source).__name__}"
+            f"expected a CellGeometry, a Morphology, an SWC path or None, got "
+            f"{type(source).__name__}"
         )
     return discretize(source, nseg=nseg, d_lambda=d_lambda, ra=ra, cm=cm), cm, ra
 
