@@ -272,7 +272,9 @@ def test_array_assembler_loop_equals_numba_loop(monkeypatch):
 def test_a_morphology_simulates_like_its_file():
     from hinesbatch import read_swc
 
-    path = "tests/data/morphologies/real/h10.CNG.swc"
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "data" / "morphologies" / "real" / "h10.CNG.swc"
     a = simulate_passive(path, tstop=1.0, nseg=2, backend="serial")
     b = simulate_passive(read_swc(path), tstop=1.0, nseg=2, backend="serial")
     np.testing.assert_array_equal(a.v, b.v)
