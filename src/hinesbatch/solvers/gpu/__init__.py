@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import registry
 from .backend import GpuBackend
+from . import tridiagonal  # noqa: F401,E402  (registers the tridiagonal backends gpu, cusparse)
 
 __all__ = ["GpuBackend", "layout_solver"]
 
