@@ -90,13 +90,16 @@ def run(args: argparse.Namespace) -> int:
     grids = (QUICK_SMALL, QUICK_LARGE) if quick else (SMALL, LARGE)
     cases, cpu = _grid_cases(cupy, dtypes, grids, repeats=repeats, l2=l2,
                              cpu_repeats=1 if quick else args.cpu_repeats, no_cpu=args.no_cpu)
+    machine = machine_info({**info, "command": " ".join(sys.argv)})
+    partial, _ = _tables(cases, cpu, ceiling, [], [], [])  # a checkpoint, should a later part fail
+    write_results(partial, args.out, "tridiagonal", question=QUESTION, machine=machine,
+                  notes=["partial: grids only"])
     print("accuracy, memory, variable sizes ...", flush=True)
     acc_sizes = (64, 1024) if quick else (64, 128, 256, 512, 1024, 2048, 4096, 8192)
     accuracy = [r for dt in dtypes for r in accuracy_rows(cupy, acc_sizes, dt, batch=200, seed=7)]
     memory = memory_rows(cupy, (1024,) if quick else LARGE[0], batch=200 if quick else 20000, seed=8)
     vbatch = vbatch_rows(cupy, batch=2560 if quick else 256000, repeats=repeats, seed=9)
     tables, notes = _tables(cases, cpu, ceiling, accuracy, memory, vbatch)
-    machine = machine_info({**info, "command": " ".join(sys.argv)})
     json_path, md_path = write_results(tables, args.out, "tridiagonal", question=QUESTION,
                                        notes=notes, machine=machine)
     print(f"wrote {json_path} and {md_path}")
