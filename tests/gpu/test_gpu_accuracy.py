@@ -28,8 +28,10 @@ CONFIGS = [
     ("block-interleaved", {}),
     ("block-shared", {}),
     ("tiled", {}),
-    ("tiled", {"batch": 1}),
-    ("tiled", {"batch": 4, "tile_cells": 7}),
+    ("tiled", {"batch": 2}),
+    ("tiled", {"batch": 4, "tile_cells": 8}),
+    ("tiled", {"batch": 16, "tile_cells": 2}),
+    ("tiled", {"batch": 16, "lanes": 4, "tile_cells": 16}),
     ("auto", {}),
 ]
 CONFIG_IDS = [s + "".join(f"-{k}{v}" for k, v in o.items()) for s, o in CONFIGS]

@@ -35,7 +35,7 @@ def emulate(schedule, d, rhs):
     kb, n, stride = schedule.batch, schedule.n_nodes, schedule.slot_stride
     cells = d.shape[0]
     sd, sr = np.zeros((cells, stride)), np.zeros((cells, stride))
-    sd[:, :n], sr[:, :n] = d, rhs
+    sd[:, schedule.slot], sr[:, schedule.slot] = d, rhs  # staging: node i -> slot[i]
     sd[:, n:n + kb] = 1.0
     jp = schedule.jp.reshape(-1, kb)
     j, p = jp & 0xFFFF, jp >> 16
@@ -52,7 +52,7 @@ def emulate(schedule, d, rhs):
         y, m, xp = sr[:, j[b]], sd[:, j[b]], sr[:, p[b]]
         for k in range(kb):
             sr[:, j[b, k]] = y[:, k] - m[:, k] * xp[:, k]
-    return sr[:, :n]
+    return sr[:, schedule.slot]
 
 
 @pytest.mark.parametrize("batch", BATCHES)
@@ -60,16 +60,19 @@ def emulate(schedule, d, rhs):
 def test_schedule_is_a_valid_elimination_order(name, cell, batch):
     s = tiled_schedule(cell, batch)
     n = cell.n_nodes
-    assert s.slot_stride >= n + batch + 1 and s.slot_stride % 2 == 1
+    assert s.slot_stride == n + batch + 1
     order = s.order()
     assert sorted(order.tolist()) == list(range(n))  # every node exactly once
+    assert np.array_equal(s.slot[order], np.arange(n))  # stored in schedule order
     batch_of = np.empty(n, dtype=np.int64)
     jp = s.jp.reshape(-1, batch)
-    for b, row in enumerate(jp):
-        nodes = row & 0xFFFF
-        real = nodes[nodes < n]
-        batch_of[real] = b
-        parents = (row >> 16)[nodes < n]
+    nodes_of = s.node.reshape(-1, batch)
+    for b, (row, nodes) in enumerate(zip(jp, nodes_of)):
+        real = nodes >= 0
+        batch_of[nodes[real]] = b
+        assert np.array_equal(row[real] & 0xFFFF, s.slot[nodes[real]])
+        assert np.all(row[~real] & 0xFFFF >= n)  # dummies use their own slots
+        parents = (row >> 16)[real]
         assert len(set(parents.tolist())) == parents.size  # distinct parents in a batch
     child = np.flatnonzero(cell.parent >= 0)
     assert np.all(batch_of[child] < batch_of[cell.parent[child]])  # children first
@@ -99,5 +102,5 @@ def test_docstring_example():
     from hinesbatch.tree.random_trees import structure_from_parents
 
     s = tiled_schedule(structure_from_parents([-1, 0, 1, 0, 3], rng=0), 2)
-    nodes = (s.jp & 0xFFFF).reshape(-1, 2)
-    assert [sorted(int(v) for v in row if v < 5) for row in nodes] == [[2, 4], [1], [3], [0]]
+    nodes = s.node.reshape(-1, 2)
+    assert [sorted(int(v) for v in row if v >= 0) for row in nodes] == [[2, 4], [1], [3], [0]]

@@ -121,7 +121,7 @@ class Runner:
 
     # -- the tables ----------------------------------------------------------------------------
     def all_tables(self, stand_ins, cells, *, quick: bool, focus: str):
-        from .hines import BS_SWEEP, GPU_STRATEGIES, TILE_SWEEP, stand_in_structure
+        from .hines import BS_SWEEP, GPU_STRATEGIES, TILE_THREADS, stand_in_structure
 
         tables, notes = {}, []
         structures = {s[0]: stand_in_structure(s[0]) for s in stand_ins}
@@ -135,7 +135,7 @@ class Runner:
             tables[f"Bandwidth: medium-high, {top} cells (copy ceiling {self.copy_tbs:.3f} TB/s)"] = \
                 self.bandwidth_rows(cell, top, GPU_STRATEGIES)
             tables[f"Tiled variants: medium-high, {top} cells, fp64, shared structure"] = \
-                self.tiled_rows(cell, top, *TILE_SWEEP)
+                self.tiled_rows(cell, top, TILE_THREADS)
             tables[f"End to end: Plan.solve on medium-high, {top} cells, fp64"] = \
                 self.end_to_end_rows(cell, top)
             if self.n_devices > 1:
@@ -225,20 +225,31 @@ class Runner:
             del batch
         return rows
 
-    def tiled_rows(self, cell, n, tile_cells, batches) -> list[dict]:
+    def tiled_rows(self, cell, n, threads, dtype=np.float64) -> list[dict]:
+        from ..solvers.gpu.compile import TILED_VARIANTS
         from ..tree.structure import MonoBatch
 
         batch = MonoBatch(cell, n)
         d, rhs = hines_values(cell, n)
+        per_node = 3 * np.dtype(dtype).itemsize
         rows = []
-        for tc in tile_cells:
-            for kb in batches:
-                r = self.gpu_case(batch, d, rhs, "tiled", {"tile_cells": tc, "batch": kb},
-                                  native=False)
-                tbs = 24 * n * cell.n_nodes / (r["canonical_ms"] * 1e-3) / 1e12
-                rows.append({"tile_cells": tc, "batch": kb, "ms": r["canonical_ms"], "TB_s": tbs,
+        for lanes, v in TILED_VARIANTS:
+            for nt in threads:
+                opts = {"tile_cells": max(32 // lanes, nt // lanes), "batch": lanes * v,
+                        "lanes": lanes}
+                row = {"threads": opts["tile_cells"] * lanes, "lanes": lanes, "batch": lanes * v,
+                       "tile_cells": opts["tile_cells"]}
+                try:
+                    r = self.gpu_case(batch, d, rhs, "tiled", opts, dtype=dtype, native=False)
+                except ValueError as exc:  # too much shared memory for this tile
+                    rows.append({**row, "ms": None, "TB_s": None, "ratio": None,
+                                 "describe": str(exc)[:90]})
+                    continue
+                tbs = per_node * n * cell.n_nodes / (r["canonical_ms"] * 1e-3) / 1e12
+                rows.append({**row, "ms": r["canonical_ms"], "TB_s": tbs,
                              "ratio": tbs / self.copy_tbs, "describe": r["describe"]})
-                print(rows[-1], flush=True)
+                print({k: rows[-1][k] for k in ("threads", "lanes", "batch", "ms", "ratio")},
+                      flush=True)
         return rows
 
     def end_to_end_rows(self, cell, n) -> list[dict]:
@@ -271,14 +282,20 @@ class Runner:
                 restored(lambda: plan.solve(wd, wr, overwrite=True, check_finite=False)),
             "NumPy in and out (host-device copies included)": lambda: plan.solve(d, rhs),
         }
+        restore_ms = wall_ms(restored(lambda: None), repeats=5, sync=sync)
         for label, fn in cases.items():
-            # wall_ms times fn() + sync; the restore inside `restored` is included: subtract it
-            ms = wall_ms(fn, repeats=5, sync=sync)
+            # wall_ms times fn() + sync; a refill inside `restored` is included: subtract it
+            try:
+                ms = wall_ms(fn, repeats=5, sync=sync)
+            except Exception as exc:  # report the failure in the table, keep benchmarking
+                rows.append({"call": label, "wall_ms": None, "describe": f"failed: {exc!r}"[:200]})
+                print(rows[-1], flush=True)
+                continue
+            if "overwrite=True" in label:
+                ms -= restore_ms
+                label += f" (input refill of {restore_ms:.3f} ms subtracted)"
             rows.append({"call": label, "wall_ms": ms, "describe": plan.describe()})
             print(rows[-1], flush=True)
-        restore_ms = wall_ms(restored(lambda: None), repeats=5, sync=sync)
-        rows[1]["wall_ms"] -= restore_ms
-        rows[1]["call"] += f" (input refill of {restore_ms:.3f} ms subtracted)"
         del dc, rc, wd, wr
         free_memory(cupy)
         return rows

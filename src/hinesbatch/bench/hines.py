@@ -61,7 +61,7 @@ CELLS = (256, 2560, 25600, 256000)
 GPU_STRATEGIES = (("flat", {}), ("interleaved", {}), ("block-interleaved", {"bs": 128}),
                   ("block-shared", {}), ("tiled", {}))
 BS_SWEEP = (32, 64, 128, 256, 512)
-TILE_SWEEP = ((1, 2, 4, 8, 16), (1, 2, 4, 8))  # tile_cells x batch
+TILE_THREADS = (64, 128, 256)  # block sizes of the tiled sweep, times every (lanes, V) variant
 FOCUS = "medium-high"  # the papers' Fig. 3 and Fig. 4 cell
 BYTES_PER_NODE = {("mono", 8): 24, ("mono", 4): 12, ("multi", 8): 44, ("multi", 4): 24}
 

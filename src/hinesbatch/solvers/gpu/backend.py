@@ -32,7 +32,7 @@ class _DevicePart:
 
     def __init__(self, part: Part, device: int, strategy: Strategy):
         self.part, self.device, self.strategy = part, device, strategy
-        self.stream = self.flag = self.done = None
+        self.stream = self.flag = self.values = self.done = None
         self.remote = None  # (d, rhs) buffers when the values live on another device
 
     def setup(self):
@@ -41,7 +41,12 @@ class _DevicePart:
             with cupy.cuda.Device(self.device):
                 self.stream = cupy.cuda.Stream(non_blocking=True)
                 self.flag = cupy.empty(1, dtype=np.uint64)
+                self.values = cupy.empty(self.part.n_cells, dtype=self.strategy.dtype)
                 self.done = cupy.cuda.Event(block=False, disable_timing=True)
+
+    @property
+    def pivots(self):
+        return self.flag, self.values
 
 
 class GpuBackend:
@@ -165,8 +170,8 @@ class GpuBackend:
             if p.device == home:
                 with cupy.cuda.Device(home):
                     self._reset(p, current)
-                    p.strategy.solve_canonical(p.part.canonical(d), p.part.canonical(rhs), p.flag,
-                                               current)
+                    p.strategy.solve_canonical(p.part.canonical(d), p.part.canonical(rhs),
+                                               p.pivots, current)
             else:
                 self._solve_remote(p, d, rhs, home, ready)
         self._join(home, current)
@@ -188,7 +193,7 @@ class GpuBackend:
             self._reset(p, s)
             rt.memcpyPeerAsync(bd.data.ptr, p.device, src_d.data.ptr, home, src_d.nbytes, s.ptr)
             rt.memcpyPeerAsync(br.data.ptr, p.device, src_r.data.ptr, home, src_r.nbytes, s.ptr)
-            p.strategy.solve_canonical(bd, br, p.flag, s)
+            p.strategy.solve_canonical(bd, br, p.pivots, s)
             rt.memcpyPeerAsync(src_r.data.ptr, home, br.data.ptr, p.device, br.nbytes, s.ptr)
             p.done.record(s)
 
@@ -196,17 +201,25 @@ class GpuBackend:
         if not self.check_pivots or not self._parts:
             return
         cupy = self.xp
-        worst = int(_NO_FAILURE)
+        worst, where = int(_NO_FAILURE), None
         for p in self._parts:
             with cupy.cuda.Device(p.device):
                 stream = current if p.device == home else p.stream
-                worst = min(worst, int(p.flag.get(stream=stream)[0]))
-        if worst != int(_NO_FAILURE):
-            cell, node = worst >> 32, worst & 0xFFFFFFFF
-            raise SingularSystemError(
-                f"zero or non-finite pivot in cell {cell} at node {node} (the lowest failing "
-                f"cell; node is the first failure in descending elimination order)",
-                cell=cell, node=node)
+                key = int(p.flag.get(stream=stream)[0])
+                if key < worst:
+                    worst, where = key, (p, stream)
+        if where is None:
+            return
+        cell, node = worst >> 32, worst & 0xFFFFFFFF
+        p, stream = where
+        with cupy.cuda.Device(p.device):
+            pivot = float(p.values[cell - p.part.cell_start: cell - p.part.cell_start + 1]
+                          .get(stream=stream)[0])
+        raise SingularSystemError(
+            f"zero or non-finite pivot {pivot!r} at cell {cell}, node {node}: the hines system is "
+            f"singular or too far from diagonally dominant for elimination without pivoting "
+            f"(the lowest failing cell; its node met first in descending elimination order)",
+            cell=cell, node=node)
 
     # -- native layout -------------------------------------------------------------------------
     def layout_shapes(self) -> list[tuple[int, ...]]:
@@ -260,12 +273,12 @@ class GpuBackend:
             p.setup()
             if p.device == home:
                 self._reset(p, current)
-                p.strategy.solve_native(dd, rr, p.flag, current)
+                p.strategy.solve_native(dd, rr, p.pivots, current)
                 continue
             with cupy.cuda.Device(p.device):
                 p.stream.wait_event(ready)
                 self._reset(p, p.stream)
-                p.strategy.solve_native(dd, rr, p.flag, p.stream)
+                p.strategy.solve_native(dd, rr, p.pivots, p.stream)
                 p.done.record(p.stream)
         self._join(home, current)
         return rhs

@@ -17,12 +17,14 @@ import numpy as np
 
 from .device import cupy_module
 
-__all__ = ["KERNEL_DIR", "KERNELS", "TILED_BATCHES", "name_expressions", "source_text", "kernel"]
+__all__ = ["KERNEL_DIR", "KERNELS", "TILED_VARIANTS", "name_expressions", "source_text", "kernel"]
 
 KERNEL_DIR = Path(__file__).with_name("kernels")
 
-#: Batch widths of ``hines_tiled_mono`` that are instantiated (the ``batch`` option).
-TILED_BATCHES = (1, 2, 4, 8)
+#: (lanes per cell, nodes per lane and step) of ``hines_tiled_mono`` that are instantiated;
+#: the ``tiled`` strategy's ``lanes`` and ``batch`` (= lanes * nodes per lane) options.
+TILED_VARIANTS = ((1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (32, 1), (4, 2), (8, 2), (16, 2),
+                  (4, 4), (8, 4))
 
 #: Source file -> templates instantiated for each dtype; ``{T}`` is ``float`` or ``double``.
 KERNELS: dict[str, tuple[str, ...]] = {
@@ -31,7 +33,7 @@ KERNELS: dict[str, tuple[str, ...]] = {
         "hines_block_shared<{T}, true>", "hines_block_shared<{T}, false>",
     ),
     "hines_tiled.cu": (
-        *(f"hines_tiled_mono<{{T}}, {kb}>" for kb in TILED_BATCHES),
+        *(f"hines_tiled_mono<{{T}}, {kb}, {v}>" for kb, v in TILED_VARIANTS),
         "hines_tiled_multi<{T}>",
     ),
     "layout.cu": ("canonical_to_layout<{T}>", "layout_to_canonical<{T}>"),

@@ -12,8 +12,9 @@ schedule groups the nodes into *batches* of ``batch`` nodes that do not depend o
 Nodes are picked by list scheduling, deepest first (the longest chain to the root is the
 critical path). Batches are padded with dummy slots ``n .. n+batch-1`` (an identity row
 that is its own parent, so it stays ``d = 1, rhs = 0``); the root's parent is slot
-``n + batch``. The forward sweep runs the batches in reverse: a parent's batch comes later
-in the backward order, hence earlier in the forward one.
+``n + batch``. Real nodes are stored in schedule order (:attr:`Schedule.slot`). The forward
+sweep runs the batches in reverse: a parent's batch comes later in the backward order,
+hence earlier in the forward one.
 
 Example: the 5-node tree ``parent = [-1, 0, 1, 0, 3]`` (two branches of two nodes) with
 ``batch = 2`` gives the batches ``[2, 4]``, ``[1]``, ``[3]``, ``[0]`` (each padded with a
@@ -44,11 +45,17 @@ class Schedule:
     n_nodes : int
         Nodes of the cell.
     slot_stride : int
-        Shared-memory slots per cell (``>= n_nodes + batch + 1``, odd to spread banks).
+        Shared-memory slots per cell (``n_nodes + batch + 1``).
     jp : int32[n_batches * batch]
-        ``node | parent << 16`` per slot (dummy and root-parent slots included).
+        ``slot of the node | slot of its parent << 16`` per entry (dummies: their own slot
+        ``n + k`` twice; the root's parent: slot ``n + batch``).
     l, u : float64[n_batches * batch]
         The node's ``l`` and ``u`` (0 for the root and the dummies).
+    node : int32[n_batches * batch]
+        The node of each entry (-1 for dummies), for error reports.
+    slot : int32[n_nodes]
+        Where each node lives in shared memory: nodes in schedule order, so that the nodes
+        of a step are adjacent and a warp's accesses to them are free of bank conflicts.
     """
 
     batch: int
@@ -57,6 +64,8 @@ class Schedule:
     jp: np.ndarray
     l: np.ndarray
     u: np.ndarray
+    node: np.ndarray
+    slot: np.ndarray
 
     @property
     def n_batches(self) -> int:
@@ -69,8 +78,7 @@ class Schedule:
 
     def order(self) -> np.ndarray:
         """The real nodes in backward elimination order (for tests)."""
-        nodes = self.jp & 0xFFFF
-        return nodes[nodes < self.n_nodes]
+        return self.node[self.node >= 0]
 
 
 def _depths(parent: np.ndarray) -> np.ndarray:
@@ -121,7 +129,11 @@ def tiled_schedule(cell, batch: int) -> Schedule:
         raise ValueError(f"the tiled strategy handles cells of fewer than {MAX_SLOTS - batch - 1} "
                          f"nodes; this cell has {n}")
     groups = _batches(parent, batch)
+    order = np.asarray([j for nodes in groups for j in nodes], dtype=np.int64)
+    slot = np.empty(n, dtype=np.int64)
+    slot[order] = np.arange(n)  # a step's nodes sit side by side in shared memory
     jp = np.empty((len(groups), batch), dtype=np.int64)
+    node = np.full((len(groups), batch), -1, dtype=np.int64)
     lv = np.zeros((len(groups), batch))
     uv = np.zeros((len(groups), batch))
     lower, upper = np.asarray(cell.lower), np.asarray(cell.u)
@@ -130,13 +142,14 @@ def tiled_schedule(cell, batch: int) -> Schedule:
             if k < len(nodes):
                 j = nodes[k]
                 p = int(parent[j])
+                node[b, k] = j
                 if p < 0:
-                    jp[b, k] = j | ((n + batch) << 16)
+                    jp[b, k] = slot[j] | ((n + batch) << 16)
                 else:
-                    jp[b, k] = j | (p << 16)
+                    jp[b, k] = slot[j] | (slot[p] << 16)
                     lv[b, k], uv[b, k] = lower[j], upper[j]
             else:
                 jp[b, k] = (n + k) | ((n + k) << 16)
-    stride = n + batch + 1
-    stride += 1 - stride % 2
-    return Schedule(batch, n, stride, jp.reshape(-1).astype(np.int32), lv.reshape(-1), uv.reshape(-1))
+    return Schedule(batch, n, n + batch + 1, jp.reshape(-1).astype(np.int32),
+                    lv.reshape(-1), uv.reshape(-1), node.reshape(-1).astype(np.int32),
+                    slot.astype(np.int32))

@@ -3,10 +3,13 @@
 Every strategy solves one cell per thread and works on a :class:`~.parts.Part`. It has a
 *native layout* (where it wants the values) and two entry points:
 
-* ``solve_canonical(d, rhs, flag, stream)``: values in the canonical order (a view of the
+* ``solve_canonical(d, rhs, pivots, stream)``: values in the canonical order (a view of the
   caller's arrays); layouts other than the canonical one go through a device scratch buffer
   in chunks of cells (transpose in, solve, transpose out), sized by the memory budget;
-* ``solve_native(d, rhs, flag, stream)``: values already in the native layout (no transposes).
+* ``solve_native(d, rhs, pivots, stream)``: values already in the native layout (no transposes).
+
+``pivots`` is ``(flag, values)``: the part's failure flag (uint64[1]) and one pivot slot per
+cell (see kernels/hines_common.cuh).
 
 =====================  ================================  ==================================
 strategy               native layout                     kernel
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .compile import TILED_BATCHES, kernel
+from .compile import TILED_VARIANTS, kernel
 from .device import cupy_module, device_properties
 from .parts import Part
 from .schedule import tiled_schedule
@@ -83,8 +86,13 @@ class Strategy:
     def _arrays(self) -> dict:
         if self._dev is None:
             cupy = cupy_module()
+            uploaded: dict[int, object] = {}  # one device copy per host array (l is u: same)
             with cupy.cuda.Device(self.device):
-                self._dev = {k: cupy.asarray(v) for k, v in self._host_arrays().items()}
+                self._dev = {}
+                for key, value in self._host_arrays().items():
+                    if id(value) not in uploaded:
+                        uploaded[id(value)] = cupy.asarray(value)
+                    self._dev[key] = uploaded[id(value)]
         return self._dev
 
     def _host_arrays(self) -> dict:
@@ -225,10 +233,10 @@ class _Blocked(Strategy):
         return out
 
     # -- solves --------------------------------------------------------------------------------
-    def solve_native(self, d, rhs, flag, stream):
-        self._launch(d, rhs, 0, self.part.n_cells, flag, stream)
+    def solve_native(self, d, rhs, pivots, stream):
+        self._launch(d, rhs, 0, self.part.n_cells, pivots, stream)
 
-    def solve_canonical(self, d, rhs, flag, stream):
+    def solve_canonical(self, d, rhs, pivots, stream):
         cupy = cupy_module()
         p = self.part
         with cupy.cuda.Device(self.device):
@@ -239,10 +247,10 @@ class _Blocked(Strategy):
             for start in range(0, p.n_cells, self.chunk):
                 count = min(self.chunk, p.n_cells - start)
                 self._transpose_in(d, rhs, sd, sr, start, count, stream)
-                self._launch(sd, sr, start, count, flag, stream)
+                self._launch(sd, sr, start, count, pivots, stream)
                 self._transpose_out(sr, rhs, start, count, stream)
 
-    def _launch(self, d, rhs, start, count, flag, stream):
+    def _launch(self, d, rhs, start, count, pivots, stream):
         raise NotImplementedError
 
     def _structure_args(self, start: int):
@@ -285,14 +293,14 @@ class Interleaved(_Blocked):
     def _shrunk(self, chunk):
         return chunk - max(1, chunk // 16)
 
-    def _launch(self, d, rhs, start, count, flag, stream):
+    def _launch(self, d, rhs, start, count, pivots, stream):
         p = self.part
         fn = kernel(self.device, "hines_strided.cu",
                     "hines_strided<{T}, %s>" % ("true" if p.mono else "false"), self.dtype)
         parent, u, l, sizes = self._structure_args(start)
         _call(fn, (-(-count // self.threads),), (self.threads,),
               (d, rhs, parent, u, l, NULL, sizes, _i32(count), _i32(p.n), _i32(self.bs),
-               _i64(p.cell_start + start), flag), stream)
+               _i64(p.cell_start + start), pivots[0], pivots[1][start:]), stream)
 
 
 class BlockInterleaved(Interleaved):
@@ -337,7 +345,7 @@ class BlockShared(_Blocked):
             bs //= 2
         return bs
 
-    def _launch(self, d, rhs, start, count, flag, stream):
+    def _launch(self, d, rhs, start, count, pivots, stream):
         p = self.part
         fn = kernel(self.device, "hines_strided.cu",
                     "hines_block_shared<{T}, %s>" % ("true" if p.mono else "false"), self.dtype)
@@ -346,7 +354,7 @@ class BlockShared(_Blocked):
         parent, u, l, sizes = self._structure_args(start)
         _call(fn, (-(-count // self.bs),), (self.bs,),
               (d, rhs, parent, u, l, sizes, _i32(count), _i32(p.n), _i64(p.cell_start + start),
-               flag), stream, smem)
+               pivots[0], pivots[1][start:]), stream, smem)
 
 
 class Flat(Strategy):
@@ -375,7 +383,7 @@ class Flat(Strategy):
         return {"parent": p.parent, "u": p.u.astype(self.dtype), "l": p.l.astype(self.dtype),
                 "offsets": p.offsets, "sizes": p.sizes}
 
-    def solve_canonical(self, d, rhs, flag, stream):
+    def solve_canonical(self, d, rhs, pivots, stream):
         p, dev = self.part, self._arrays()
         fn = kernel(self.device, "hines_strided.cu",
                     "hines_strided<{T}, %s>" % ("true" if p.mono else "false"), self.dtype)
@@ -383,7 +391,7 @@ class Flat(Strategy):
         sizes = NULL if p.mono else dev["sizes"]
         _call(fn, (-(-p.n_cells // self.threads),), (self.threads,),
               (d, rhs, dev["parent"], dev["u"], dev["l"], offsets, sizes, _i32(p.n_cells),
-               _i32(p.n), _i32(1), _i64(p.cell_start), flag), stream)
+               _i32(p.n), _i32(1), _i64(p.cell_start), *pivots), stream)
 
     solve_native = solve_canonical
 
@@ -391,54 +399,83 @@ class Flat(Strategy):
 class Tiled(Strategy):
     """Canonical values staged through shared memory by tiles of cells (hines_tiled.cu).
 
-    Options: ``tile_cells`` (cells per block, at most 32) and, for a shared structure,
-    ``batch`` (nodes eliminated together: 1, 2, 4 or 8; see :mod:`.schedule`).
+    Shared structure: ``lanes`` lanes of a warp work on one cell and eliminate ``batch``
+    independent nodes per step of the schedule (:mod:`.schedule`), ``batch // lanes`` each;
+    ``tile_cells`` cells per block (a multiple of ``32 // lanes``). Per-cell structures: one
+    lane per cell, ``tile_cells`` cells per one-warp block.
     """
 
     name = "tiled"
     native_is_canonical = True
-    options = ("tile_cells", "batch")
+    options = ("tile_cells", "batch", "lanes")
+    THREADS = 64  # default block size of the shared-structure kernel (fastest in the sweep)
+    #: (batch, lanes) tried in turn when not given: the first whose tile fits is used
+    #: ((8, 8) was the fastest on the H200 sweep of benchmarks/results/h200).
+    DEFAULTS = ((8, 8), (16, 16), (4, 4), (2, 2), (1, 1))
 
     def __init__(self, part, dtype, device, options, budget):
         super().__init__(part, dtype, device, options, budget)
         item = np.dtype(dtype).itemsize
         self.limit = device_properties(device)["smem_per_block_optin"]
-        self.batch = _positive_int(options, "batch", 8)
-        if self.batch not in TILED_BATCHES:
-            raise ValueError(f"batch must be one of {TILED_BATCHES}, got {self.batch}")
+        batch, lanes = options.pop("batch", None), options.pop("lanes", None)
         tc = options.pop("tile_cells", None)
+        if tc is not None and (isinstance(tc, bool) or not isinstance(tc, (int, np.integer))
+                               or tc < 1):
+            raise ValueError(f"tile_cells must be a positive int, got {tc!r}")
         if part.mono:
-            self.schedule = tiled_schedule(part.cell, self.batch)
-            per_cell = 2 * self.schedule.slot_stride * item
-            self.tile_cells = self._tile_cells(tc, per_cell, default=self._default_tc(per_cell))
-            self.smem = self.tile_cells * per_cell
+            self._plan_mono(self._variants(batch, lanes), tc, item)
         else:
-            largest = 2 * part.n * item
-            if largest > self.limit:
-                raise ValueError(self._too_big(part.n, largest))
-            self.tile_cells = self._tile_cells(tc, largest, default=4)
-            self.tile_first, nodes = self._tiles(part, self.tile_cells, self.limit // (2 * item))
-            self.smem = 2 * nodes * item
+            self.batch = self.lanes = 1
+            per_node = 4 + item * (3 if part.symmetric else 4)  # d, rhs, u, (l), parent
+            if part.n * per_node > self.limit:
+                raise ValueError(self._too_big(part.n, part.n * per_node))
+            if tc is not None and tc > 32:
+                raise ValueError(f"tile_cells must be at most 32 for per-cell structures, got {tc}")
+            self.tile_cells = int(tc or 4)
+            self.tile_first, nodes = self._tiles(part, self.tile_cells, self.limit // per_node)
+            self.max_nodes = nodes
+            self.smem = nodes * per_node
 
-    def _default_tc(self, per_cell: int) -> int:
-        return 4 if self.dtype.itemsize == 8 else 8
+    @staticmethod
+    def _variants(batch, lanes) -> list[tuple[int, int]]:
+        """(batch, lanes) pairs to try, from the options (validated) or the defaults."""
+        valid = [(kb * v, kb) for kb, v in TILED_VARIANTS]
+        if batch is None and lanes is None:
+            return list(Tiled.DEFAULTS)
+        chosen = [(b, l) for b, l in valid
+                  if (batch is None or b == batch) and (lanes is None or l == lanes)]
+        if not chosen:
+            raise ValueError(f"(batch, lanes) must be one of {sorted(valid)}; got batch={batch!r}, "
+                             f"lanes={lanes!r}")
+        return sorted(chosen, key=lambda bl: -bl[1])[:1] if lanes is None else chosen[:1]
+
+    def _plan_mono(self, variants, tc, item: int) -> None:
+        """Choose nodes per step (batch), lanes per cell and cells per block for a shared cell."""
+        need = None
+        for batch, lanes in variants:
+            schedule = tiled_schedule(self.part.cell, batch)
+            fixed = schedule.jp.size * (8 + 2 * item) + 4 * self.part.n  # schedule, slot table
+            per_cell = 2 * schedule.slot_stride * item
+            granule = 32 // lanes
+            fit = min((self.limit - fixed) // per_cell, 512 // lanes) // granule * granule
+            if fit >= granule:
+                break
+            need = fixed + granule * per_cell
+        else:
+            raise ValueError(self._too_big(self.part.n, need))
+        if tc is None:
+            tc = min(fit, max(granule, self.THREADS // lanes))
+        elif tc % granule or tc > fit:
+            raise ValueError(f"tile_cells={tc} must be a multiple of {granule} (32 // lanes) and "
+                             f"at most {fit} for these cells (shared memory: "
+                             f"{fixed + tc * per_cell} bytes needed, {self.limit} per block; "
+                             f"at most 512 threads)")
+        self.batch, self.lanes, self.schedule, self.tile_cells = batch, lanes, schedule, int(tc)
+        self.smem = fixed + self.tile_cells * per_cell
 
     def _too_big(self, n: int, need: int) -> str:
-        return (f"strategy 'tiled' needs {need} bytes of shared memory for one cell of {n} nodes "
+        return (f"strategy 'tiled' needs {need} bytes of shared memory for cells of {n} nodes "
                 f"but a block may use {self.limit}; use 'interleaved'")
-
-    def _tile_cells(self, tc, per_cell: int, default: int) -> int:
-        if per_cell > self.limit:
-            raise ValueError(self._too_big(self.part.n, per_cell))
-        fit = min(32, self.limit // per_cell)
-        if tc is None:
-            return max(1, min(default, fit))
-        if isinstance(tc, bool) or not isinstance(tc, (int, np.integer)) or not 1 <= tc <= 32:
-            raise ValueError(f"tile_cells must be an int from 1 to 32, got {tc!r}")
-        if tc > fit:
-            raise ValueError(f"tile_cells={tc} needs {tc * per_cell} bytes of shared memory; a "
-                             f"block may use {self.limit} (at most {fit} cells of this size)")
-        return int(tc)
 
     @staticmethod
     def _tiles(part: Part, tc: int, max_nodes: int):
@@ -469,37 +506,44 @@ class Tiled(Strategy):
         p = self.part
         if p.mono:
             s = self.schedule
-            return {"jp": s.jp, "l": s.l.astype(self.dtype), "u": s.u.astype(self.dtype)}
-        return {"parent": p.parent, "u": p.u.astype(self.dtype), "l": p.l.astype(self.dtype),
+            cw = 32 // self.lanes  # cells per warp: a slot's words are cw apart
+            offsets = np.stack([(s.jp & 0xFFFF) * cw, (s.jp >> 16) * cw], axis=1)
+            return {"jp": np.ascontiguousarray(offsets, dtype=np.int32),
+                    "l": s.l.astype(self.dtype), "u": s.u.astype(self.dtype),
+                    "node": s.node, "slot": s.slot}
+        u = p.u.astype(self.dtype)
+        return {"parent": p.parent, "u": u, "l": u if p.symmetric else p.l.astype(self.dtype),
                 "offsets": p.offsets, "tiles": self.tile_first}
 
-    def solve_canonical(self, d, rhs, flag, stream):
+    def solve_canonical(self, d, rhs, pivots, stream):
         p, dev = self.part, self._arrays()
         if p.n_cells == 0:
             return
         if p.mono:
-            fn = kernel(self.device, "hines_tiled.cu", f"hines_tiled_mono<{{T}}, {self.batch}>",
+            fn = kernel(self.device, "hines_tiled.cu",
+                        f"hines_tiled_mono<{{T}}, {self.lanes}, {self.batch // self.lanes}>",
                         self.dtype)
-            _allow_smem(fn, self.smem)
+            _allow_smem(fn, self.smem, carveout=True)
             s = self.schedule
-            _call(fn, (-(-p.n_cells // self.tile_cells),), (32,),
-                  (d, rhs, dev["jp"], dev["l"], dev["u"], _i32(s.n_batches), _i32(p.n),
-                   _i32(s.slot_stride), _i32(self.tile_cells), _i64(p.n_cells),
-                   _i64(p.cell_start), flag), stream, self.smem)
+            _call(fn, (-(-p.n_cells // self.tile_cells),), (self.tile_cells * self.lanes,),
+                  (d, rhs, dev["jp"], dev["l"], dev["u"], dev["node"], dev["slot"],
+                   _i32(s.n_batches), _i32(p.n), _i32(self.tile_cells), _i64(p.n_cells),
+                   _i64(p.cell_start), *pivots), stream, self.smem)
         else:
             fn = kernel(self.device, "hines_tiled.cu", "hines_tiled_multi<{T}>", self.dtype)
-            _allow_smem(fn, self.smem)
+            _allow_smem(fn, self.smem, carveout=True)
             _call(fn, (self.tile_first.size - 1,), (32,),
                   (d, rhs, dev["parent"], dev["u"], dev["l"], dev["offsets"], dev["tiles"],
-                   _i64(p.cell_start), flag), stream, self.smem)
+                   _i32(self.max_nodes), _i64(p.cell_start), *pivots), stream, self.smem)
 
     solve_native = solve_canonical
 
     def describe(self):
         if self.part.mono:
             s = self.schedule
-            return (f"tiled ({self.tile_cells} cells per block, {self.smem} B shared memory, "
-                    f"batches of {s.batch} nodes: {s.n_batches} steps for {s.n_nodes} nodes)")
+            return (f"tiled ({self.tile_cells} cells per block, {self.lanes} lanes per cell, "
+                    f"{s.batch} nodes per step: {s.n_batches} steps for {s.n_nodes} nodes, "
+                    f"{self.smem} B shared memory)")
         return (f"tiled ({self.tile_first.size - 1} tiles of <= {self.tile_cells} cells, "
                 f"{self.smem} B shared memory)")
 
@@ -510,10 +554,13 @@ def _call(fn, grid, block, args, stream, shared_mem: int = 0) -> None:
         fn(grid, block, args, shared_mem=shared_mem)
 
 
-def _allow_smem(fn, nbytes: int) -> None:
-    """Raise a kernel's dynamic shared-memory limit when it needs more than the 48 KB default."""
+def _allow_smem(fn, nbytes: int, *, carveout: bool = False) -> None:
+    """Raise a kernel's dynamic shared-memory limit when it needs more than the 48 KB default;
+    ``carveout``: ask for the largest shared-memory part of L1 (kernels that stage in it)."""
     if nbytes > 48 * 1024 and fn.max_dynamic_shared_size_bytes < nbytes:
         fn.max_dynamic_shared_size_bytes = nbytes
+    if carveout and fn.preferred_shared_memory_carveout != 100:
+        fn.preferred_shared_memory_carveout = 100
 
 
 #: Strategy name -> class (``strategy=`` option of the GPU backend).

@@ -7,8 +7,9 @@
 //  * a pivot (the diagonal after the node's children were eliminated) that is zero or not
 //    finite is recorded: each thread keeps the largest such node index of its cell (the first
 //    one met in descending-index elimination order, as the serial CPU solver reports it) and
-//    publishes (cell << 32 | node) with a 64-bit atomicMin on *flag, so the host reads the
-//    lowest failing cell with one 8-byte copy. The host resets *flag to ~0 before a solve.
+//    its pivot, publishes (cell << 32 | node) with a 64-bit atomicMin on *flag and the pivot
+//    in its cell's slot of bad_value; the host reads the lowest failing cell with one 8-byte
+//    copy (and, only after a failure, that cell's pivot). The host resets *flag to ~0.
 #pragma once
 
 template <typename T> __device__ __forceinline__ T hb_inf();
@@ -23,8 +24,47 @@ template <typename T> __device__ __forceinline__ bool hb_bad_pivot(T pivot) {
     return !(a > T(0) && a < hb_inf<T>());
 }
 
-__device__ __forceinline__ void hb_report(unsigned long long* flag, long long cell, int node) {
+// Reciprocal without branches: the hardware approximation refined by Newton steps
+// (e = 1 - x r; r += r e), two in double and one in float, so that the result is within
+// about one ulp of 1/x. IEEE division (x / y) branches to a slow path for rare operands,
+// which keeps the compiler from overlapping independent divisions; the tiled kernels need
+// several in flight. Zero, infinite and NaN pivots are caught by hb_bad_pivot; a pivot below
+// the smallest normal number (flushed to zero by .ftz) gives a non-finite result, which the
+// kernels report as singular too (hb_bad_result).
+__device__ __forceinline__ double hb_rcp(double x) {
+    double r;
+    asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(x));
+    double e = fma(-x, r, 1.0);
+    r = fma(r, e, r);
+    e = fma(-x, r, 1.0);
+    return fma(r, e, r);
+}
+__device__ __forceinline__ float hb_rcp(float x) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    const float e = fmaf(-x, r, 1.0f);
+    return fmaf(r, e, r);
+}
+
+// True when a reciprocal from hb_rcp is zero, denormal, infinite or NaN, which is the case
+// exactly when the pivot was zero, denormal, infinite, NaN or of magnitude >= 2^1022: one
+// test on the exponent bits instead of several floating-point comparisons.
+__device__ __forceinline__ bool hb_bad_result(double r) {
+    const unsigned int e = (static_cast<unsigned int>(__double2hiint(r)) >> 20) & 0x7ffu;
+    return e - 1u >= 0x7feu;
+}
+__device__ __forceinline__ bool hb_bad_result(float r) {
+    const unsigned int e = (__float_as_uint(r) >> 23) & 0xffu;
+    return e - 1u >= 0xfeu;
+}
+
+// Publish a cell's failure: the key (cell << 32 | node) to *flag (lowest wins) and the pivot
+// to *value (this cell's own slot, read by the host for the lowest failing cell only).
+template <typename T>
+__device__ __forceinline__ void hb_report(unsigned long long* flag, T* value, long long cell,
+                                          int node, T pivot) {
     if (node >= 0) {
+        *value = pivot;
         const unsigned long long key =
             (static_cast<unsigned long long>(cell) << 32) | static_cast<unsigned int>(node);
         atomicMin(flag, key);

@@ -1,9 +1,8 @@
 // Tiled Hines solves: the canonical (cell-contiguous) values are staged through shared memory.
 //
-// One warp per block. The block copies its tile of cells' d and rhs from global memory into
-// shared memory with cp.async (consecutive lanes read consecutive addresses: coalesced, and
-// many loads in flight), then one lane per cell runs both sweeps in shared memory, then the
-// warp writes x back, coalesced, over rhs. Each value crosses device memory once each way
+// The block copies its tile of cells' d and rhs from global memory into shared memory with
+// cp.async (consecutive threads read consecutive addresses: coalesced, and many loads in
+// flight), runs both sweeps in shared memory, then writes x back, coalesced, over rhs. Each value crosses device memory once each way
 // (24 bytes per node in fp64 for a shared structure): the sweeps' intermediates stay on chip.
 //
 // The sweeps keep, per node j, m[j] = l[j] / D[j] and y[j] = R[j] / D[j] in the slots of d[j]
@@ -13,153 +12,269 @@
 #include "hines_common.cuh"
 
 // Shared structure (MonoBatch). The elimination follows a schedule built on the host
-// (hinesbatch.solvers.gpu.schedule): batches of KB independent nodes with distinct parents,
-// children always in earlier batches. A thread loads all 4*KB values of a batch before it
-// stores any, so the KB divisions overlap instead of forming one long dependency chain; the
-// forward sweep runs the batches in reverse. Slot layout per cell (stride S >= n + KB + 1):
-//   0..n-1 the nodes; n..n+KB-1 dummy slots of padding entries (d = 1, rhs = 0, which stay
-//   so); n+KB the root's "parent" (0, 0). Schedule entry: jp = j | p << 16, l, u (0 for the
-//   root and dummies).
-template <typename T, int KB>
-__global__ void __launch_bounds__(32)
-hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int* __restrict__ sched_jp,
-                 const T* __restrict__ sched_l, const T* __restrict__ sched_u, int n_batches,
-                 int n, int S, int tc, long long n_cells, long long cell_base,
-                 unsigned long long* __restrict__ flag) {
+// (hinesbatch.solvers.gpu.schedule): steps of W = KB * V independent nodes with distinct
+// parents, children always in earlier steps. KB lanes of a warp share one cell and eliminate
+// the W nodes of a step together, V each (no two of them touch the same slot, so a step
+// needs no barrier inside; __syncwarp orders the steps); a warp holds CW = 32 / KB cells.
+// One lane per cell (KB = 1) cannot keep an SM busy: shared memory holds only ~40 fp64 cells
+// of 300 nodes per SM, about one warp's worth of lanes, each running a long dependency chain.
+// The forward sweep runs the steps in reverse.
+//
+// Shared memory: l[NS] u[NS] | (d, rhs)[tc*S] pairs | jp[NS] (int2) slot[n], NS = n_batches*W.
+// A node lives in slot slot[i] (nodes in schedule order, so a step's nodes are adjacent);
+// slots n..n+W-1 are the dummies' (d = 1, rhs = 0, which stay so), slot n+W the root's
+// "parent" (0, 0); S = n + W + 1. The CW cells of a warp are interleaved slot by slot
+// (address (s * CW + cell) in the warp's region), so the 32 lanes of a step read 32 adjacent
+// words: no bank conflicts. Schedule entry: jp = (slot * CW, parent slot * CW), l, u (0 for
+// the root and dummies), node (for error reports). Block: tc cells, tc * KB <= 512 threads.
+template <typename T> struct hb_pair;
+template <> struct hb_pair<float> { using type = float2; };
+template <> struct hb_pair<double> { using type = double2; };
+
+template <typename T, int KB, int V>
+__global__ void __launch_bounds__(512)
+hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ sched_jp,
+                 const T* __restrict__ sched_l, const T* __restrict__ sched_u,
+                 const int* __restrict__ sched_node, const int* __restrict__ node_slot,
+                 int n_batches, int n, int tc, long long n_cells, long long cell_base,
+                 unsigned long long* __restrict__ flag, T* __restrict__ bad_value) {
+    using T2 = typename hb_pair<T>::type;
+    constexpr int CW = 32 / KB;  // cells per warp
+    constexpr int W = KB * V;    // nodes per step: V per lane
     extern __shared__ __align__(16) unsigned char hb_smem_tm[];
-    T* sd = reinterpret_cast<T*>(hb_smem_tm);
-    T* sr = sd + tc * S;
-    const int lane = threadIdx.x;
+    const int NS = n_batches * W;
+    const int S = n + W + 1;
+    T* sl = reinterpret_cast<T*>(hb_smem_tm);
+    T* su = sl + NS;
+    T2* sv = reinterpret_cast<T2*>(su + NS);  // (d, rhs) of each slot, then (m, y), then (m, x)
+    int2* sjp = reinterpret_cast<int2*>(sv + tc * S);
+    int* sslot = reinterpret_cast<int*>(sjp + NS);
+    const int tid = threadIdx.x, nthreads = blockDim.x;
     const long long c0 = static_cast<long long>(blockIdx.x) * tc;
     const int nc = static_cast<int>(min(static_cast<long long>(tc), n_cells - c0));
     const long long g0 = c0 * n;
-    const int total = nc * n;
-    {  // 1. stage the tile (cell c, node i) -> slot c * S + i
-        int c = 0, i = lane;
-        while (i >= n) { i -= n; ++c; }
-        for (int k = lane; k < total; k += 32) {
-            hb_cp_async(sd + c * S + i, d + g0 + k);
-            hb_cp_async(sr + c * S + i, rhs + g0 + k);
-            i += 32;
-            while (i >= n) { i -= n; ++c; }
+    for (int k = tid; k < NS; k += nthreads) {  // 1. the schedule and the slot table
+        hb_cp_async(sjp + k, sched_jp + k);
+        hb_cp_async(sl + k, sched_l + k);
+        hb_cp_async(su + k, sched_u + k);
+    }
+    for (int k = tid; k < n; k += nthreads) hb_cp_async(sslot + k, node_slot + k);
+    hb_cp_async_wait_all();
+    __syncthreads();
+    // 2. the tile: node i of cell c -> slot sslot[i] of c. Thread t always serves cell
+    // position t % CW of a warp's cells (CW divides the block size) and nodes t / CW, t / CW
+    // + stride, ..., so that CW adjacent lanes write CW adjacent slots.
+    const int groups = (nc + CW - 1) / CW;  // warps' cell groups holding real cells
+    const int stride = nthreads / CW;
+    const int my_cw = tid % CW, i0 = tid / CW;
+    for (int w = 0; w < groups; ++w) {
+        const int c = w * CW + my_cw;
+        if (c >= nc) continue;
+        const T* gd = d + g0 + static_cast<long long>(c) * n;
+        const T* gr = rhs + g0 + static_cast<long long>(c) * n;
+        T* base = reinterpret_cast<T*>(sv + w * CW * S + my_cw);
+        for (int i = i0; i < n; i += stride) {
+            T* at = base + 2 * CW * sslot[i];
+            hb_cp_async(at, gd + i);
+            hb_cp_async(at + 1, gr + i);
         }
     }
-    for (int k = lane; k < nc * (KB + 1); k += 32) {
-        const int c = k / (KB + 1), s = k - c * (KB + 1);
-        sd[c * S + n + s] = s < KB ? T(1) : T(0);
-        sr[c * S + n + s] = T(0);
+    for (int k = tid; k < nc * (W + 1); k += nthreads) {
+        const int c = k / (W + 1), s = n + k - c * (W + 1);
+        T2 v;
+        v.x = s < n + W ? T(1) : T(0);
+        v.y = T(0);
+        sv[(c / CW) * CW * S + s * CW + c % CW] = v;
     }
     hb_cp_async_wait_all();
     __syncthreads();
-    if (lane < nc) {  // 2. sweeps, one lane per cell
-        T* cd = sd + lane * S;
-        T* cr = sr + lane * S;
-        int bad = -1;
+    // 3. sweeps: KB lanes per cell; lane k takes entries k, k + KB, ... of every step (V
+    // independent nodes, which overlap their latencies). Cells vary fastest across lanes, so
+    // a half-warp's accesses to the step's own (adjacent) slots are adjacent. Lanes of cells
+    // past the tile's end compute on unused slots and report nothing, so the loop has no
+    // branch; the next step's schedule entries are loaded one step ahead.
+    const int lane = tid & 31;
+    const int cw = lane % CW, k = lane / CW;
+    const int cell = (tid >> 5) * CW + cw;
+    T2* cv = sv + (tid >> 5) * CW * S + cw;  // this lane's cell: slot s at cv[s * CW]
+    int bad = -1;
+    T bad_pivot = T(0);
+    {
+        int2 e[V];
+        T lv[V], uv[V];
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+            e[v] = sjp[v * KB + k];
+            lv[v] = sl[v * KB + k];
+            uv[v] = su[v * KB + k];
+        }
         for (int b = 0; b < n_batches; ++b) {
-            int jp[KB];
-            T lv[KB], uv[KB], D[KB], R[KB], Dp[KB], Rp[KB];
+            const int nxt = (b + 1 < n_batches ? b + 1 : b) * W + k;
+            int2 en[V];
+            T ln[V], un[V], r[V];
+            T2 own[V], par[V];
 #pragma unroll
-            for (int k = 0; k < KB; ++k) {
-                jp[k] = __ldg(sched_jp + b * KB + k);
-                lv[k] = __ldg(sched_l + b * KB + k);
-                uv[k] = __ldg(sched_u + b * KB + k);
+            for (int v = 0; v < V; ++v) {
+                en[v] = sjp[nxt + v * KB];
+                ln[v] = sl[nxt + v * KB];
+                un[v] = su[nxt + v * KB];
+                own[v] = cv[e[v].x];
+                par[v] = cv[e[v].y];
             }
 #pragma unroll
-            for (int k = 0; k < KB; ++k) {
-                const int j = jp[k] & 0xffff, p = jp[k] >> 16;
-                D[k] = cd[j];
-                R[k] = cr[j];
-                Dp[k] = cd[p];
-                Rp[k] = cr[p];
+            for (int v = 0; v < V; ++v) {
+                r[v] = hb_rcp(own[v].x);
+                if (hb_bad_result(r[v])) {  // zero, non-finite (or out-of-range) pivot: rare
+                    const int node = __ldg(sched_node + b * W + v * KB + k);
+                    if (node > bad) {
+                        bad = node;
+                        bad_pivot = own[v].x;
+                    }
+                }
             }
 #pragma unroll
-            for (int k = 0; k < KB; ++k) {
-                const int j = jp[k] & 0xffff, p = jp[k] >> 16;
-                if (hb_bad_pivot(D[k])) bad = max(bad, j);
-                const T r = T(1) / D[k];
-                const T m = lv[k] * r, y = R[k] * r;
-                cd[j] = m;
-                cr[j] = y;
-                cd[p] = Dp[k] - uv[k] * m;
-                cr[p] = Rp[k] - uv[k] * y;
+            for (int v = 0; v < V; ++v) {
+                T2 mine, theirs;
+                mine.x = lv[v] * r[v];
+                mine.y = own[v].y * r[v];
+                theirs.x = par[v].x - uv[v] * mine.x;
+                theirs.y = par[v].y - uv[v] * mine.y;
+                cv[e[v].x] = mine;
+                cv[e[v].y] = theirs;
+                e[v] = en[v];
+                lv[v] = ln[v];
+                uv[v] = un[v];
             }
+            __syncwarp();
         }
+#pragma unroll
+        for (int v = 0; v < V; ++v) e[v] = sjp[(n_batches - 1) * W + v * KB + k];
         for (int b = n_batches - 1; b >= 0; --b) {
-            int jp[KB];
-            T y[KB], m[KB], xp[KB];
+            int2 en[V];
+            T2 own[V];
+            T xp[V];
 #pragma unroll
-            for (int k = 0; k < KB; ++k) jp[k] = __ldg(sched_jp + b * KB + k);
-#pragma unroll
-            for (int k = 0; k < KB; ++k) {
-                const int j = jp[k] & 0xffff, p = jp[k] >> 16;
-                y[k] = cr[j];
-                m[k] = cd[j];
-                xp[k] = cr[p];
+            for (int v = 0; v < V; ++v) {
+                en[v] = sjp[(b > 0 ? b - 1 : 0) * W + v * KB + k];
+                own[v] = cv[e[v].x];
+                xp[v] = cv[e[v].y].y;
             }
 #pragma unroll
-            for (int k = 0; k < KB; ++k) cr[jp[k] & 0xffff] = y[k] - m[k] * xp[k];
+            for (int v = 0; v < V; ++v) {  // x over y: store the second word only
+                reinterpret_cast<T*>(cv + e[v].x)[1] = own[v].y - own[v].x * xp[v];
+                e[v] = en[v];
+            }
+            __syncwarp();
         }
-        hb_report(flag, cell_base + c0 + lane, bad < n ? bad : -1);
     }
-    __syncthreads();
-    {  // 3. write x back over rhs
-        int c = 0, i = lane;
-        while (i >= n) { i -= n; ++c; }
-        for (int k = lane; k < total; k += 32) {
-            rhs[g0 + k] = sr[c * S + i];
-            i += 32;
-            while (i >= n) { i -= n; ++c; }
+#pragma unroll
+    for (int off = KB / 2; off > 0; off >>= 1) {  // the cell's failure: largest node of its lanes
+        const int other = __shfl_xor_sync(0xffffffffu, bad, off * CW);
+        const T value = __shfl_xor_sync(0xffffffffu, bad_pivot, off * CW);
+        if (other > bad) {
+            bad = other;
+            bad_pivot = value;
         }
+    }
+    if (cell < nc && k == 0)
+        hb_report(flag, bad_value + c0 + cell, cell_base + c0 + cell, bad, bad_pivot);
+    __syncthreads();
+    for (int w = 0; w < groups; ++w) {  // 4. write x back over rhs, as it was staged
+        const int c = w * CW + my_cw;
+        if (c >= nc) continue;
+        T* gr = rhs + g0 + static_cast<long long>(c) * n;
+        const T* base = reinterpret_cast<const T*>(sv + w * CW * S + my_cw) + 1;
+        for (int i = i0; i < n; i += stride) gr[i] = base[2 * CW * sslot[i]];
     }
 }
 
 // Per-cell structure (HinesStructure, cells of any sizes). Tile t holds the consecutive cells
-// tile_first[t] .. tile_first[t+1]-1, i.e. one contiguous node range, copied as it is. Each lane
-// eliminates its cell in descending node order; parent (local), u and l are read from global
-// memory (each lane walks its own cell's entries in order).
+// tile_first[t] .. tile_first[t+1]-1, i.e. one contiguous node range, staged as it is with its
+// structure (local parents, u, and l unless symmetric). Each lane eliminates its cell in
+// descending node order. In an unbranched run (parent == i - 1) the contribution to the
+// parent stays in registers ("carry") instead of a shared-memory read-modify-write, and the
+// next node's values are loaded one step ahead (this step never stores into slot i - 1), so
+// the dependency chain per node is one reciprocal and two multiply-adds.
+// Shared memory: d | rhs | u | l (absent when symmetric) | parent, each `total` entries.
 template <typename T>
 __global__ void __launch_bounds__(32)
 hines_tiled_multi(T* __restrict__ d, T* __restrict__ rhs, const int* __restrict__ parent,
                   const T* __restrict__ u, const T* __restrict__ l,
                   const long long* __restrict__ offsets, const int* __restrict__ tile_first,
-                  long long cell_base, unsigned long long* __restrict__ flag) {
+                  int max_nodes, long long cell_base, unsigned long long* __restrict__ flag,
+                  T* __restrict__ bad_value) {
     extern __shared__ __align__(16) unsigned char hb_smem_tx[];
+    const bool symmetric = (l == u);
     const int lane = threadIdx.x;
     const int cs = tile_first[blockIdx.x], ce = tile_first[blockIdx.x + 1];
     const long long A = offsets[cs];
     const int total = static_cast<int>(offsets[ce] - A);
     T* sd = reinterpret_cast<T*>(hb_smem_tx);
-    T* sr = sd + total;
+    T* sr = sd + max_nodes;
+    T* su = sr + max_nodes;
+    T* sl = symmetric ? su : su + max_nodes;
+    int* sp = reinterpret_cast<int*>((symmetric ? su : sl) + max_nodes);
     for (int k = lane; k < total; k += 32) {
         hb_cp_async(sd + k, d + A + k);
         hb_cp_async(sr + k, rhs + A + k);
+        hb_cp_async(su + k, u + A + k);
+        if (!symmetric) hb_cp_async(sl + k, l + A + k);
+        hb_cp_async(sp + k, parent + A + k);
     }
     hb_cp_async_wait_all();
     __syncthreads();
     if (lane < ce - cs) {
         const int c = cs + lane;
-        const long long g = offsets[c];
-        const int m = static_cast<int>(offsets[c + 1] - g);
-        T* cd = sd + (g - A);
-        T* cr = sr + (g - A);
+        const int a = static_cast<int>(offsets[c] - A);
+        const int m = static_cast<int>(offsets[c + 1] - offsets[c]);
+        T* cd = sd + a;
+        T* cr = sr + a;
+        const T* cu = su + a;
+        const T* cl = sl + a;
+        const int* cp = sp + a;
         int bad = -1;
+        T bad_pivot = T(0);
+        T carry_d = T(0), carry_r = T(0);
+        T dn = cd[m - 1], rn = cr[m - 1];
         for (int i = m - 1; i > 0; --i) {
-            const int p = __ldg(parent + g + i);
-            const T ui = __ldg(u + g + i), li = __ldg(l + g + i);
-            const T pivot = cd[i];
-            if (hb_bad_pivot(pivot)) bad = max(bad, i);
-            const T r = T(1) / pivot;
-            const T mm = li * r, y = cr[i] * r;
+            const int p = cp[i];
+            const T ui = cu[i], li = cl[i];
+            const T pivot = dn + carry_d, ri = rn + carry_r;
+            dn = cd[i - 1];
+            rn = cr[i - 1];
+            const T r = hb_rcp(pivot);
+            if ((hb_bad_pivot(pivot) || hb_bad_result(r)) && i > bad) {
+                bad = i;
+                bad_pivot = pivot;
+            }
+            const T mm = li * r, y = ri * r;
             cd[i] = mm;
             cr[i] = y;
-            cd[p] -= ui * mm;
-            cr[p] -= ui * y;
+            const T cd_p = -(ui * li) * r, cr_p = -ui * y;
+            if (p == i - 1) {
+                carry_d = cd_p;
+                carry_r = cr_p;
+            } else {
+                carry_d = T(0);
+                carry_r = T(0);
+                cd[p] += cd_p;
+                cr[p] += cr_p;
+            }
         }
-        const T pivot0 = cd[0];
-        if (hb_bad_pivot(pivot0)) bad = max(bad, 0);
-        cr[0] /= pivot0;
-        for (int i = 1; i < m; ++i) cr[i] -= cd[i] * cr[__ldg(parent + g + i)];
-        hb_report(flag, cell_base + c, bad);
+        const T pivot0 = dn + carry_d;
+        if (hb_bad_pivot(pivot0) && bad < 0) {
+            bad = 0;
+            bad_pivot = pivot0;
+        }
+        T x = (rn + carry_r) / pivot0;
+        cr[0] = x;
+        for (int i = 1; i < m; ++i) {
+            const int p = cp[i];
+            const T xp = p == i - 1 ? x : cr[p];
+            x = cr[i] - cd[i] * xp;
+            cr[i] = x;
+        }
+        hb_report(flag, bad_value + c, cell_base + c, bad, bad_pivot);
     }
     __syncthreads();
     for (int k = lane; k < total; k += 32) rhs[A + k] = sr[k];
