@@ -209,18 +209,36 @@ def test_singular_systems_raise_report_or_pivot(cp, seed, variant, options, n):
     assert err <= 1e-10
 
 
-@pytest.mark.parametrize("variant", ["chunked", "thomas"])
-def test_tiny_pivot_is_flagged(cp, variant):
-    """A pivot lost in rounding (within eps of zero relative to the terms it came from) is not
-    divided by: the serial CPU solver would return values of order 1e16 here."""
+def test_tiny_pivot_is_flagged_in_the_order_that_meets_it(cp):
+    """The leading 2x2 block is singular to rounding, the matrix is not. Thomas meets a pivot of
+    one ulp (lost in rounding: reported, where the serial CPU solver would return values of
+    order 1e16); the chunked order eliminates differently, meets no such pivot, and is right."""
     ulp = np.finfo(np.float64).eps
     dl = np.array([[0.0, 1.0, 0.5]])
     du = np.array([[1.0, 0.5, 0.0]])
     d = np.array([[1.0, 1.0 + ulp, 2.0]])  # second Thomas pivot: 1 + ulp - 1 * 1 = ulp
-    rhs = np.ones((1, 3))
+    rhs = np.array([[1.0, 2.0, 3.0]])
     with pytest.raises(SingularSystemError) as info:
-        solve_tridiagonal(dl, d, du, rhs, backend="gpu", variant=variant)
-    assert info.value.cell == 0
+        solve_tridiagonal(dl, d, du, rhs, backend="gpu", variant="thomas")
+    assert (info.value.cell, info.value.node) == (0, 1)
+    x = solve_tridiagonal(dl, d, du, rhs, backend="gpu", variant="chunked")
+    A = np.diag(d[0]) + np.diag(dl[0, 1:], -1) + np.diag(du[0, :-1], 1)
+    np.testing.assert_allclose(x[0], np.linalg.solve(A, rhs[0]), rtol=1e-12)
+
+
+def test_auto_on_interleaved_values_of_a_large_batch(cp, seed):
+    """auto runs cuThomasBatch on interleaved values of >= 100000 systems; same answers."""
+    rng = np.random.default_rng(seed)
+    batch, n = 100_000, 128
+    dl, d, du, rhs = systems(rng, batch, n, np.float64, "mixed")
+    plan = plan_tridiagonal(n, batch)
+    assert "interleaved values (solve_interleaved): thomas" in plan.describe()
+    impl = native_solver(plan)
+    out = cp.full((n, batch), np.nan)
+    impl.solve_interleaved(*(cp.asarray(np.ascontiguousarray(a.T)) for a in (dl, d, du, rhs)), out=out)
+    err = forward_error(out.get().T, reference(dl, d, du, rhs), [n] * batch)
+    record_error("tri auto native (thomas) float64", err, f"{batch}x{n}")
+    assert err <= 1e-12
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)

@@ -22,7 +22,8 @@ import pytest
 from hinesbatch.solvers.gpu import compile as gpu_compile
 from hinesbatch.solvers.gpu import tridiagonal_kernels as tk
 from hinesbatch.solvers.gpu.cusparse import CusparseTridiagonal, first_bad_pivot, padded_copies
-from hinesbatch.solvers.gpu.tridiagonal import GpuTridiagonal, auto_segment_rows, auto_variant
+from hinesbatch.solvers.gpu.tridiagonal import (GpuTridiagonal, auto_native_variant,
+                                                auto_segment_rows, auto_variant)
 from hinesbatch.solvers.tridiagonal import TridiagonalShape, solve_tridiagonal
 
 HERE = Path(__file__).resolve().parent
@@ -57,6 +58,10 @@ def test_cusparse_options_are_checked(options, error, match):
 
 def test_auto_choices():
     assert auto_variant(512, 256000)[0] == "chunked"
+    # interleaved values: cuThomasBatch for very large batches (measured on the H200)
+    assert auto_native_variant(512, 256000) == "thomas"
+    assert auto_native_variant(512, 25600) == "chunked"
+    assert auto_native_variant(64, 256000) == "chunked"
     assert "auto" in auto_variant(8, 1)[1]
     # long systems: the longest segment that still gives ~16 groups per multiprocessor
     assert auto_segment_rows(8192, 20000, 132) == 512
@@ -144,7 +149,15 @@ def _host_source(name: str, *, with_header: bool) -> str:
     text = text.replace("extern __shared__ __align__(16) unsigned char tri_smem[];",
                         "unsigned char* tri_smem = emu_dynamic_smem();")
     text = re.sub(r"__shared__ T (\w+)\[32\]\[33\];", r"T (&\1)[32][33] = *emu_static_smem<T[32][33]>();", text)
-    text = re.sub(r"__launch_bounds__\([^()]*\)", "", text)
+    while "__launch_bounds__(" in text:  # with its balanced parentheses
+        i = text.index("__launch_bounds__(")
+        depth, k = 0, i + len("__launch_bounds__")
+        while True:
+            depth += {"(": 1, ")": -1}.get(text[k], 0)
+            k += 1
+            if depth == 0:
+                break
+        text = text[:i] + text[k:]
     for cuda, host in (("__global__", ""), ("__device__", ""), ("__forceinline__", "inline"),
                        ("__restrict__", "__restrict")):
         text = text.replace(cuda, host)

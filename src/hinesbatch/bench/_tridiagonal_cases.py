@@ -248,6 +248,7 @@ def memory_rows(cupy, sizes, *, batch: int, seed: int) -> list[dict]:
         inputs = 4 * batch * n * dtype.itemsize
         row = {"n": n, "systems": batch, "inputs+solution MB": (inputs + batch * n * 8) / 1e6}
         pool = cupy.get_default_memory_pool()
+        inter = None
         for variant, native in (("chunked", False), ("thomas", False), ("thomas", True)):
             free_memory(cupy)
             before = pool.used_bytes()
@@ -262,6 +263,7 @@ def memory_rows(cupy, sizes, *, batch: int, seed: int) -> list[dict]:
             name = f"{variant}{'-native' if native else ''}"
             row[f"{name} MB"] = (pool.used_bytes() - before) / 1e6
             del impl
+            inter = None
         for label, routine_name, algo in CUSPARSE:
             routine = Routine(routine_name, max(n, 3), batch, dtype, algorithm=algo)
             shape = (batch, n) if routine_name == "strided" else (n, batch)

@@ -245,9 +245,9 @@ class CusparseTridiagonal:
         if row < 0:
             row = int(self.xp.argmax(~self.xp.isfinite(x[k])))
         raise SingularSystemError(
-            f"cuSPARSE {self.routine.label} returned a non-finite solution for system {k} "
-            f"(row {row}: first zero or non-finite pivot in Thomas order, else first non-finite "
-            f"entry); {int(bad.size)} system(s) affected", cell=k, node=row)
+            f"cuSPARSE {self.routine.label} returned a non-finite solution at system {k}, row "
+            f"{row} (the first zero or non-finite pivot in Thomas order, else the first "
+            f"non-finite entry); {int(bad.size)} system(s) affected", cell=k, node=row)
 
 
 registry.register(CusparseTridiagonal)  # a reference: never chosen by "auto"

@@ -9,7 +9,8 @@ Variants (option ``variant``; docs/tridiagonal.md has the algorithms and measure
 * ``"thomas"``: cuThomasBatch / cuThomasVBatch of Valero-Lara et al. (2018), one thread per
   system on the interleaved ``(n, batch)`` layout; the canonical entry point transposes in and
   out. Variable sizes: ``padding="cp"`` (computing padding, default) or ``"ncp"``.
-* ``"auto"`` (default): ``chunked`` (see :data:`AUTO_REASON`).
+* ``"auto"`` (default): ``chunked`` (see :data:`AUTO_REASON`); for values already interleaved,
+  ``thomas`` from about 100000 systems (:func:`auto_native_variant`).
 
 Singular systems (a zero, tiny or non-finite pivot; see ``kernels/tridiagonal_common.cuh``) are
 never returned silently: ``on_singular="raise"`` (default) raises
@@ -31,7 +32,8 @@ from . import cusparse as _cusparse  # noqa: F401  (registers the "cusparse" ref
 from .device import availability, cupy_module, device_properties
 from .tridiagonal_kernels import SEGMENT_ROWS, ChunkedLaunch, ThomasLaunch, reset_flags
 
-__all__ = ["GpuTridiagonal", "native_solver", "VARIANTS", "AUTO_REASON", "auto_variant"]
+__all__ = ["GpuTridiagonal", "native_solver", "VARIANTS", "AUTO_REASON", "auto_variant",
+           "auto_native_variant"]
 
 VARIANTS = ("auto", "chunked", "thomas")
 ON_SINGULAR = ("raise", "report", "pivot")
@@ -47,6 +49,18 @@ AUTO_REASON = ("canonical values are read directly and each crosses device memor
 def auto_variant(n: int, batch: int) -> tuple[str, str]:
     """The variant ``auto`` picks for ``batch`` systems of ``n`` rows, and why."""
     return "chunked", f"auto: {AUTO_REASON}"
+
+
+def auto_native_variant(n: int, batch: int) -> str:
+    """The variant ``auto`` uses for values already interleaved (:meth:`GpuTridiagonal.solve_interleaved`).
+
+    ``chunked`` reads an interleaved tile as runs of a few systems per row, which costs it
+    bandwidth when the batch is large; cuThomasBatch (``thomas``) reads whole rows of systems.
+    Measured on the H200 (benchmarks/results/h200/tridiagonal.md): ``thomas`` is faster from
+    about 100000 systems of 128 rows or more (2.5 against 4.0 ms at 256000 x 512 in fp64),
+    ``chunked`` below.
+    """
+    return "thomas" if batch >= 100_000 and n >= 128 else "chunked"
 
 
 def auto_segment_rows(n: int, batch: int, sm_count: int) -> int:
@@ -136,6 +150,9 @@ class GpuTridiagonal:
                                                  device_properties(self.device)["sm_count"])
             self._launch = ChunkedLaunch(self.n, self.batch, self.dtype, self.device,
                                          segment_rows=segment_rows)
+        self._native = self._launch  # what solve_interleaved runs
+        if self.reason.startswith("auto") and auto_native_variant(self.n, self.batch) == "thomas":
+            self._native = ThomasLaunch(self.n, self.batch, self.dtype, self.device, cp=True)
         self.last_singular: np.ndarray | None = None
         self._dev: dict | None = None  # lengths, status, flag: allocated on first use
         self._interleaved = None       # thomas, canonical entry: (n, batch) copies
@@ -149,7 +166,10 @@ class GpuTridiagonal:
                    f"transposes around it; variable sizes: {self.padding.upper()})")
         else:
             how = self._launch.describe()
-        return (f"variant {how} [{self.reason}]; on_singular={self.on_singular!r}; "
+        native = ("" if self._native is self._launch else
+                  "; interleaved values (solve_interleaved): thomas, cuThomasBatch (auto: faster "
+                  "there at this batch size)")
+        return (f"variant {how} [{self.reason}]{native}; on_singular={self.on_singular!r}; "
                 f"device {self.device}; {self.dtype.name}")
 
     def solve(self, dl, d, du, rhs) -> None:
@@ -190,13 +210,13 @@ class GpuTridiagonal:
         self._check_arrays((dl, d, du, rhs, out), (self.n, self.batch))
         dev = self._buffers()
         reset_flags(self.xp, dev["status"], dev["flag"])
-        if self.variant == "chunked":
-            self._launch.solve(dl, d, du, rhs, out, dev["lengths"], dev["status"], dev["flag"],
+        if isinstance(self._native, ChunkedLaunch):
+            self._native.solve(dl, d, du, rhs, out, dev["lengths"], dev["status"], dev["flag"],
                                interleaved=True)
         else:
             if self._cbuf is None:
                 self._cbuf = self.xp.empty((self.n, self.batch), self.dtype)
-            self._launch.solve(dl, d, du, rhs, self._cbuf, out, dev["lengths"], dev["status"],
+            self._native.solve(dl, d, du, rhs, self._cbuf, out, dev["lengths"], dev["status"],
                                dev["flag"], interleaved=True)
         self._last = ("interleaved", dl, d, du, rhs, out)
         if check:
