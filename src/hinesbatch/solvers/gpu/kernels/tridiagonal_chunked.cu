@@ -70,18 +70,12 @@ __device__ __forceinline__ void tri_issue_tile(T* buf, const T* dl, const T* d, 
     tri_cp_async_commit();
 }
 
-// Blocks per multiprocessor the registers are budgeted for: 4 (at most 128 registers, no
-// spills), except fp64 with L = 16, which needs ~250 (2 blocks per multiprocessor).
-template <typename T, int L> struct TriMinBlocks {
-    static constexpr int value = (sizeof(T) == 8 && L >= 16) ? 1 : 4;
-};
-
 // Persistent blocks: block b takes tiles b, b + gridDim.x, ... (tile = system tile * segs +
 // segment). The next tile's cp.async copies are issued as soon as the lanes hold the current
 // one in registers, so they run during the solve: device memory stays busy even at the 2 blocks
 // per multiprocessor that fp64 with L = 16 allows.
 template <typename T, int G, int L, bool INTERLEAVED, bool REDUCE>
-__global__ void __launch_bounds__(TRI_THREADS, (TriMinBlocks<T, L>::value))
+__global__ void __launch_bounds__(TRI_THREADS)
 tri_chunked(const T* __restrict__ dl, const T* __restrict__ d, const T* __restrict__ du,
             const T* rhs, T* x, const int* __restrict__ lengths, int n, long long batch,
             int segs, const T* __restrict__ bound, T* __restrict__ red,
