@@ -94,8 +94,9 @@ def _fig12(plt, tables):
     a.legend(fontsize=5)
     if mem:
         keys = [k for k in mem[0] if k.endswith(" MB") and not k.startswith("inputs")]
-        for k in keys:
-            b.plot([r["n"] for r in mem], [max(r[k], 1e-3) for r in mem], "-o", ms=3, label=k[:-3])
+        for k in keys:  # missing (None) values are left out; tiny ones shown at 1e-6 MB
+            pts = [(r["n"], max(r[k], 1e-6)) for r in mem if r.get(k) is not None]
+            b.plot([p[0] for p in pts], [p[1] for p in pts], "-o", ms=3, label=k[:-3])
         b.plot([r["n"] for r in mem], [r["inputs+solution MB"] for r in mem], "k--", label="inputs + solution")
         b.set(xscale="log", yscale="log", xlabel="rows per system", ylabel="MB",
               title=f"Fig. 12b: extra device memory, {mem[0]['systems']} systems")
