@@ -146,6 +146,17 @@ class Runner:
         notes += _goal_notes(tables, self.copy_tbs)
         return tables, notes
 
+    def multi_gpu_tables(self, cells, *, focus: str):
+        """Only the several-GPUs table (no CPU runs: speedups over serial are left empty)."""
+        from .hines import stand_in_structure
+
+        cell = stand_in_structure(focus)[0]
+        if self.n_devices < 2:
+            return {}, ["Several GPUs: not run (one device on this machine)."]
+        title = f"Several GPUs: medium-high, fp64 ({self.n_devices} devices)"
+        tables = {title: self.multi_gpu_rows(cell, cells, [], focus)}
+        return tables, _goal_notes(tables, self.copy_tbs)
+
     def figure_rows(self, stand_ins, structures, cells, strategies) -> list[dict]:
         from ..tree.structure import MonoBatch
         from .hines import cpu_times
@@ -308,15 +319,17 @@ class Runner:
             batch = MonoBatch(cell, n)
             d, rhs = hines_values(cell, n)
             serial = _serial_ms(fig_rows, focus, n)
+            ref = _reference(cell, d, rhs)
             for strategy in ("interleaved", "tiled"):
                 one = self.gpu_case(batch, d, rhs, strategy, {}, canonical=False)
-                many = self.gpu_case(batch, d, rhs, strategy, {}, devices="all")
+                many = self.gpu_case(batch, d, rhs, strategy, {}, devices="all", reference=ref)
                 rows.append({"cells": n, "strategy": strategy, "one_gpu_native_ms": one["native_ms"],
                              "all_gpus_native_ms": many["native_ms"],
                              "scaling": one["native_ms"] / many["native_ms"],
                              "all_gpus_canonical_from_gpu0_ms": many["canonical_ms"],
                              "speedup_all_gpus_native": None if serial is None
-                             else serial / many["native_ms"]})
+                             else serial / many["native_ms"],
+                             "max_rel_err_all_gpus": many["max_rel_err"]})
                 print(rows[-1], flush=True)
         return rows
 

@@ -82,6 +82,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: two cells, 256 and 2560 cells, few repeats, no sweeps")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    parser.add_argument("--multi-gpu-only", action="store_true",
+                        help="only the several-GPUs table (medium-high cells, every visible "
+                             "device against one), written as hines_multi_gpu.json/.md")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,13 +115,18 @@ def run(args: argparse.Namespace) -> int:
     runner = Runner(cupy, repeats=repeats, cpu_repeats=cpu_repeats, copy_tbs=ceiling["TB_per_s"],
                     no_serial_above=args.no_serial_above)
     stand_ins = [s for s in STAND_INS if s[0] in chosen]
-    tables, notes = runner.all_tables(stand_ins, cells, quick=args.quick, focus=FOCUS)
+    if args.multi_gpu_only:
+        tables, notes = runner.multi_gpu_tables(cells, focus=FOCUS)
+        name = "hines_multi_gpu"
+    else:
+        tables, notes = runner.all_tables(stand_ins, cells, quick=args.quick, focus=FOCUS)
+        name = "hines"
     tables = {"Copy-bandwidth ceiling": [ceiling], **tables}
     machine = machine_info({**info, "multicore_threads": runner.cpu_threads})
-    json_path, md_path = write_results(tables, args.out, "hines", question=QUESTION, notes=notes,
+    json_path, md_path = write_results(tables, args.out, name, question=QUESTION, notes=notes,
                                        machine=machine)
     print(f"wrote {json_path} and {md_path}")
-    if not args.no_plots:
+    if not args.no_plots and not args.multi_gpu_only:
         from ._hines_plots import figures
 
         for path in figures(tables, Path(args.out)):
