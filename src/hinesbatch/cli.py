@@ -16,6 +16,8 @@ COMMANDS = {
 BENCHMARKS = {
     "cpu": ("bench.cpu", "serial vs multicore CPU solves, and simulate vs NEURON"),
     "hines": ("bench.hines", "the cuHinesBatch figures: every GPU layout against the CPU"),
+    "tridiagonal": ("bench.tridiagonal",
+                    "the cuThomasBatch figures: GPU tridiagonal solvers vs cuSPARSE and the CPU"),
 }
 
 

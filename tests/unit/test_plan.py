@@ -209,3 +209,27 @@ def test_overwrite_without_checks_solves_every_input_kind(case):
     np.testing.assert_allclose(x, expected, rtol=tol)
     if case == "fast":
         assert x is rhs  # solved in place: no copy on the hot path
+
+
+def test_overwrite_after_a_device_transfer_writes_the_solution_into_rhs():
+    """``deliver``: a result computed in another array module (a GPU backend on NumPy input)
+    goes back into the caller's rhs with overwrite, and into a new array without it."""
+    import types
+
+    from hinesbatch.solvers.validation import deliver
+
+    class DeviceArray(np.ndarray):  # stands in for a CuPy array: .get() copies to the host
+        def get(self):
+            return np.array(self)
+
+    device = types.SimpleNamespace(ndarray=DeviceArray)
+    x = np.arange(6.0).reshape(2, 3).view(DeviceArray)
+    rhs = np.zeros((2, 3))
+    assert deliver(x, device, np, rhs, overwrite=True) is rhs
+    np.testing.assert_array_equal(rhs, np.arange(6.0).reshape(2, 3))
+    fresh = deliver(x, device, np, np.zeros((2, 3)), overwrite=False)
+    assert type(fresh) is np.ndarray and not np.shares_memory(fresh, rhs)
+    read_only = np.zeros((2, 3))
+    read_only.flags.writeable = False
+    assert deliver(x, device, np, read_only, overwrite=True) is not read_only
+    assert deliver(x, device, np, np.zeros((2, 3), np.float32), overwrite=True).dtype == np.float64

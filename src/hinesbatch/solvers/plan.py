@@ -5,7 +5,7 @@ import numpy as np
 
 from ..tree.structure import HinesStructure, MonoBatch, as_batch
 from .backend_cache import BackendPlan
-from .validation import array_module, as_values, result_dtype, scratch, to_module
+from .validation import array_module, as_values, deliver, result_dtype, scratch, to_module
 from .validation import check_finite as check_finite_values
 
 __all__ = ["Plan", "plan", "solve"]
@@ -86,7 +86,7 @@ class Plan(BackendPlan):
         rhs_w = scratch(xp, rhs_w, rhs_in, overwrite=overwrite)
         d_w = scratch(xp, d_w, d_in, overwrite=overwrite, avoid=(rhs_w,))
         impl.solve(d_w, rhs_w)
-        return rhs_w if xp is in_xp else to_module(rhs_w, in_xp)
+        return deliver(rhs_w, xp, in_xp, rhs_in, overwrite=overwrite)
 
     def _ready(self, d, rhs):
         """The backend for ``d`` and ``rhs`` if they can go to it as they are, else ``None``.

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .backend_cache import BackendPlan
-from .validation import (array_module, as_values, check_finite_rows, result_dtype, scratch,
-                         to_module)
+from .validation import (array_module, as_values, check_finite_rows, deliver, result_dtype,
+                         scratch, to_module)
 
 __all__ = ["TridiagonalShape", "TridiagonalPlan", "plan_tridiagonal", "solve_tridiagonal"]
 
@@ -133,7 +133,7 @@ class TridiagonalPlan(BackendPlan):
         rhs_w = scratch(xp, rhs_w, rhs, overwrite=overwrite, avoid=(dl_w, du_w))
         d_w = scratch(xp, d_w, d, overwrite=overwrite, avoid=(dl_w, du_w, rhs_w))
         impl.solve(_readonly_view(dl_w), d_w, _readonly_view(du_w), rhs_w)
-        return rhs_w if xp is in_xp else to_module(rhs_w, in_xp)
+        return deliver(rhs_w, xp, in_xp, originals[3], overwrite=overwrite)
 
     def _check_finite(self, xp, dl, d, du, rhs) -> None:
         """Check the entries the solver reads (and rhs's rows it solves) are finite."""

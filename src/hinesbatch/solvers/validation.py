@@ -104,3 +104,21 @@ def to_module(a, xp):
     if xp is np:
         return a.get() if hasattr(a, "get") else np.asarray(a)
     return xp.asarray(a)
+
+
+def deliver(x, xp, in_xp, rhs_in, *, overwrite: bool):
+    """The solution ``x`` (in the backend's module ``xp``) as the caller's kind of array.
+
+    With ``overwrite`` and a transfer between modules, the result goes back into the caller's
+    ``rhs`` when it can hold it (an ``in_xp`` array of ``x``'s dtype and shape, writeable), so
+    ``overwrite=True`` means the same thing on every backend: the solution is in ``rhs``.
+    """
+    if xp is in_xp:
+        return x
+    out = to_module(x, in_xp)
+    if (overwrite and isinstance(rhs_in, in_xp.ndarray) and rhs_in.dtype == out.dtype
+            and rhs_in.shape == out.shape and getattr(rhs_in.flags, "writeable", True)):
+        rhs_in[...] = out
+        return rhs_in
+    return out
+
