@@ -20,11 +20,10 @@ _NO_FAILURE = np.uint64(0xFFFFFFFFFFFFFFFF)
 _OWN_OPTIONS = ("strategy", "devices", "max_bytes", "check_pivots")
 _STRATEGY_OPTIONS = tuple(sorted({o for cls in STRATEGIES.values() for o in cls.options}))
 
-#: Why ``strategy="auto"`` prefers ``tiled`` (measured, see docs/gpu.md and
-#: benchmarks/results/h200/).
-AUTO_REASON = ("fastest for canonical-order values on the H200 benchmark "
-               "(benchmarks/results/h200): the tile is staged in shared memory, so each value "
-               "crosses device memory once each way")
+#: Why ``strategy="auto"`` prefers ``tiled`` (measured: benchmarks/results/h200/hines.md).
+AUTO_REASON = ("fastest from canonical-order values for every cell and batch size of the H200 "
+               "benchmark (e.g. 1.08 ms against 2.69 ms for interleaved with its transposes, "
+               "256000 cells of 313 nodes, fp64; benchmarks/results/h200)")
 
 
 class _DevicePart:
@@ -184,6 +183,7 @@ class GpuBackend:
         cupy = self.xp
         rt = cupy.cuda.runtime
         src_d, src_r = p.part.canonical(d), p.part.canonical(rhs)
+        _enable_peer_access(p.device, home)
         with cupy.cuda.Device(p.device):
             if p.remote is None:
                 p.remote = (cupy.empty(src_d.shape, self.dtype), cupy.empty(src_r.shape, self.dtype))
@@ -343,3 +343,23 @@ def _on_device(a, device: int):
         out = cupy.empty(src.shape, src.dtype)
         cupy.cuda.runtime.memcpyPeer(out.data.ptr, device, src.data.ptr, src.device.id, src.nbytes)
     return out
+
+
+_PEERS: set[tuple[int, int]] = set()
+
+
+def _enable_peer_access(a: int, b: int) -> None:
+    """Let devices ``a`` and ``b`` read each other's memory (NVLink/PCIe peer copies instead of
+    copies staged through the host), once per pair; silently skipped where unsupported."""
+    cupy = cupy_module()
+    rt = cupy.cuda.runtime
+    for dev, peer in ((a, b), (b, a)):
+        if (dev, peer) in _PEERS:
+            continue
+        _PEERS.add((dev, peer))
+        try:
+            if rt.deviceCanAccessPeer(dev, peer):
+                with cupy.cuda.Device(dev):
+                    rt.deviceEnablePeerAccess(peer)
+        except Exception:  # already enabled, or not allowed: the copies still work, slower
+            pass
