@@ -57,7 +57,10 @@ def test_shared_structure_equals_per_cell_structure(backend):
     d, rhs = rt.diagonally_dominant(mono, rng=23)
     shared = hinesbatch.solve(mono, d, rhs, backend=backend)
     per_cell = hinesbatch.solve(mono.expand(), d.reshape(-1), rhs.reshape(-1), backend=backend)
-    np.testing.assert_array_equal(shared, per_cell.reshape(mono.values_shape))
+    if backend in ("serial", "multicore"):  # the same elimination order: bit for bit
+        np.testing.assert_array_equal(shared, per_cell.reshape(mono.values_shape))
+    else:  # the GPU's mono and per-cell kernels order the eliminations differently
+        np.testing.assert_allclose(shared, per_cell.reshape(mono.values_shape), rtol=1e-13)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

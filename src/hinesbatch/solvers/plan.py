@@ -102,7 +102,8 @@ class Plan(BackendPlan):
                 and d.shape == rhs.shape == self.structure.values_shape):
             return None
         fd, fr = d.flags, rhs.flags
-        if not (fd.c_contiguous and fr.c_contiguous and fd.writeable and fr.writeable):
+        if not (fd.c_contiguous and fr.c_contiguous  # CuPy arrays have no writeable flag
+                and getattr(fd, "writeable", True) and getattr(fr, "writeable", True)):
             return None
         if impl.xp.may_share_memory(d, rhs):
             return None

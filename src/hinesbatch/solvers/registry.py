@@ -31,7 +31,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-__all__ = ["register", "get", "names", "resolve"]
+__all__ = ["register", "get", "names", "resolve", "unknowns", "large_enough"]
 
 _REGISTRY: dict[str, dict[str, type]] = {"hines": {}, "tridiagonal": {}}
 # Preference for "auto": name -> rank; the available backend of lowest rank wins (ties: the
@@ -117,6 +117,22 @@ def resolve(name: str, kind: str = "hines", subject=None) -> tuple[type, str]:
             note += " (" + "; ".join(skipped) + ")"
         return cls, note
     raise RuntimeError(f"no {kind} backend is available: " + "; ".join(skipped))
+
+
+def unknowns(subject) -> int:
+    """Number of unknowns in a Hines structure or batch (``n_nodes``) or in a tridiagonal batch
+    shape (``batch * n``)."""
+    n = getattr(subject, "n_nodes", None)
+    return int(n) if n is not None else int(subject.batch) * int(subject.n)
+
+
+def large_enough(subject, minimum: int, overhead: str) -> tuple[bool, str]:
+    """A ``suits`` answer: whether ``subject`` has at least ``minimum`` unknowns, and if not,
+    a reason naming the ``overhead`` that would outweigh the work."""
+    n = unknowns(subject)
+    if n < minimum:
+        return False, f"{n} unknowns in all are too few to pay for {overhead} (fewer than {minimum})"
+    return True, ""
 
 
 _LOADED = False

@@ -60,11 +60,7 @@ class _Threaded:
 
     @classmethod
     def suits(cls, subject) -> tuple[bool, str]:
-        n = cls._unknowns(subject)
-        if n < THREADS_MIN_UNKNOWNS:
-            return False, (f"{n} unknowns in all are too few to gain from threads "
-                           f"(fewer than {THREADS_MIN_UNKNOWNS})")
-        return True, ""
+        return registry.large_enough(subject, THREADS_MIN_UNKNOWNS, "starting threads")
 
 
 class _Threads:
@@ -186,10 +182,6 @@ class MulticoreHines(_Threaded, _CpuHines):
     _options = ("lockstep", "threads")
     _default_lockstep = 8
 
-    @staticmethod
-    def _unknowns(structure) -> int:
-        return structure.n_nodes
-
     def __init__(self, structure, *, dtype, threads: int | None = None, **options):
         super().__init__(structure, dtype=dtype, **options)
         self._threads = _Threads(_check_threads(threads))
@@ -274,10 +266,6 @@ class MulticoreTridiagonal(_Threaded, _CpuTridiagonal):
     name = "multicore"
     _options = ("lockstep", "threads")
     _default_lockstep = 4
-
-    @staticmethod
-    def _unknowns(shape) -> int:
-        return shape.batch * shape.n
 
     def __init__(self, shape, *, dtype, threads: int | None = None, **options):
         super().__init__(shape, dtype=dtype, **options)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import SingularSystemError
-from .device import availability, cupy_module, device_ids
+from .device import availability, cupy_module, device_ids, suits_gpu
 from .parts import Part, split
 from .strategies import STRATEGIES, Strategy
 
@@ -76,6 +76,7 @@ class GpuBackend:
 
     name = "gpu"
     kind = "hines"
+    suits = staticmethod(suits_gpu)
 
     @classmethod
     def available(cls) -> tuple[bool, str]:

@@ -9,7 +9,20 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["cupy_module", "availability", "device_ids", "device_properties"]
+__all__ = ["cupy_module", "availability", "device_ids", "device_properties", "suits_gpu",
+           "GPU_MIN_UNKNOWNS"]
+
+#: Below this many unknowns a kernel launch and its synchronisation cost more than the CPU's
+#: whole solve (one 923-node cell: about 5 us serial on a CPU core), so ``auto`` stays on the
+#: CPU; the same size at which the CPU backends start threads.
+GPU_MIN_UNKNOWNS = 20_000
+
+
+def suits_gpu(subject) -> tuple[bool, str]:
+    """``suits`` of the GPU backends: batches large enough to pay for a launch."""
+    from ..registry import large_enough
+
+    return large_enough(subject, GPU_MIN_UNKNOWNS, "a GPU launch")
 
 
 def cupy_module():

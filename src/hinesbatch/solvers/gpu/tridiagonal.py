@@ -29,7 +29,7 @@ import numpy as np
 from ...errors import SingularSystemError
 from .. import registry
 from . import cusparse as _cusparse  # noqa: F401  (registers the "cusparse" reference backend)
-from .device import availability, cupy_module, device_properties
+from .device import availability, cupy_module, device_properties, suits_gpu
 from .tridiagonal_kernels import SEGMENT_ROWS, ChunkedLaunch, ThomasLaunch, reset_flags
 
 __all__ = ["GpuTridiagonal", "native_solver", "VARIANTS", "AUTO_REASON", "auto_variant",
@@ -103,6 +103,7 @@ class GpuTridiagonal:
 
     name = "gpu"
     kind = "tridiagonal"
+    suits = staticmethod(suits_gpu)
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
