@@ -340,6 +340,22 @@ def test_choose_threads_rule(real):
         assert all(steps[c][cell] > 1.05 * steps[32][cell] for c in smaller)
 
 
+@pytest.mark.parametrize("n_cells", [1, 3000, 256000])
+def test_choose_threads_for_large_batches(n_cells):
+    """With the GPU's resident threads, k minimises steps x waves (fewest k within 5 %)."""
+    cell = rt.random_tree(1400, rng=47, branch_probability=0.1)
+    resident = 132 * 2048
+    k = int(choose_threads(cell, resident_threads=resident, n_cells=n_cells)[0])
+    cost = {c: int(dhs_steps(cell, c)[0]) * max(1.0, n_cells * c / resident)
+            for c in THREAD_CHOICES}
+    assert cost[k] <= 1.05 * min(cost.values())
+    assert all(cost[c] > 1.05 * min(cost.values()) for c in THREAD_CHOICES if c < k)
+    if n_cells == 1:
+        assert k == int(choose_threads(cell)[0])  # one cell: the latency rule
+    if n_cells == 256000:
+        assert k <= 4  # the batch fills the GPU many times over: few lanes per cell
+
+
 def test_dhs_pyramidal_cell_of_1400_nodes():
     """The DeepDendrite comparison cell: CA1 at nseg=8 has 1405 nodes (see the docs)."""
     with warnings.catch_warnings():

@@ -148,16 +148,14 @@ def _positions_of_copies(shape_of_cell, rank, cell_copy_offset, class_offsets, c
 
 
 @njit(**_JIT)
-def _class_at(shape_of_cell, cell_copy_offset, class_offsets, pos_of_copy):
-    """The class of the branch at every schedule position."""
-    out = np.empty(pos_of_copy.size, np.int64)
+def _class_at(shape_of_cell, cell_copy_offset, class_offsets, pos_of_copy, out):
+    """Fill ``out`` with the class of the branch at every schedule position."""
     for c in range(shape_of_cell.size):
         s = shape_of_cell[c]
         k = cell_copy_offset[c]
         for q in range(class_offsets[s], class_offsets[s + 1]):
             out[pos_of_copy[k]] = q
             k += 1
-    return out
 
 
 @njit(**_JIT)
@@ -183,13 +181,10 @@ def _lay_out(phase_offsets, length, lanes):
 
 @njit(parallel=True, **_JIT)
 def _link(visit, shape_of_cell, cell_copy_offset, class_offsets, pos_of_copy, base, stride,
-          parent_class, parent_pos, kid_offsets, kids, child_offsets):
-    """Parent slots and child lists (first-node slots), in schedule order; cells are
-    visited in the order ``visit`` (any order gives the same result; one that follows the
-    slots is faster)."""
-    n = pos_of_copy.size
-    parent_slot = np.full(n, -1, np.int32)
-    children = np.empty(child_offsets[-1], np.int32)
+          parent_class, parent_pos, kid_offsets, kids, child_offsets, parent_slot, children):
+    """Fill the parent slots (``parent_slot`` starts at -1) and child lists (first-node
+    slots), in schedule order; cells are visited in the order ``visit`` (any order gives
+    the same result; one that follows the slots is faster)."""
     for i in prange(visit.size):  # cells write disjoint entries
         c = visit[i]
         s = shape_of_cell[c]
@@ -203,20 +198,15 @@ def _link(visit, shape_of_cell, cell_copy_offset, class_offsets, pos_of_copy, ba
             for t in range(kid_offsets[q], kid_offsets[q + 1]):
                 children[e] = base[pos_of_copy[first + kids[t]]]
                 e += 1
-    return parent_slot, children
 
 
 @njit(parallel=True, **_JIT)
 def _place(visit, shape_of_cell, value_start, coupling_start, node_offsets, class_offsets,
            cell_copy_offset, node_class, node_pos, source, swapped, pos_of_copy, base, stride,
-           u, lower, n_slots):
-    """Slot of every value, value of every slot, and the couplings in slot order (cells in
-    the order ``visit``, as in :func:`_link`)."""
-    n_values = value_start[-1]
-    node_slot = np.empty(n_values, np.int32)
-    slot_node = np.full(n_slots, -1, np.int32)
-    u_slot = np.zeros(n_slots)
-    l_slot = np.zeros(n_slots)
+           u, lower, node_slot, slot_node, u_slot, l_slot):
+    """Fill the slot of every value, the value of every slot (``slot_node`` starts at -1),
+    and the couplings in slot order (``u_slot``, ``l_slot`` start at 0), visiting the cells
+    in the order ``visit`` as in :func:`_link`."""
     for i in prange(visit.size):  # cells write disjoint entries
         c = visit[i]
         s = shape_of_cell[c]
@@ -236,7 +226,13 @@ def _place(visit, shape_of_cell, value_start, coupling_start, node_offsets, clas
                 else:
                     u_slot[slot] = u[src]
                     l_slot[slot] = lower[src]
-    return node_slot, slot_node, u_slot, l_slot
+
+
+def check_positive(name: str, value) -> int:
+    """``value`` as an int, or ``ValueError`` naming ``name`` unless it is a positive int."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
 
 
 def class_order_positions(program: BranchProgram, class_start: np.ndarray) -> np.ndarray:
@@ -267,7 +263,8 @@ def assemble(program: BranchProgram, structure, pos_of_copy, phase_offsets, grou
     """
     sh = program.shapes
     cco = copy_offsets(program)
-    cls = _class_at(sh.shape_of_cell, cco, program.class_offsets, pos_of_copy)
+    cls = np.empty(pos_of_copy.size, np.int64)
+    _class_at(sh.shape_of_cell, cco, program.class_offsets, pos_of_copy, cls)
     length = program.length[cls]
     base, stride, n_slots = _lay_out(np.asarray(phase_offsets, np.int64), length, int(lanes))
     kid_counts = np.diff(program.kid_offsets)[cls]
@@ -279,17 +276,23 @@ def assemble(program: BranchProgram, structure, pos_of_copy, phase_offsets, grou
                          "split the batch")
     base, stride = base.astype(np.int32), stride.astype(np.int32)
     visit = np.asarray(visit, np.int64)
-    parent_slot, children = _link(visit, sh.shape_of_cell, cco, program.class_offsets, pos_of_copy,
-                                  base, stride, program.parent_class, program.parent_pos,
-                                  program.kid_offsets, program.kids, child_offsets)
+    parent_slot = np.full(pos_of_copy.size, -1, np.int32)
+    children = np.empty(int(child_offsets[-1]), np.int32)
+    _link(visit, sh.shape_of_cell, cco, program.class_offsets, pos_of_copy, base, stride,
+          program.parent_class, program.parent_pos, program.kid_offsets, program.kids,
+          child_offsets, parent_slot, children)
     cell = structure.cell if isinstance(structure, MonoBatch) else structure
     coupling_start = (np.zeros(sh.n_cells, np.int64) if isinstance(structure, MonoBatch)
                       else value_start[:-1])
-    node_slot, slot_node, u, lower = _place(
-        visit, sh.shape_of_cell, value_start, coupling_start, program.node_offsets,
-        program.class_offsets, cco, program.node_class, program.node_pos,
-        program.working.source, program.working.swapped, pos_of_copy, base, stride,
-        cell.u, cell.lower, n_slots)
+    # allocated and touched here, in order: first touches scattered over the loop below
+    # cost twice its own time (page faults)
+    node_slot = np.full(int(value_start[-1]), -1, np.int32)
+    slot_node = np.full(n_slots, -1, np.int32)
+    u, lower = np.full(n_slots, 0.0), np.full(n_slots, 0.0)
+    _place(visit, sh.shape_of_cell, value_start, coupling_start, program.node_offsets,
+           program.class_offsets, cco, program.node_class, program.node_pos,
+           program.working.source, program.working.swapped, pos_of_copy, base, stride,
+           cell.u, cell.lower, node_slot, slot_node, u, lower)
     i32 = lambda a: np.ascontiguousarray(a, dtype=np.int32)  # noqa: E731
     return BranchSchedule(
         kind=kind, lanes=int(lanes), group_offsets=i32(group_offsets),

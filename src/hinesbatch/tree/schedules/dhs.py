@@ -22,16 +22,20 @@ ordered by ``k``, then step count and shape, so a warp's cells run the same step
 
 Choosing ``k`` (``threads=None``): per shape, the smallest ``k`` in ``(1, 2, 4, 8, 16,
 32)`` whose step count is within 5 % of ``k = 32``'s. Past that point more threads per cell
-only idle: the step count is bounded below by the tree's depth + 1.
+only idle: the step count is bounded below by the tree's depth + 1. That rule minimises a
+cell's latency, right while the whole batch runs at once; a batch larger than the GPU's
+resident threads runs in waves, where idle lanes cost throughput: given
+``resident_threads``, :func:`choose_threads` minimises ``steps(k)`` times the waves instead.
 """
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
+from ..structure import MonoBatch, as_batch
+from .dhs_layout import DHSSchedule, build_dhs
 from .program import working_trees
 from .shapes import cell_shapes
 
@@ -101,8 +105,6 @@ def dhs_steps(structure, threads) -> np.ndarray:
 
     ``threads``: an int, or one per cell.
     """
-    from ..structure import MonoBatch, as_batch
-
     s = as_batch(structure)
     s = s.cell if isinstance(s, MonoBatch) else s
     k = np.broadcast_to(np.asarray(threads, np.int64), (s.n_cells,)).copy()
@@ -111,97 +113,35 @@ def dhs_steps(structure, threads) -> np.ndarray:
     return _schedule_cells(s.parent.astype(np.int64), s.cell_offsets, k)[0]
 
 
-def choose_threads(structure, *, choices=THREAD_CHOICES,
-                   tolerance: float = STEP_TOLERANCE) -> np.ndarray:
-    """Threads per cell: the fewest of ``choices`` whose DHS step count is within
-    ``tolerance`` of the most's (int64[n_cells]); see the module docstring."""
+def choose_threads(structure, *, choices=THREAD_CHOICES, tolerance: float = STEP_TOLERANCE,
+                   resident_threads: int | None = None, n_cells: int | None = None) -> np.ndarray:
+    """Threads per cell for DHS (int64[n_cells]; see the module docstring).
+
+    Without ``resident_threads``: the fewest of ``choices`` whose step count is within
+    ``tolerance`` of the most's (the latency rule: a cell's steps barely shrink past it).
+    With ``resident_threads`` (threads the GPU keeps in flight: SMs x 2048 on an H200, 132 x
+    2048 = 270,336): the modelled time ``steps(k) * max(1, n_cells * k / resident_threads)``
+    is minimised instead (within ``tolerance``, fewest threads), so that a batch too large
+    to run at once is not slowed by idle lanes; ``n_cells`` defaults to the batch's cells.
+    """
     choices = sorted(int(c) for c in choices)
-    steps = np.stack([dhs_steps(structure, c) for c in choices])
-    ok = steps <= (1.0 + tolerance) * steps[-1]
+    steps = np.stack([dhs_steps(structure, c) for c in choices]).astype(np.float64)
+    if resident_threads is None:
+        best = steps[-1]
+        cost = steps
+    else:
+        if n_cells is None:
+            s = as_batch(structure)
+            n_cells = s.n_cells
+        waves = np.maximum(1.0, n_cells * np.asarray(choices, np.float64) / resident_threads)
+        cost = steps * waves[:, None]
+        best = cost.min(axis=0)
+    ok = cost <= (1.0 + tolerance) * best
     return np.asarray(choices, np.int64)[np.argmax(ok, axis=0)]
 
 
-@dataclass(frozen=True, eq=False)
-class DHSSchedule:
-    """A DHS plan (see the module docstring). Index arrays int32, couplings float64.
-
-    Per shape: ``threads`` (k), ``n_steps``, ``shape_slot_offsets`` (n_shapes + 1; shape
-    ``s`` has ``n_steps[s] * threads[s]`` slots).
-
-    Per shape slot (concatenated over shapes; values are *cell-local* slots):
-    ``slot_node_local`` (node of the representative, working tree's original numbering,
-    ``-1`` for an idle lane), ``parent_slot`` (``-1`` at the root and idle lanes),
-    ``child_offsets`` (total + 1) and ``children`` (the children's slots, in subtraction
-    order).
-
-    Per cell, in schedule order: ``cells`` (the cell, canonical index), ``cell_shape``,
-    ``cell_base`` (its first value slot); ``thread_offsets`` groups them by ``k``
-    (``thread_values[i]`` for cells ``thread_offsets[i]:thread_offsets[i + 1]``).
-
-    Per value slot: ``slot_node`` (flat canonical index, ``-1`` padding), ``u``, ``l``
-    (``l`` None if symmetric); ``node_slot`` per canonical value.
-    """
-
-    threads: np.ndarray
-    n_steps: np.ndarray
-    shape_slot_offsets: np.ndarray
-    slot_node_local: np.ndarray
-    parent_slot: np.ndarray
-    child_offsets: np.ndarray
-    children: np.ndarray
-    cells: np.ndarray
-    cell_shape: np.ndarray
-    cell_base: np.ndarray
-    thread_values: np.ndarray
-    thread_offsets: np.ndarray
-    node_slot: np.ndarray
-    slot_node: np.ndarray
-    u: np.ndarray
-    l: np.ndarray | None
-    values_shape: tuple
-    options: dict
-
-    @property
-    def n_slots(self) -> int:
-        return int(self.slot_node.size)
-
-    @property
-    def lower(self) -> np.ndarray:
-        return self.u if self.l is None else self.l
-
-    @property
-    def work_steps(self) -> np.ndarray:
-        """Per shape: the sum over steps of the busiest lane's work (1 + its children):
-        the steps weighted by the pulls (int64[n_shapes])."""
-        counts = np.diff(self.child_offsets) + (self.slot_node_local >= 0)
-        out = np.zeros(self.threads.size, np.int64)
-        for s in range(self.threads.size):
-            a, b = self.shape_slot_offsets[s], self.shape_slot_offsets[s + 1]
-            out[s] = counts[a:b].reshape(-1, self.threads[s]).max(axis=1).sum()
-        return out
-
-    def pack(self, values, *, fill: float = 0.0, dtype=None) -> np.ndarray:
-        """``values`` (canonical shape) in slot order, padding set to ``fill``."""
-        values = np.asarray(values)
-        out = np.full(self.n_slots, fill, dtype=dtype or values.dtype)
-        out[self.node_slot] = values.reshape(-1)
-        return out
-
-    def unpack(self, packed) -> np.ndarray:
-        return np.asarray(packed)[self.node_slot].reshape(self.values_shape)
-
-    def describe(self) -> str:
-        padding = 1 - self.node_slot.size / self.n_slots if self.n_slots else 0.0
-        ks = ", ".join(f"k={k}: {int(np.diff(self.thread_offsets)[i])} cells"
-                       for i, k in enumerate(self.thread_values))
-        steps = (f"{int(self.n_steps.min())}..{int(self.n_steps.max())}" if self.n_steps.size
-                 else "none")
-        return (f"dhs schedule: {self.threads.size} shape(s), {ks}; steps {steps}, "
-                f"{self.n_slots} slots ({padding:.1%} padding); "
-                + ", ".join(f"{k}={v}" for k, v in self.options.items()))
-
-
-def dhs_schedule(structure, *, threads=None, reroot: bool = False) -> DHSSchedule:
+def dhs_schedule(structure, *, threads=None, reroot: bool = False,
+                 resident_threads: int | None = None) -> DHSSchedule:
     """Plan DHS for a batch.
 
     Parameters
@@ -211,13 +151,14 @@ def dhs_schedule(structure, *, threads=None, reroot: bool = False) -> DHSSchedul
         Threads per cell (1 to 32). Default: chosen per shape by :func:`choose_threads`.
     reroot : bool
         Eliminate each cell from its centre (lower depth, so fewer steps at large ``k``).
+    resident_threads : int, optional
+        ``threads=None`` only: choose ``k`` for a batch of this batch's size on a GPU that
+        keeps this many threads in flight (:func:`choose_threads`).
 
     Returns
     -------
     DHSSchedule
     """
-    from .dhs_layout import build_dhs
-
     if threads is not None:
         if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) \
                 or not 1 <= threads <= 32:
@@ -225,10 +166,12 @@ def dhs_schedule(structure, *, threads=None, reroot: bool = False) -> DHSSchedul
     shapes = cell_shapes(structure)
     work = working_trees(shapes, reroot=reroot)
     if threads is None:
-        k = choose_threads(work.structure)
+        k = choose_threads(work.structure, resident_threads=resident_threads,
+                           n_cells=shapes.n_cells)
     else:
         k = np.full(shapes.n_shapes, int(threads), np.int64)
     steps, step_of, lane_of = _schedule_cells(work.structure.parent.astype(np.int64),
                                               work.structure.cell_offsets, k)
     return build_dhs(structure, shapes, work, k, steps, step_of, lane_of,
-                     options=dict(threads=threads, reroot=bool(reroot)))
+                     options=dict(threads=threads, reroot=bool(reroot),
+                                  resident_threads=resident_threads))

@@ -1,25 +1,106 @@
-"""Slots and arrays of a DHS plan, from the step and lane of every node (see ``dhs.py``)."""
+"""The DHS plan's data (:class:`DHSSchedule`) and its assembly from the step and lane of
+every node (the scheduling itself is in ``dhs.py``)."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
 from ..structure import MonoBatch
 
-__all__ = ["build_dhs"]
+__all__ = ["DHSSchedule", "build_dhs"]
 
 _JIT = dict(cache=True, nogil=True)
 _INT32_MAX = 2**31 - 1
 
 
+@dataclass(frozen=True, eq=False)
+class DHSSchedule:
+    """A DHS plan (see the module docstring). Index arrays int32, couplings float64.
+
+    Per shape: ``threads`` (k), ``n_steps``, ``shape_slot_offsets`` (n_shapes + 1; shape
+    ``s`` has ``n_steps[s] * threads[s]`` slots).
+
+    Per shape slot (concatenated over shapes; values are *cell-local* slots):
+    ``slot_node_local`` (node of the representative, working tree's original numbering,
+    ``-1`` for an idle lane), ``parent_slot`` (``-1`` at the root and idle lanes),
+    ``child_offsets`` (total + 1) and ``children`` (the children's slots, in subtraction
+    order).
+
+    Per cell, in schedule order: ``cells`` (the cell, canonical index), ``cell_shape``,
+    ``cell_base`` (its first value slot); ``thread_offsets`` groups them by ``k``
+    (``thread_values[i]`` for cells ``thread_offsets[i]:thread_offsets[i + 1]``).
+
+    Per value slot: ``slot_node`` (flat canonical index, ``-1`` padding), ``u``, ``l``
+    (``l`` None if symmetric); ``node_slot`` per canonical value.
+    """
+
+    threads: np.ndarray
+    n_steps: np.ndarray
+    shape_slot_offsets: np.ndarray
+    slot_node_local: np.ndarray
+    parent_slot: np.ndarray
+    child_offsets: np.ndarray
+    children: np.ndarray
+    cells: np.ndarray
+    cell_shape: np.ndarray
+    cell_base: np.ndarray
+    thread_values: np.ndarray
+    thread_offsets: np.ndarray
+    node_slot: np.ndarray
+    slot_node: np.ndarray
+    u: np.ndarray
+    l: np.ndarray | None
+    values_shape: tuple
+    options: dict
+
+    @property
+    def n_slots(self) -> int:
+        return int(self.slot_node.size)
+
+    @property
+    def lower(self) -> np.ndarray:
+        return self.u if self.l is None else self.l
+
+    @property
+    def work_steps(self) -> np.ndarray:
+        """Per shape: the sum over steps of the busiest lane's work (1 + its children):
+        the steps weighted by the pulls (int64[n_shapes])."""
+        counts = np.diff(self.child_offsets) + (self.slot_node_local >= 0)
+        out = np.zeros(self.threads.size, np.int64)
+        for s in range(self.threads.size):
+            a, b = self.shape_slot_offsets[s], self.shape_slot_offsets[s + 1]
+            out[s] = counts[a:b].reshape(-1, self.threads[s]).max(axis=1).sum()
+        return out
+
+    def pack(self, values, *, fill: float = 0.0, dtype=None) -> np.ndarray:
+        """``values`` (canonical shape) in slot order, padding set to ``fill``."""
+        values = np.asarray(values)
+        out = np.full(self.n_slots, fill, dtype=dtype or values.dtype)
+        out[self.node_slot] = values.reshape(-1)
+        return out
+
+    def unpack(self, packed) -> np.ndarray:
+        return np.asarray(packed)[self.node_slot].reshape(self.values_shape)
+
+    def describe(self) -> str:
+        padding = 1 - self.node_slot.size / self.n_slots if self.n_slots else 0.0
+        ks = ", ".join(f"k={k}: {int(np.diff(self.thread_offsets)[i])} cells"
+                       for i, k in enumerate(self.thread_values))
+        steps = (f"{int(self.n_steps.min())}..{int(self.n_steps.max())}" if self.n_steps.size
+                 else "none")
+        return (f"dhs schedule: {self.threads.size} shape(s), {ks}; steps {steps}, "
+                f"{self.n_slots} slots ({padding:.1%} padding); "
+                + ", ".join(f"{k}={v}" for k, v in self.options.items()))
+
+
+
 @njit(**_JIT)
 def _place(shape_of_cell, value_start, coupling_start, node_offsets, slot_of_node, cell_base,
-           source, swapped, u, lower, n_slots):
-    """Slot of every value, value of every slot, couplings in slot order."""
-    node_slot = np.empty(value_start[-1], np.int32)
-    slot_node = np.full(n_slots, -1, np.int32)
-    u_slot = np.zeros(n_slots)
-    l_slot = np.zeros(n_slots)
+           source, swapped, u, lower, node_slot, slot_node, u_slot, l_slot):
+    """Fill the slot of every value, the value of every slot (``slot_node`` starts at -1)
+    and the couplings in slot order (``u_slot``, ``l_slot`` start at 0)."""
     for c in range(shape_of_cell.size):
         s = shape_of_cell[c]
         for o in range(node_offsets[s + 1] - node_offsets[s]):
@@ -36,7 +117,6 @@ def _place(shape_of_cell, value_start, coupling_start, node_offsets, slot_of_nod
                 else:
                     u_slot[slot] = u[src]
                     l_slot[slot] = lower[src]
-    return node_slot, slot_node, u_slot, l_slot
 
 
 def _shape_slots(work, k, steps, step_of, lane_of):
@@ -72,9 +152,7 @@ def _shape_slots(work, k, steps, step_of, lane_of):
 
 
 def build_dhs(structure, shapes, work, k, steps, step_of, lane_of, *, options):
-    """Assemble the :class:`~hinesbatch.tree.schedules.dhs.DHSSchedule`."""
-    from .dhs import DHSSchedule
-
+    """Assemble the :class:`DHSSchedule`."""
     sso, slot_of_node, slot_node_local, parent_slot, child_offsets, children = _shape_slots(
         work, k, steps, step_of, lane_of)
     s = shapes.shape_of_cell
@@ -91,9 +169,12 @@ def build_dhs(structure, shapes, work, k, steps, step_of, lane_of, *, options):
     mono = isinstance(structure, MonoBatch)
     cell = structure.cell if mono else structure
     coupling_start = np.zeros(shapes.n_cells, np.int64) if mono else value_start[:-1]
-    node_slot, slot_node, u, lower = _place(
-        s, value_start, coupling_start, work.structure.cell_offsets, slot_of_node, cell_base,
-        work.source, work.swapped, cell.u, cell.lower, n_slots)
+    node_slot = np.full(int(value_start[-1]), -1, np.int32)
+    slot_node = np.full(n_slots, -1, np.int32)
+    u, lower = np.full(n_slots, 0.0), np.full(n_slots, 0.0)
+    _place(s, value_start, coupling_start, work.structure.cell_offsets, slot_of_node,
+           cell_base, work.source, work.swapped, cell.u, cell.lower, node_slot, slot_node, u,
+           lower)
     thread_values, first = np.unique(k[s[cells]], return_index=True)
     i32 = lambda a: np.ascontiguousarray(a, dtype=np.int32)  # noqa: E731
     return DHSSchedule(

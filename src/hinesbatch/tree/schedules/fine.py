@@ -25,8 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .branch_schedule import BranchSchedule, assemble, copy_offsets
-from .levels import _check_positive
+from .branch_schedule import BranchSchedule, assemble, check_positive, copy_offsets
 from .program import BranchProgram, branch_program
 from .shapes import cell_shapes
 
@@ -177,16 +176,16 @@ def fine_schedule(structure, *, block_size: int = 128, lanes: int = 32, reroot: 
     BranchSchedule
         One group per block (``block_threads`` threads), phases = the block's levels.
     """
-    block_size = _check_positive("block_size", block_size)
-    lanes = _check_positive("lanes", lanes)
+    block_size = check_positive("block_size", block_size)
+    lanes = check_positive("lanes", lanes)
     if max_shared_bytes is not None:
-        _check_positive("max_shared_bytes", max_shared_bytes)
+        check_positive("max_shared_bytes", max_shared_bytes)
     shapes = cell_shapes(structure)
     program = branch_program(shapes, reroot=reroot, split=split, min_length=min_length,
                              barrier_cost=barrier_cost)
     cell_seq, starts = pack_cells(program, block_size=block_size,
                                   max_shared_bytes=max_shared_bytes,
-                                  bytes_per_node=_check_positive("bytes_per_node",
+                                  bytes_per_node=check_positive("bytes_per_node",
                                                                  bytes_per_node))
     pos_of_copy, phase_offsets, group_offsets, threads = _block_order(
         cell_seq, starts, shapes.shape_of_cell, copy_offsets(program), program.class_offsets,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .branch_schedule import BranchSchedule, assemble, class_order_positions
+from .branch_schedule import BranchSchedule, assemble, check_positive, class_order_positions
 from .program import branch_program
 from .shapes import cell_shapes
 
@@ -54,7 +54,7 @@ def level_schedule(structure, *, lanes: int = 32, reroot: bool = False, split=No
     BranchSchedule
         One group; phase ``L`` holds the branches of level ``L`` of all cells.
     """
-    lanes = _check_positive("lanes", lanes)
+    lanes = check_positive("lanes", lanes)
     shapes = cell_shapes(structure)
     program = branch_program(shapes, reroot=reroot, split=split, min_length=min_length,
                              barrier_cost=barrier_cost)
@@ -72,9 +72,3 @@ def level_schedule(structure, *, lanes: int = 32, reroot: bool = False, split=No
                     visit=np.lexsort((shapes.rank, shapes.shape_of_cell)),
                     options=dict(reroot=bool(reroot), split=split, min_length=min_length,
                                  barrier_cost=barrier_cost))
-
-
-def _check_positive(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
