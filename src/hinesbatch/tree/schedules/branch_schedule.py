@@ -288,7 +288,8 @@ def assemble(program: BranchProgram, structure, pos_of_copy, phase_offsets, grou
     # cost twice its own time (page faults)
     node_slot = np.full(int(value_start[-1]), -1, np.int32)
     slot_node = np.full(n_slots, -1, np.int32)
-    u, lower = np.full(n_slots, 0.0), np.full(n_slots, 0.0)
+    u = np.full(n_slots, 0.0)
+    lower = u if cell.l is None else np.full(n_slots, 0.0)  # symmetric: writes agree
     _place(visit, sh.shape_of_cell, value_start, coupling_start, program.node_offsets,
            program.class_offsets, cco, program.node_class, program.node_pos,
            program.working.source, program.working.swapped, pos_of_copy, base, stride,

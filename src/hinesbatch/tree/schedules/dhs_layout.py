@@ -171,7 +171,8 @@ def build_dhs(structure, shapes, work, k, steps, step_of, lane_of, *, options):
     coupling_start = np.zeros(shapes.n_cells, np.int64) if mono else value_start[:-1]
     node_slot = np.full(int(value_start[-1]), -1, np.int32)
     slot_node = np.full(n_slots, -1, np.int32)
-    u, lower = np.full(n_slots, 0.0), np.full(n_slots, 0.0)
+    u = np.full(n_slots, 0.0)
+    lower = u if cell.l is None else np.full(n_slots, 0.0)  # symmetric: writes agree
     _place(s, value_start, coupling_start, work.structure.cell_offsets, slot_of_node,
            cell_base, work.source, work.swapped, cell.u, cell.lower, node_slot, slot_node, u,
            lower)
