@@ -255,3 +255,5 @@ def test_split_errors():
         split_branches(b, rule=2, min_length=0)
     with pytest.raises(ValueError, match="weights"):
         split_branches(b, weights=[1, 2])
+    with pytest.raises(ValueError, match="barrier_cost"):
+        split_branches(b, rule="cost", barrier_cost=-1.0)

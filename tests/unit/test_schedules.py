@@ -133,6 +133,36 @@ def test_dhs_equals_the_serial_solver(real, threads, batch):
         assert_proven(schedule, s, rerooted=rerooted, rng=31)
 
 
+def test_checks_catch_broken_schedules():
+    """The structural checks fail on schedules a kernel could not run."""
+    import dataclasses
+
+    s = rt.random_batch(30, rng=27, max_nodes=60)
+    good = fine_schedule(s, block_size=32)
+    has = np.flatnonzero(good.parent_slot >= 0)
+    late = good.parent_slot.copy()
+    late[has[0]] = good.base[has[-1]]  # hang a branch on a node of a later phase
+    swapped_kids = good.children.copy()
+    swapped_kids[[0, -1]] = swapped_kids[[-1, 0]]
+    twice = good.node_slot.copy()
+    twice[1] = twice[0]
+    for bad, match in [
+        (dataclasses.replace(good, parent_slot=late), "earlier phase"),
+        (dataclasses.replace(good, children=swapped_kids), "child lists"),
+        (dataclasses.replace(good, node_slot=twice), "inverse"),
+        (dataclasses.replace(good, block_threads=good.block_threads * 0 + 33), "block_size"),
+        (dataclasses.replace(good, block_cells=good.block_cells * 0), "every cell"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            check_branch_schedule(bad)
+    dhs = dhs_schedule(s, threads=4)
+    early = dhs.parent_slot.copy()
+    real_kid = np.flatnonzero((dhs.slot_node_local >= 0) & (dhs.parent_slot >= 0))[0]
+    early[real_kid] = 0 if real_kid != 0 else 1  # a parent in the first step
+    with pytest.raises(ValueError, match="before its child|child lists"):
+        check_dhs_schedule(dataclasses.replace(dhs, parent_slot=early), cell_sizes=s.cell_sizes)
+
+
 def test_planning_is_deterministic(real):
     s = batches(real)["real-and-random"]
     for make in (lambda: fine_schedule(s, reroot=True, split="cost"),

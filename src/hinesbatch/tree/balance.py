@@ -322,6 +322,8 @@ def split_branches(b: Branches, *, rule: str | int = "mean", min_length: int | N
     if w_cell.shape != (n_cells,):
         raise ValueError(f"weights must have one entry per cell ({n_cells}), got {w_cell.shape}")
     if isinstance(rule, str) and rule == "cost":
+        if not np.isfinite(barrier_cost) or barrier_cost < 0:
+            raise ValueError(f"barrier_cost must be a finite number >= 0, got {barrier_cost!r}")
         rule = cost_threshold(b, weights=w_cell, min_length=min_length,
                               barrier_cost=barrier_cost)
         if rule is None:
