@@ -16,6 +16,9 @@ Huber (2018, §6) balances Arbor's fine solver two ways, both done once at setup
   level deeper (with everything below it). Level by level, from the root, every branch
   longer than the level's threshold is cut at the threshold, so a very long branch is cut
   again on the next level. The node numbering does not change; only the decomposition.
+  Thresholds: Arbor's (the level's mean length, at least 10 nodes), a fixed length, or the
+  fixed length (or none) that minimises a cost model of levels and barriers (``"cost"``,
+  see :func:`cost_threshold` and ``docs/multi-morphology.md`` for why).
 
 Example: the chain 0-1-2-3-4 with a side node 5 on node 1 has depth 4 from node 0; its
 centre is node 2 (depth 2). A 5-node chain split at a fixed threshold of 2 nodes becomes the
@@ -38,11 +41,12 @@ _JIT = dict(cache=True, nogil=True)
 
 
 @njit(**_JIT)
-def _eccentricities(parent, offsets):
+def _eccentricities(parent):
     """Eccentricity (longest path in edges to any node) of every node of every cell.
 
-    Two passes per cell: subtree heights leaves-up (children have larger indices), then the
-    longest path leaving each node through its parent, root-down.
+    Two passes over the batch: subtree heights leaves-up (children have larger indices),
+    then the longest path leaving each node through its parent, root-down. Cells do not
+    interact (their roots have no parent).
     """
     n = parent.size
     best1 = np.zeros(n, np.int64)  # longest downward path (edges) from each node
@@ -83,7 +87,7 @@ def tree_centres(structure) -> np.ndarray:
     s = s.cell if isinstance(s, MonoBatch) else s
     if s.n_nodes == 0:
         return np.zeros(0, np.int64)
-    ecc = _eccentricities(s.parent, s.cell_offsets)
+    ecc = _eccentricities(s.parent)
     cell = np.repeat(np.arange(s.n_cells), s.cell_sizes)
     first = np.lexsort((np.arange(ecc.size), ecc, cell))  # per cell: least ecc, lowest index
     starts = np.searchsorted(cell[first], np.arange(s.n_cells))
@@ -243,13 +247,13 @@ SPLIT_RULES = ("mean", "cost")
 
 #: Fixed thresholds the ``"cost"`` rule chooses from (nodes), besides not splitting.
 COST_CANDIDATES = (64, 48, 32, 24, 16, 12, 8, 6, 4, 3, 2, 1)
-#: The ``"cost"`` rule judges the split on at most this many shapes (spread evenly).
+#: The ``"cost"`` rule judges the split on at most this many cells (spread evenly).
 COST_SAMPLE = 4096
 
 
 def split_threshold(lengths, weights=None, *, rule: str | int = "mean",
                     min_length: int = 10) -> int:
-    """The length above which a branch of one level is cut, and where (nodes).
+    """The length above which a branch of one level is cut, and where it is cut [nodes].
 
     Parameters
     ----------
@@ -267,9 +271,9 @@ def split_threshold(lengths, weights=None, *, rule: str | int = "mean",
     """
     if isinstance(rule, (int, np.integer)) and not isinstance(rule, bool):
         return max(int(rule), int(min_length), 1)
-    if rule not in ("mean",):
-        raise ValueError(f"unknown split rule {rule!r}; valid: {', '.join(SPLIT_RULES)} "
-                         "or a length (int)")
+    if rule != "mean":
+        raise ValueError(f"split_threshold takes the rule 'mean' or a length (int), got "
+                         f"{rule!r} (split_branches resolves 'cost')")
     lengths = np.asarray(lengths, np.float64)
     w = np.ones_like(lengths) if weights is None else np.asarray(weights, np.float64)
     mean = float(np.dot(lengths, w) / w.sum()) if lengths.size else 0.0
