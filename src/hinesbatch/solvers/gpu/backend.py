@@ -13,6 +13,7 @@ from ...errors import SingularSystemError
 from .device import availability, cupy_module, device_ids, suits_gpu
 from .parts import Part, split
 from .strategies import STRATEGIES, Strategy
+from . import multi  # noqa: F401  (registers the strategies levels, fine, dhs)
 
 __all__ = ["GpuBackend", "AUTO_REASON"]
 
