@@ -127,7 +127,7 @@ class _MultiStrategy(Strategy):
         structure = part_structure(part)
         self.schedule = self._plan(structure, options)
         self.rank = working_rank(structure) if self.reroot else None
-        self._inner = None  # (pivots, the solve's launches on the scratch buffers)
+        self._inner = None  # (flag buffer, the solve's launches on the scratch buffers)
         self._functions: dict = {}
 
     def _plan(self, structure, options):
@@ -229,8 +229,8 @@ class _MultiStrategy(Strategy):
             if self._scratch is None:
                 self._scratch = (cupy.empty(self.n_slots, self.dtype),
                                  cupy.empty(self.n_slots, self.dtype))
-            if self._inner is None or self._inner[0] is not pivots:
-                self._inner = (pivots, self.solve_launches(dev, *self._scratch, pivots))
+            if self._inner is None or self._inner[0] is not pivots[0]:  # a new flag buffer
+                self._inner = (pivots[0], self.solve_launches(dev, *self._scratch, pivots))
             self._run(self.canonical_launches(dev, d, rhs, pivots, self._scratch,
                                               inner=self._inner[1]), stream)
 
