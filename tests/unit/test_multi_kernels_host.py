@@ -341,3 +341,73 @@ def test_registered_and_instantiated():
     source = (gpu_compile.KERNEL_DIR / multi.SOURCE).read_text()
     assert f"#define HBM_FIND_THREADS {multi.FIND_THREADS}" in source
     assert f"#define HBM_MAX_THREADS {multi.MAX_THREADS}" in source
+
+
+class _FakeCupy:
+    """Just what multi.py's device entry points use of CuPy, on NumPy arrays; fresh arrays
+    from ``empty`` hold NaN."""
+
+    class cuda:  # noqa: N801
+        class Device:
+            def __init__(self, device=0):
+                pass
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+    empty = staticmethod(lambda shape, dtype=np.float64: np.full(shape, np.nan, dtype))
+    zeros = staticmethod(np.zeros)
+    asarray = staticmethod(np.ascontiguousarray)
+
+
+@pytest.mark.parametrize("config", ["levels", "fine-32-reroot", "dhs"])
+def test_device_entry_points_on_a_fake_cupy(emulator, batches, monkeypatch, config):
+    """solve_canonical (cached launches), to_native / solve_native / from_native and the
+    kernel lookup of multi.py, with CuPy replaced by NumPy and the kernels by the emulator."""
+    import contextlib
+
+    from hinesbatch.solvers.gpu import strategies
+
+    class Fn:
+        max_threads_per_block = 1024
+
+        def __init__(self, template, dtype):
+            self.template, self.dtype = template, dtype
+
+        def __call__(self, grid, block, args, shared_mem=0):
+            emulator.run([(self.template, grid, block, args)], self.dtype)
+
+    looked_up = []
+
+    def kernel(device, source, template, dtype):
+        assert source == multi.SOURCE and template in multi.KERNELS[source]
+        looked_up.append(template)
+        return Fn(template, dtype)
+
+    monkeypatch.setattr(multi, "cupy_module", lambda: _FakeCupy)
+    monkeypatch.setattr(strategies, "cupy_module", lambda: _FakeCupy)
+    monkeypatch.setattr(multi, "kernel", kernel)
+    name, options = CONFIGS[config]
+    structure = batches["mixed"]
+    strategy = make(name, structure, np.float64, **options)
+    d, rhs = rt.diagonally_dominant(structure, rng=66)
+    ref = emulate(strategy.schedule, d, rhs)
+    pivots = (np.full(1, NO_FAILURE, np.uint64), np.full(structure.n_cells, np.nan))
+    stream = contextlib.nullcontext()
+    for _ in range(2):  # the second solve reuses the cached launches
+        x = rhs.copy()
+        strategy.solve_canonical(d.copy(), x, pivots, stream)
+        np.testing.assert_array_equal(x, ref)
+    assert len(set(looked_up)) == len(looked_up)  # each kernel looked up once
+    dn, rn = strategy.to_native(d, stream), strategy.to_native(rhs, stream)
+    assert dn.shape == strategy.native_shape() and np.array_equal(strategy.from_native(dn, stream), d)
+    strategy.solve_native(dn, rn, pivots, stream)
+    np.testing.assert_array_equal(strategy.from_native(rn, stream), ref)
+    assert pivots[0][0] == NO_FAILURE
+    bad = d.copy()
+    bad[structure.cell_offsets[3]] = np.nan  # a root: its own pivot
+    strategy.solve_canonical(bad, rhs.copy(), pivots, stream)
+    assert (int(pivots[0][0]) >> 32, int(pivots[0][0]) & 0xFFFFFFFF) == (3, 0)
