@@ -25,7 +25,7 @@ from . import compile as _compile
 from .device import cupy_module, device_properties
 
 __all__ = ["CHUNK_CONFIGS", "SEGMENT_ROWS", "THREADS", "KERNELS", "ThomasLaunch",
-           "ChunkedLaunch", "chunk_config", "reset_flags", "NULL"]
+           "ChunkedLaunch", "chunk_config", "reset_flags", "tile_smem_bytes", "NULL"]
 
 NULL = np.uint64(0)  # a null pointer argument
 THREADS = 128  # TRI_THREADS of tridiagonal_chunked.cu
@@ -160,8 +160,7 @@ class ChunkedLaunch:
             raise ValueError(f"systems of {n} rows are too long for the chunked solver "
                              f"(at most {65535 * max(SEGMENT_ROWS)} rows)")
         self.sb = THREADS // self.g  # groups per tile
-        ss = self.g * (self.l + 1) + 1
-        self.smem = 5 * self.sb * ss * self.dtype.itemsize + 2 * self.sb * 4
+        self.smem = tile_smem_bytes(self.g, self.l, self.dtype.itemsize)
         self.tiles = -(-batch // self.sb) * self.segs
         self._scratch = None  # (red, bound) for segmented solves
         self._grid: dict[tuple[bool, bool], int] = {}
@@ -171,9 +170,11 @@ class ChunkedLaunch:
         return (f"tri_chunked<{{T}}, {self.g}, {self.l}, {_bool(interleaved)}, "
                 f"{_bool(reduce)}>")
 
+    def _kernel(self, template: str):
+        return _compile.kernel(self.device, "tridiagonal_chunked.cu", template, self.dtype)
+
     def _fn(self, interleaved: bool, reduce: bool):
-        fn = _compile.kernel(self.device, "tridiagonal_chunked.cu",
-                             self._template(interleaved, reduce), self.dtype)
+        fn = self._kernel(self._template(interleaved, reduce))
         if self.smem > 48 * 1024 and fn.max_dynamic_shared_size_bytes < self.smem:
             fn.max_dynamic_shared_size_bytes = self.smem
         if fn.preferred_shared_memory_carveout != 100:  # tiles live in shared memory
@@ -230,6 +231,15 @@ class ChunkedLaunch:
                f"{self.segs} segments of {self.q} rows ({self.g} lanes x {self.l} rows), "
                f"reduce / boundaries / solve")
         return f"chunked ({how}; {self.sb} systems per 128-thread block)"
+
+
+def tile_smem_bytes(g: int, l: int, itemsize: int) -> int:
+    """Dynamic shared memory [bytes] of one ``tri_chunked`` block: four input tiles and the x
+    tile of ``128 / g`` groups, then two int32 per group. Sized for the padded tile (``g (l + 1)
+    + 1`` values per group, the larger of the two layouts of ``tridiagonal_chunked.cu``), so one
+    size serves every staging mode."""
+    sb = THREADS // g
+    return 5 * sb * (g * (l + 1) + 1) * itemsize + 2 * sb * 4
 
 
 def _resident_blocks(fn, smem: int, props: dict) -> int:
