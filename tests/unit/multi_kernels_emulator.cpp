@@ -39,7 +39,6 @@ struct EmuBlock {
 };
 thread_local EmuBlock* emu_block = nullptr;
 thread_local bool emu_sequential = false;
-bool emu_failed = false;
 
 static void emu_fail(const char* what) {
     std::fprintf(stderr, "emulator: %s\n", what);
