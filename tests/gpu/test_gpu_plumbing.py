@@ -179,3 +179,20 @@ def test_empty_batch(cp):
     structure = MonoBatch(rt.chain(5, rng=0), 0)
     x = hinesbatch.plan(structure, backend="gpu").solve(cp.zeros((0, 5)), cp.zeros((0, 5)))
     assert x.shape == (0, 5)
+
+
+def test_overwrite_solves_in_rhs_for_cupy_and_numpy(seed, cp):
+    """``overwrite=True`` leaves the solution in ``rhs`` on the GPU as on the CPU: in place for
+    CuPy (the time loop's fast path, with ``check_finite=False``), copied back for NumPy."""
+    rng = np.random.default_rng(seed)
+    structure = MonoBatch(real_cell("c91662.swc", 1), 256)
+    d, rhs = hines_values(structure, rng, np.float64)
+    ref = serial_reference(structure, d, rhs)
+    plan = hinesbatch.plan(structure, backend="gpu")
+    dc, rc = cp.asarray(d), cp.asarray(rhs)
+    x = plan.solve(dc, rc, overwrite=True, check_finite=False)
+    assert x is rc
+    assert cell_rel_error(structure, x.get(), ref) < 1e-12
+    r_host = rhs.copy()
+    y = plan.solve(d.copy(), r_host, overwrite=True)
+    assert y is r_host and cell_rel_error(structure, y, ref) < 1e-12
