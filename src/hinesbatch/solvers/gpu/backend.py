@@ -50,7 +50,9 @@ class _DevicePart:
 
 
 class GpuBackend:
-    """Batched Hines solves on CUDA devices, one thread per cell.
+    """Batched Hines solves on CUDA devices: one thread per cell (the papers' layouts), a
+    group of lanes per cell (``tiled``), or several threads per cell from host schedules
+    (``levels``, ``fine``, ``dhs``).
 
     Parameters
     ----------
@@ -59,7 +61,9 @@ class GpuBackend:
         float32 or float64 (the plan makes one backend per dtype).
     strategy : str
         ``"auto"`` (default), ``"flat"``, ``"interleaved"``, ``"block-interleaved"``,
-        ``"block-shared"`` or ``"tiled"`` (see :mod:`.strategies`).
+        ``"block-shared"``, ``"tiled"`` (see :mod:`.strategies`), ``"levels"``, ``"fine"`` or
+        ``"dhs"`` (see :mod:`.multi`; options ``reroot``, ``split``, ``block_size``,
+        ``threads_per_cell``).
     devices : None, "all" or list of int
         Devices to spread the cells over (one stream each); ``None``: the current device.
     max_bytes : int or None
