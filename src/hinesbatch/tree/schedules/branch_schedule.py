@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..structure import MonoBatch
+from .slots import SlotMap
 from .program import BranchProgram
 
 __all__ = ["BranchSchedule", "assemble"]
@@ -24,7 +25,7 @@ _INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True, eq=False)
-class BranchSchedule:
+class BranchSchedule(SlotMap):
     """A branch schedule: which thread eliminates which branch, when, and where it lives.
 
     All index arrays are int32 (device-ready); ``u`` and ``l`` float64.
@@ -91,10 +92,6 @@ class BranchSchedule:
     options: dict
 
     @property
-    def n_slots(self) -> int:
-        return int(self.slot_node.size)
-
-    @property
     def n_branches(self) -> int:
         return int(self.base.size)
 
@@ -105,21 +102,6 @@ class BranchSchedule:
     @property
     def n_phases(self) -> int:
         return int(self.phase_offsets.size - 1)
-
-    @property
-    def lower(self) -> np.ndarray:
-        return self.u if self.l is None else self.l
-
-    def pack(self, values, *, fill: float = 0.0, dtype=None) -> np.ndarray:
-        """``values`` (canonical ``values_shape``) in slot order, padding set to ``fill``."""
-        values = np.asarray(values)
-        out = np.full(self.n_slots, fill, dtype=dtype or values.dtype)
-        out[self.node_slot] = values.reshape(-1)
-        return out
-
-    def unpack(self, packed) -> np.ndarray:
-        """Slot-ordered values back in the canonical shape."""
-        return np.asarray(packed)[self.node_slot].reshape(self.values_shape)
 
     def describe(self) -> str:
         padding = 1 - self.node_slot.size / self.n_slots if self.n_slots else 0.0

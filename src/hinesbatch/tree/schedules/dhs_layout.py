@@ -8,6 +8,7 @@ import numpy as np
 from numba import njit
 
 from ..structure import MonoBatch
+from .slots import SlotMap
 
 __all__ = ["DHSSchedule", "build_dhs"]
 
@@ -16,7 +17,7 @@ _INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True, eq=False)
-class DHSSchedule:
+class DHSSchedule(SlotMap):
     """A DHS plan (see the module docstring). Index arrays int32, couplings float64.
 
     Per shape: ``threads`` (k), ``n_steps``, ``shape_slot_offsets`` (n_shapes + 1; shape
@@ -56,14 +57,6 @@ class DHSSchedule:
     options: dict
 
     @property
-    def n_slots(self) -> int:
-        return int(self.slot_node.size)
-
-    @property
-    def lower(self) -> np.ndarray:
-        return self.u if self.l is None else self.l
-
-    @property
     def work_steps(self) -> np.ndarray:
         """Per shape: the sum over steps of the busiest lane's work (1 + its children):
         the steps weighted by the pulls (int64[n_shapes])."""
@@ -73,16 +66,6 @@ class DHSSchedule:
             a, b = self.shape_slot_offsets[s], self.shape_slot_offsets[s + 1]
             out[s] = counts[a:b].reshape(-1, self.threads[s]).max(axis=1).sum()
         return out
-
-    def pack(self, values, *, fill: float = 0.0, dtype=None) -> np.ndarray:
-        """``values`` (canonical shape) in slot order, padding set to ``fill``."""
-        values = np.asarray(values)
-        out = np.full(self.n_slots, fill, dtype=dtype or values.dtype)
-        out[self.node_slot] = values.reshape(-1)
-        return out
-
-    def unpack(self, packed) -> np.ndarray:
-        return np.asarray(packed)[self.node_slot].reshape(self.values_shape)
 
     def describe(self) -> str:
         padding = 1 - self.node_slot.size / self.n_slots if self.n_slots else 0.0
