@@ -107,7 +107,26 @@ def _check_lockstep(lockstep) -> int:
     return int(lockstep)
 
 
-class _CpuHines:
+class _Cpu:
+    """What both CPU backend families share: NumPy arrays, always available, the option
+    check, the dtype and the ``lockstep`` option (how many consecutive cells or systems one
+    thread advances together; any value gives bit-identical results)."""
+
+    xp = np
+    _options: tuple[str, ...] = ("lockstep",)
+    _default_lockstep = 1
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        return True, ""
+
+    def __init__(self, *, dtype, lockstep: int | None, options: dict):
+        _check_options(self.name, options, self._options)
+        self.dtype = np.dtype(dtype)
+        self._lockstep = _check_lockstep(self._default_lockstep if lockstep is None else lockstep)
+
+
+class _CpuHines(_Cpu):
     """Shared set-up of the CPU Hines backends.
 
     Option ``lockstep`` (shared-structure batches): how many consecutive cells one thread
@@ -117,17 +136,9 @@ class _CpuHines:
     """
 
     kind = "hines"
-    xp = np
-    _options: tuple[str, ...] = ("lockstep",)
-    _default_lockstep = 1
-
-    @classmethod
-    def available(cls) -> tuple[bool, str]:
-        return True, ""
 
     def __init__(self, structure, *, dtype, lockstep: int | None = None, **options):
-        _check_options(self.name, options, self._options)
-        self.dtype = np.dtype(dtype)
+        super().__init__(dtype=dtype, lockstep=lockstep, options=options)
         self._mono = isinstance(structure, MonoBatch)
         s = structure.cell if self._mono else structure
         self._parent = s.parent  # read-only int32
@@ -135,7 +146,6 @@ class _CpuHines:
         self._u = _readonly(s.u, self.dtype)
         self._l = _readonly(s.lower, self.dtype)
         self._n_cells = structure.n_cells
-        self._lockstep = _check_lockstep(self._default_lockstep if lockstep is None else lockstep)
         self._status = np.empty(self._n_cells, dtype=np.int64)
 
     def _raise(self, d: np.ndarray, cell: int, node: int):
@@ -210,7 +220,7 @@ def _threading_layer() -> str:
         return "threading layer chosen at first solve"
 
 
-class _CpuTridiagonal:
+class _CpuTridiagonal(_Cpu):
     """Shared set-up of the CPU tridiagonal backends; ``shape`` is a
     :class:`hinesbatch.solvers.tridiagonal.TridiagonalShape`.
 
@@ -219,20 +229,11 @@ class _CpuTridiagonal:
     """
 
     kind = "tridiagonal"
-    xp = np
-    _options: tuple[str, ...] = ("lockstep",)
-    _default_lockstep = 1
-
-    @classmethod
-    def available(cls) -> tuple[bool, str]:
-        return True, ""
 
     def __init__(self, shape, *, dtype, lockstep: int | None = None, **options):
-        _check_options(self.name, options, self._options)
-        self.dtype = np.dtype(dtype)
+        super().__init__(dtype=dtype, lockstep=lockstep, options=options)
         self._n = shape.n
         self._lengths = shape.lengths_or_full()  # read-only int64[batch]
-        self._lockstep = _check_lockstep(self._default_lockstep if lockstep is None else lockstep)
         self._status = np.empty(self._lengths.size, dtype=np.int64)
 
     def _raise(self, d: np.ndarray, system: int, row: int):
