@@ -16,6 +16,7 @@ COMMANDS = {
 BENCHMARKS = {
     "cpu": ("bench.cpu", "serial vs multicore CPU solves, and simulate vs NEURON"),
     "hines": ("bench.hines", "the cuHinesBatch figures: every GPU layout against the CPU"),
+    "multi": ("bench.multi", "multi-morphology batches: levels, fine, dhs against one thread per cell"),
     "tridiagonal": ("bench.tridiagonal",
                     "the cuThomasBatch figures: GPU tridiagonal solvers vs cuSPARSE and the CPU"),
 }

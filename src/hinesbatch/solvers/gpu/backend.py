@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import SingularSystemError
-from .device import availability, cupy_module, device_ids, suits_gpu
+from .auto import AUTO_REASON, auto_strategy
+from .device import availability, cupy_module, device_ids, device_properties, suits_gpu
 from .parts import Part, split
 from .strategies import STRATEGIES, Strategy
 from . import multi  # noqa: F401  (registers the strategies levels, fine, dhs)
@@ -21,10 +22,6 @@ _NO_FAILURE = np.uint64(0xFFFFFFFFFFFFFFFF)
 _OWN_OPTIONS = ("strategy", "devices", "max_bytes", "check_pivots")
 _STRATEGY_OPTIONS = tuple(sorted({o for cls in STRATEGIES.values() for o in cls.options}))
 
-#: Why ``strategy="auto"`` prefers ``tiled`` (measured: benchmarks/results/h200/hines.md).
-AUTO_REASON = ("fastest from canonical-order values for every cell and batch size of the H200 "
-               "benchmark (e.g. 1.08 ms against 2.69 ms for interleaved with its transposes, "
-               "256000 cells of 313 nodes, fp64; benchmarks/results/h200)")
 
 
 class _DevicePart:
@@ -117,7 +114,9 @@ class GpuBackend:
                 raise ValueError(f"unknown GPU strategy {strategy!r}; valid strategies: auto, "
                                  f"{', '.join(STRATEGIES)}")
             return strategy, "requested"
-        return "tiled", "auto: " + AUTO_REASON
+        resident = device_properties(self.devices[0])["sm_count"] * multi.THREADS_PER_SM
+        name, why = auto_strategy(self.structure, resident_threads=resident)
+        return name, "auto: " + why
 
     def _budget(self, device: int) -> int:
         if self.max_bytes is not None:

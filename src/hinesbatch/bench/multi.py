@@ -1,0 +1,265 @@
+"""``hinesbatch bench multi``: multi-morphology batches on the GPU (issue 5 §3-4).
+
+Question: how fast do the fine-grained strategies ``levels``, ``fine`` (plain and balanced:
+reroot + split "cost") and ``dhs`` solve batches of cells of one or many shapes, against one
+thread per cell (``interleaved``, the papers' "old" solver) and ``tiled``; does
+``strategy="auto"`` land within 10 % of the best; are the speed goals met?
+
+* Cases (:func:`._multi_cases.cases`; most important first): goal (c) 3000 copies of
+  morph_ca1_n120 at nseg=8 (1405 nodes); goal (b) 100 copies at nseg=1; real mixes (cells
+  drawn from all 17 repository morphologies, nseg=1, min_radius 0.01 µm; 100 to 256,000
+  cells; each with the mono-morphology batch of the same total nodes, for goal (a));
+  Valero-Lara 2018 Fig. 6 (25,600 random trees of 200 nodes, branching 10 % and 50 %, one
+  tree shared vs every cell different); Fig. 14 (binary trees of about 512 nodes with 2-4
+  branch levels, 256-256,000 cells, with the multicore CPU); Arbor's Figs. 7.1/7.2 (random
+  trees of 200 nodes, branching 90/50/10 %, 10-10,000 cells, and 100,000 at 50 %).
+* Every case: fp64, CUDA events around ``solve`` from canonical values (gathers and
+  scatters included), pivots not checked, median of ``--repeats`` after warm-up; planning
+  time is not included (it is done once per batch). All ratios come from this one run.
+  Every strategy's solution is compared with ``interleaved``'s (max abs difference over max
+  abs value).
+* ``auto``: the pick of :func:`hinesbatch.solvers.gpu.auto.auto_strategy` for the batch,
+  and the time of that (default-option) contender in the same case against the best.
+* A wall-clock budget (``--budget``) skips the remaining cases when spent (listed as such).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .common import machine_info, write_results
+
+__all__ = ["configure", "run", "analyse", "QUESTION"]
+
+QUESTION = ("How fast do levels, fine (plain and balanced) and dhs solve mono- and "
+            "multi-morphology batches against one thread per cell (interleaved) and tiled, does "
+            "strategy='auto' land within 10 % of the best, and are issue 5's speed goals met?")
+GOALS = {"a": 1.25, "b": 3.0, "c": 0.15}
+AUTO_TOLERANCE = 1.10
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add ``bench multi``'s arguments to ``parser``."""
+    parser.add_argument("--out", default="benchmarks/results/h200", metavar="DIR",
+                        help="directory for multi.json, multi.md and the figures")
+    parser.add_argument("--repeats", type=int, default=10, help="GPU timings per case (median)")
+    parser.add_argument("--budget", type=float, default=280.0, metavar="S",
+                        help="wall-clock seconds after which the remaining cases are skipped")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke test: small batches, 3 repeats")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    parser.add_argument("--from-json", metavar="PATH",
+                        help="no GPU: re-analyse the rows of an earlier multi.json (auto's picks "
+                             "with the current rule) and rewrite the results")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run (or re-analyse) the benchmark; write multi.json, multi.md and the PNGs."""
+    if args.repeats < 1 or args.budget <= 0:
+        print("hinesbatch bench multi: error: --repeats and --budget must be positive",
+              file=sys.stderr)
+        return 1
+    if args.from_json:
+        doc = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
+        rows, machine = doc["tables"]["All cases"], doc["machine"]
+        extra_notes = [n for n in doc["notes"] if n.startswith("skipped")]
+    else:
+        from ..solvers import registry
+
+        ok, why = registry.get("gpu").available()
+        if not ok:
+            print(f"hinesbatch bench multi: error: the GPU backend cannot run here: {why}",
+                  file=sys.stderr)
+            return 1
+        rows, machine, extra_notes = _measure(args)
+    tables, notes = analyse(rows)
+    notes = notes + extra_notes
+    json_path, md_path = write_results(tables, args.out, "multi", question=QUESTION, notes=notes,
+                                       machine=machine)
+    print(f"wrote {json_path} and {md_path}")
+    if not args.no_plots:
+        from ._multi_plots import figures
+
+        for path in figures(rows, Path(args.out)):
+            print(f"wrote {path}")
+    for note in notes:
+        print(note)
+    return 0
+
+
+def _measure(args) -> tuple[list[dict], dict, list[str]]:
+    import cupy
+
+    from ._gpu_timing import gpu_info
+    from ._multi_cases import cases
+
+    info = gpu_info(cupy)
+    print("GPU:", "; ".join(info["gpus"]), flush=True)
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    resident = int(props["multiProcessorCount"]) * 2048
+    repeats = 3 if args.quick else args.repeats
+    import numba
+
+    machine = machine_info({**info, "multicore_threads": numba.get_num_threads(),
+                            "resident_threads": resident})
+    partial = Path(args.out) / "multi_rows.json"  # rows so far: --from-json can finish a cut run
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    start, rows, skipped = time.perf_counter(), [], []
+    for case in cases(args.quick):
+        if time.perf_counter() - start > args.budget:
+            skipped.append(f"{case.figure}: {case.label}")
+            continue
+        rows.append(_run_case(cupy, case, repeats, int(props["l2CacheSize"]), resident))
+        partial.write_text(json.dumps({"machine": machine, "tables": {"All cases": rows},
+                                       "notes": []}, default=str), encoding="utf-8")
+    notes = [f"skipped (budget of {args.budget:.0f} s spent): {', '.join(skipped)}"] if skipped else []
+    return rows, machine, notes
+
+
+def _run_case(cupy, case, repeats: int, l2: int, resident: int) -> dict:
+    """Time every contender on one case; one row (times in ms, None where a contender failed)."""
+    from ..solvers.gpu.auto import auto_strategy
+    from ..tree.structure import MonoBatch
+    from ._gpu_timing import free_memory
+    from ._multi_cases import CONTENDERS, gpu_ms, values
+
+    t0 = time.perf_counter()
+    structure = case.build()
+    d, rhs = values(structure)
+    d0, r0 = cupy.asarray(d), cupy.asarray(rhs)
+    del d, rhs
+    sizes = [structure.cell.n_nodes] if isinstance(structure, MonoBatch) else structure.cell_sizes
+    row = {"figure": case.figure, "case": case.label, "cells": structure.n_cells,
+           "nodes": int(structure.n_nodes) * (structure.n_cells if isinstance(structure, MonoBatch) else 1),
+           "mono": isinstance(structure, MonoBatch), "max_cell_nodes": int(max(sizes)),
+           "resident": resident}
+    row["auto"], row["auto_reason"] = auto_strategy(structure, resident_threads=resident)
+    ref, errors = None, {}
+    for label, strategy, options in CONTENDERS:
+        try:
+            ms, desc, x = gpu_ms(cupy, structure, d0, r0, strategy, options, repeats=repeats, l2=l2)
+        except Exception as exc:  # a contender that cannot take this batch: recorded, not fatal
+            row[label], errors[label] = None, f"{type(exc).__name__}: {exc}"[:200]
+            free_memory(cupy)
+            continue
+        row[label] = ms
+        if ref is None:
+            ref = x
+        else:
+            errors[label] = float(cupy.max(cupy.abs(x - ref)) / cupy.max(cupy.abs(ref)))
+        del x
+        free_memory(cupy)
+    del ref, d0, r0
+    free_memory(cupy)
+    row["multicore"] = _cpu_ms(structure) if case.cpu else None
+    row["mono_equivalent"] = (_mono_equivalent(cupy, structure, repeats, l2)
+                              if case.mono_equivalent else None)
+    row["diff_vs_interleaved"] = errors
+    row["wall_s"] = round(time.perf_counter() - t0, 1)
+    print(json.dumps({k: v for k, v in row.items() if k != "auto_reason"}, default=str), flush=True)
+    return row
+
+
+def _cpu_ms(structure) -> float:
+    from .hines import cpu_times
+    from ._multi_cases import values
+
+    d, rhs = values(structure)
+    reps = 1 if structure.n_cells > 25600 else 3
+    return cpu_times(structure, d, rhs, repeats=reps, backends=("multicore",))["multicore"]
+
+
+def _mono_equivalent(cupy, structure, repeats: int, l2: int) -> dict:
+    """Best time of tiled and interleaved on a MonoBatch of the focus cell with the same total
+    nodes (goal (a)'s reference)."""
+    from ..tree.structure import MonoBatch
+    from ._gpu_timing import free_memory
+    from ._multi_cases import FOCUS, gpu_ms, real_cells, values
+
+    cell = real_cells(1)[FOCUS]
+    n = max(1, round(structure.n_nodes / cell.n_nodes))
+    mono = MonoBatch(cell, n)
+    d, rhs = values(mono)
+    d0, r0 = cupy.asarray(d), cupy.asarray(rhs)
+    times = {}
+    for strategy in ("tiled", "interleaved"):
+        times[strategy] = gpu_ms(cupy, mono, d0, r0, strategy, {}, repeats=repeats, l2=l2)[0]
+        free_memory(cupy)
+    best = min(times, key=times.get)
+    return {"cells": n, "nodes": n * cell.n_nodes, "best": best, "ms": times[best]}
+
+
+# -- analysis (no GPU) --------------------------------------------------------------------------
+def analyse(rows: list[dict]) -> tuple[dict, list[str]]:
+    """Result tables and notes from the measured rows: best per case, auto against the best,
+    the figures' ratios and the speed goals. Auto's pick is recomputed with the current rule."""
+    from ._multi_cases import CONTENDERS, FINE_GRAINED
+
+    labels = [c[0] for c in CONTENDERS]
+    summary, notes = [], []
+    for r in rows:
+        r["auto"] = _auto_pick(r)
+        times = {k: r[k] for k in labels if r.get(k) is not None}
+        best = min(times, key=times.get) if times else None
+        # the backend falls back to interleaved when tiled cannot hold a cell in shared memory
+        auto_ms = times.get(r["auto"], times.get("interleaved") if r["auto"] == "tiled" else None)
+        fine = {k: times[k] for k in FINE_GRAINED if k in times}
+        line = {"figure": r["figure"], "case": r["case"], "cells": r["cells"], "nodes": r["nodes"]}
+        line.update({k: r.get(k) for k in labels})
+        line["multicore"] = r.get("multicore")
+        line.update({"best": best, "auto": r["auto"],
+                     "auto/best": auto_ms / times[best] if auto_ms and best else None,
+                     "best fine/interleaved": (times["interleaved"] / min(fine.values())
+                                               if fine and "interleaved" in times else None)})
+        summary.append(line)
+    within = [s for s in summary if s["auto/best"] is not None and s["auto/best"] <= AUTO_TOLERANCE]
+    notes.append(f"auto within 10 % of the best on {len(within)} of {len(summary)} cases"
+                 + ("" if len(within) == len(summary) else ": not on " + ", ".join(
+                     f"{s['case']} (auto {s['auto']} {s['auto/best']:.2f}x best {s['best']})"
+                     if s["auto/best"] else f"{s['case']} (auto's pick failed)"
+                     for s in summary if s not in within)))
+    notes += _goal_notes(rows, summary)
+    return {"All cases": summary, "Raw rows": rows}, notes
+
+
+def _auto_pick(row: dict) -> str:
+    """Auto's pick for a measured row, by the current rule."""
+    from ..solvers.gpu.auto import choose
+
+    return choose(mono=row["mono"], n_cells=row["cells"], resident_threads=row["resident"])[0]
+
+
+def _goal_notes(rows, summary) -> list[str]:
+    notes = []
+    by_case = {s["case"]: s for s in summary}
+    big = [r for r in rows if r["figure"] == "real-mix" and r["cells"] == 256000]
+    if big and big[0].get("mono_equivalent"):
+        r, s = big[0], by_case[big[0]["case"]]
+        best = s[s["best"]] if s["best"] else None
+        ref = r["mono_equivalent"]["ms"]
+        ok = best is not None and best <= GOALS["a"] * ref
+        notes.append(f"goal (a) {'met' if ok else 'NOT met'}: 256000 real cells {best:.3f} ms "
+                     f"({s['best']}) vs mono {ref:.3f} ms ({r['mono_equivalent']['best']}, "
+                     f"{r['mono_equivalent']['cells']} x ca1), ratio {best / ref:.2f} "
+                     f"(goal <= {GOALS['a']})")
+    else:
+        notes.append("goal (a): not measured (case skipped or failed)")
+    for name in ("100 x ca1 (nseg=1)", "100 real cells"):
+        s = by_case.get(name)
+        if s and s["best fine/interleaved"]:
+            ok = s["best fine/interleaved"] >= GOALS["b"]
+            notes.append(f"goal (b) {'met' if ok else 'NOT met'} on {name}: best fine-grained "
+                         f"{s['best fine/interleaved']:.2f}x faster than one thread per cell "
+                         f"(goal >= {GOALS['b']})")
+    s = by_case.get("3000 x ca1 (nseg=8)")
+    if s and s["best"]:
+        ms = s[s["best"]]
+        notes.append(f"goal (c) {'met' if ms <= GOALS['c'] else 'NOT met'}: 3000 x ca1 (1405 "
+                     f"nodes) {ms:.3f} ms per solve ({s['best']}; goal <= {GOALS['c']} ms)")
+    else:
+        notes.append("goal (c): not measured")
+    return notes
+

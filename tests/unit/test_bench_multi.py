@@ -1,0 +1,110 @@
+"""``hinesbatch bench multi`` without a GPU: the case builders, the analysis (best, auto's
+pick against the best, the speed goals), the re-analysis from JSON and the CLI entry."""
+import json
+
+import numpy as np
+import pytest
+
+import hinesbatch
+from hinesbatch.bench import multi
+from hinesbatch.bench._multi_cases import CONTENDERS, binary_cells, cases, random_batch, values
+from hinesbatch.cli import main
+from hinesbatch.solvers import registry
+from hinesbatch.tree.structure import MonoBatch
+
+H200 = 132 * 2048
+
+
+def _row(figure, case, cells, mono, times, **extra):
+    row = {"figure": figure, "case": case, "cells": cells, "nodes": 313 * cells, "mono": mono,
+           "max_cell_nodes": 313, "resident": H200, "auto": None, "multicore": None,
+           "mono_equivalent": None, "diff_vs_interleaved": {}}
+    row.update({label: times.get(label) for label, _, _ in CONTENDERS})
+    row.update(extra)
+    return row
+
+
+def _rows():
+    return [
+        _row("goal-c", "3000 x ca1 (nseg=8)", 3000, True, {"interleaved": 1.0, "tiled": 0.12}),
+        _row("goal-b", "100 x ca1 (nseg=1)", 100, True,
+             {"interleaved": 0.3, "tiled": 0.02, "dhs": 0.05, "fine": 0.2}),
+        _row("real-mix", "256000 real cells", 256000, False,
+             {"interleaved": 5.0, "tiled": 2.0, "dhs": 1.0},
+             mono_equivalent={"cells": 436000, "nodes": 1, "best": "tiled", "ms": 1.0}),
+        # auto picks tiled here (256000 per-cell cells) but dhs is 2x faster: outside 10 %
+        _row("arbor", "10 random high (p=0.9)", 10, False, {"interleaved": 0.5, "dhs": 0.1,
+                                                            "fine": 0.09}),
+    ]
+
+
+def test_analysis_finds_best_auto_and_goals():
+    tables, notes = multi.analyse(_rows())
+    s = {r["case"]: r for r in tables["All cases"]}
+    assert s["3000 x ca1 (nseg=8)"]["best"] == "tiled"
+    assert s["10 random high (p=0.9)"]["auto"] == "dhs"
+    assert s["10 random high (p=0.9)"]["auto/best"] == pytest.approx(0.1 / 0.09)
+    assert s["256000 real cells"]["auto"] == "tiled"
+    assert s["256000 real cells"]["auto/best"] == pytest.approx(2.0)
+    assert s["100 x ca1 (nseg=1)"]["best fine/interleaved"] == pytest.approx(0.3 / 0.05)
+    text = "\n".join(notes)
+    assert "auto within 10 % of the best on 2 of 4 cases" in text
+    assert "goal (a) met" in text and "ratio 1.00" in text
+    assert "goal (b) met on 100 x ca1" in text
+    assert "goal (c) met" in text
+
+
+def test_goals_not_met_are_said_so():
+    rows = _rows()
+    rows[0]["tiled"] = 0.5
+    rows[1].update(dhs=0.2, fine=0.25)
+    rows[2]["dhs"] = 3.0
+    notes = "\n".join(multi.analyse(rows)[1])
+    assert "goal (a) NOT met" in notes and "goal (b) NOT met" in notes and "goal (c) NOT met" in notes
+
+
+def test_auto_falls_back_to_interleaved_when_tiled_failed():
+    rows = [_row("fig14", "256 binary depth 2", 256, True, {"interleaved": 1.0, "levels": 0.95})]
+    line = multi.analyse(rows)[0]["All cases"][0]
+    assert line["auto"] == "tiled" and line["auto/best"] == pytest.approx(1.0 / 0.95)
+
+
+def test_rewrite_from_json(tmp_path):
+    doc = {"machine": {"date": "x"}, "tables": {"All cases": _rows()},
+           "notes": ["skipped (budget of 1 s spent): fig14: 256000 binary depth 4"]}
+    src = tmp_path / "old.json"
+    src.write_text(json.dumps(doc))
+    out = tmp_path / "out"
+    rc = main(["bench", "multi", "--from-json", str(src), "--out", str(out)])
+    assert rc == 0
+    again = json.loads((out / "multi.json").read_text())
+    assert [r["case"] for r in again["tables"]["All cases"]] == [r["case"] for r in _rows()]
+    assert any(n.startswith("skipped") for n in again["notes"])
+    assert (out / "multi.png").stat().st_size > 10000
+    assert "goal (c) met" in (out / "multi.md").read_text()
+
+
+def test_case_builders_give_solvable_batches():
+    quick = cases(True)
+    assert {c.figure for c in quick} == {"goal-b", "real-mix", "fig6", "arbor", "fig14"}
+    full = cases(False)
+    assert full[0].figure == "goal-c" and full[-1].n_cells == 256000  # the biggest last
+    for s in (random_batch(6, 40, 0.5, seed=2), binary_cells(3, 4, nodes=64),
+              random_batch(3, 40, 0.1, mono=True)):
+        d, rhs = values(s)
+        assert d.shape == rhs.shape == s.values_shape
+        x = hinesbatch.plan(s, backend="serial").solve(d, rhs)
+        dense = s if not isinstance(s, MonoBatch) else None
+        if dense is not None:
+            from hinesbatch.tree.random_trees import dense_solve
+
+            np.testing.assert_allclose(x, dense_solve(s, d, rhs), rtol=1e-10, atol=1e-12)
+    assert isinstance(binary_cells(4, 2), MonoBatch) and binary_cells(4, 2).cell.n_nodes == 510
+
+
+def test_quick_run_needs_a_gpu(tmp_path, capsys):
+    ok, why = registry.get("gpu").available()
+    if ok:
+        pytest.skip("a GPU is present: the --quick run is exercised on the device instead")
+    assert main(["bench", "multi", "--quick", "--out", str(tmp_path)]) == 1
+    assert "cannot run here" in capsys.readouterr().err
