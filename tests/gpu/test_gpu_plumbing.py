@@ -1,4 +1,5 @@
-"""The GPU backend's plumbing: chunks under max_bytes, several devices, array kinds, the native
+"""The GPU backend's plumbing: chunks under max_bytes (the plan's memory, and NumPy values
+streamed through the device), several devices, array kinds, the native
 layout entry points, singular pivots, the auto choice and option errors."""
 from __future__ import annotations
 
@@ -196,3 +197,66 @@ def test_overwrite_solves_in_rhs_for_cupy_and_numpy(seed, cp):
     r_host = rhs.copy()
     y = plan.solve(d.copy(), r_host, overwrite=True)
     assert y is r_host and cell_rel_error(structure, y, ref) < 1e-12
+
+
+def _streaming_cap(structure, dtype, strategy):
+    """A ``max_bytes`` that fits the plan but leaves room for about a fifth of the values."""
+    whole = layout_solver(hinesbatch.plan(structure, backend="gpu", strategy=strategy), dtype)
+    own = sum(p.strategy.structure_bytes() + p.strategy.scratch_bytes() for p in whole._parts)
+    return own + 2 * structure.n_nodes * np.dtype(dtype).itemsize // 5
+
+
+# A plan always builds its float64 backend (option checks), so the cap must fit that one's
+# structure too: for tiled in float32 that leaves no room for >= 4 chunks of a per-cell batch.
+STREAM_CASES = (("tiled", np.float64), ("interleaved", np.float32), ("interleaved", np.float64))
+
+
+@pytest.mark.parametrize("strategy, dtype", STREAM_CASES)
+def test_numpy_batches_over_max_bytes_stream_in_chunks(strategy, dtype, seed, cp):
+    """NumPy values larger than ``max_bytes`` go through the device in chunks of whole cells:
+    bitwise the uncapped result, the serial one within tolerance, inputs untouched."""
+    rng = np.random.default_rng(seed)
+    for kind, structure in batches(rng):
+        d, rhs = hines_values(structure, rng, dtype)
+        d0, rhs0 = d.copy(), rhs.copy()
+        whole = hinesbatch.plan(structure, backend="gpu", strategy=strategy).solve(d, rhs)
+        cap = _streaming_cap(structure, dtype, strategy)
+        plan = hinesbatch.plan(structure, backend="gpu", strategy=strategy, max_bytes=cap)
+        impl = layout_solver(plan, dtype)
+        assert impl.streams_host()
+        assert len(impl._streamer.ranges()) >= 4, kind
+        x = plan.solve(d, rhs)
+        assert type(x) is np.ndarray and x.dtype == dtype
+        assert np.array_equal(d, d0) and np.array_equal(rhs, rhs0)
+        assert np.array_equal(x, whole), f"{kind} {strategy} seed {seed}"
+        ref = serial_reference(structure, d, rhs)
+        assert cell_rel_error(structure, x, ref) < TOLERANCE[np.dtype(dtype)]
+        r = rhs.copy()
+        y = plan.solve(d, r, overwrite=True)
+        assert y is r and np.array_equal(r, whole)
+
+
+@pytest.mark.parametrize("strategy, dtype", (("tiled", np.float64), ("interleaved", np.float32)))
+def test_streamed_singular_pivot_names_the_global_cell(strategy, dtype, seed, cp):
+    rng = np.random.default_rng(seed)
+    for kind, structure in batches(rng):
+        d, rhs = hines_values(structure, rng, dtype)
+        plan = hinesbatch.plan(structure, backend="gpu", strategy=strategy,
+                               max_bytes=_streaming_cap(structure, dtype, strategy))
+        ranges = layout_solver(plan, dtype)._streamer.ranges()
+        assert len(ranges) >= 4, kind
+        a, b = ranges[-1]
+        c = int(rng.integers(a, b))  # a cell of the last chunk
+        if kind == "mono":
+            d[c, rng.choice(_leaves(structure.cell.parent))] = 0.0
+        else:
+            d[structure.cell_offsets[c] + rng.choice(_leaves(structure.cell(c).parent))] = 0.0
+        with pytest.raises(SingularSystemError) as cpu:
+            hinesbatch.plan(structure, backend="serial").solve(d, rhs)
+        with pytest.raises(SingularSystemError) as gpu:
+            plan.solve(d, rhs)
+        assert (gpu.value.cell, gpu.value.node) == (cpu.value.cell, cpu.value.node)
+        assert gpu.value.cell == c and f"at cell {c}, node {cpu.value.node}" in str(gpu.value)
+        d[...] = np.nan  # a non-finite input is named at its global place before any transfer
+        with pytest.raises(ValueError, match="d must be finite"):
+            plan.solve(d, rhs)

@@ -74,6 +74,9 @@ class Plan(BackendPlan):
         xp = impl.xp
         shape = self.structure.values_shape
         offsets = None if isinstance(self.structure, MonoBatch) else self.structure.cell_offsets
+        if in_xp is np and xp is not np and getattr(impl, "streams_host", _never)():
+            return self._solve_streamed(impl, d, rhs, dtype, offsets, overwrite=overwrite,
+                                        check_finite=check_finite)
         if xp is not in_xp:  # host <-> device transfer: fresh arrays, nothing aliases the input
             d, rhs = to_module(in_xp.asarray(d), xp), to_module(in_xp.asarray(rhs), xp)
         d_w = as_values(xp, d, "d", shape, dtype)
@@ -87,6 +90,21 @@ class Plan(BackendPlan):
         d_w = scratch(xp, d_w, d_in, overwrite=overwrite, avoid=(rhs_w,))
         impl.solve(d_w, rhs_w)
         return deliver(rhs_w, xp, in_xp, rhs_in, overwrite=overwrite)
+
+    def _solve_streamed(self, impl, d, rhs, dtype, offsets, *, overwrite: bool,
+                        check_finite: bool):
+        """NumPy values too large to move to the backend's device whole: validated on the host,
+        then streamed by the backend (``impl.solve_host(d, rhs, out)``, which only reads ``d``
+        and ``rhs``). ``x`` goes into the caller's ``rhs`` under the rules of :func:`deliver`."""
+        shape = self.structure.values_shape
+        d_h = as_values(np, d, "d", shape, dtype)
+        rhs_h = as_values(np, rhs, "rhs", shape, dtype)
+        if check_finite:
+            check_finite_values(np, d_h, "d", offsets)
+            check_finite_values(np, rhs_h, "rhs", offsets)
+        into_rhs = (overwrite and isinstance(rhs, np.ndarray) and rhs.dtype == dtype
+                    and rhs.shape == shape and rhs.flags.writeable)
+        return impl.solve_host(d_h, rhs_h, rhs if into_rhs else np.empty(shape, dtype))
 
     def _ready(self, d, rhs):
         """The backend for ``d`` and ``rhs`` if they can go to it as they are, else ``None``.
@@ -108,6 +126,10 @@ class Plan(BackendPlan):
         if impl.xp.may_share_memory(d, rhs):
             return None
         return impl
+
+
+def _never() -> bool:
+    return False
 
 
 def plan(structure, backend: str = "auto", **options) -> Plan:

@@ -2,7 +2,8 @@
 
 The backend protocol is :mod:`hinesbatch.solvers.registry`'s. Values arrive as CuPy arrays
 in the canonical order (``plan.py`` moves NumPy inputs to the current device and the result
-back); nothing inside :meth:`GpuBackend.solve` goes through the host except, when
+back, or, when they exceed ``max_bytes``, hands them to :meth:`GpuBackend.solve_host`, which
+streams them in chunks of cells: :mod:`.streaming`); nothing inside :meth:`GpuBackend.solve` goes through the host except, when
 ``check_pivots`` is on, one 8-byte read of the pivot flag per device.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ from .device import availability, cupy_module, device_ids, device_properties, su
 from .parts import Part, split
 from .strategies import STRATEGIES, Strategy
 from . import multi  # noqa: F401  (registers the strategies levels, fine, dhs)
+from .streaming import HostStreamer
 
 __all__ = ["GpuBackend", "AUTO_REASON"]
 
@@ -104,6 +106,7 @@ class GpuBackend:
                        for part, dev in zip(split(structure, len(self.devices)), self.devices)
                        if part.n_cells]
         self._events: dict[int, object] = {}
+        self._streamer = HostStreamer(self, options)  # NumPy batches larger than the cap
 
     # -- construction ------------------------------------------------------------------------
     def _choose(self, strategy) -> tuple[str, str]:
@@ -225,6 +228,18 @@ class GpuBackend:
             f"singular or too far from diagonally dominant for elimination without pivoting "
             f"(the lowest failing cell; its node met first in descending elimination order)",
             cell=cell, node=node)
+
+    # -- NumPy values larger than the device (streaming.py) -------------------------------------
+    def streams_host(self) -> bool:
+        """Whether NumPy values of the whole batch plus the plan's memory exceed ``max_bytes``
+        (``Plan.solve`` then hands them to :meth:`solve_host` instead of moving them whole)."""
+        return self._streamer.needed()
+
+    def solve_host(self, d: np.ndarray, rhs: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Solve NumPy values (``values_shape``, the plan's dtype) streamed to the device in
+        chunks of whole cells; ``d`` and ``rhs`` are only read, ``x`` goes into ``out`` (may be
+        ``rhs``), which is returned. ``SingularSystemError`` names the batch's cell and node."""
+        return self._streamer.solve(d, rhs, out)
 
     # -- native layout -------------------------------------------------------------------------
     def layout_shapes(self) -> list[tuple[int, ...]]:
