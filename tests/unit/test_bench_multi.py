@@ -17,7 +17,8 @@ H200 = 132 * 2048
 
 def _row(figure, case, cells, mono, times, **extra):
     row = {"figure": figure, "case": case, "cells": cells, "nodes": 313 * cells, "mono": mono,
-           "max_cell_nodes": 313, "resident": H200, "auto": None, "multicore": None,
+           "max_cell_nodes": 313, "mean_cell_nodes": 313.0 if mono else 100.0, "depth": 0.1 if mono else None,
+           "resident": H200, "auto": None, "multicore": None,
            "mono_equivalent": None, "diff_vs_interleaved": {}}
     row.update({label: times.get(label) for label, _, _ in CONTENDERS})
     row.update(extra)
@@ -32,7 +33,7 @@ def _rows():
         _row("real-mix", "256000 real cells", 256000, False,
              {"interleaved": 5.0, "tiled": 2.0, "dhs": 1.0},
              mono_equivalent={"cells": 436000, "nodes": 1, "best": "tiled", "ms": 1.0}),
-        # auto picks tiled here (256000 per-cell cells) but dhs is 2x faster: outside 10 %
+        # mixed sizes: auto picks balanced fine, which failed here: counted as outside 10 %
         _row("arbor", "10 random high (p=0.9)", 10, False, {"interleaved": 0.5, "dhs": 0.1,
                                                             "fine": 0.09}),
     ]
@@ -42,13 +43,15 @@ def test_analysis_finds_best_auto_and_goals():
     tables, notes = multi.analyse(_rows())
     s = {r["case"]: r for r in tables["All cases"]}
     assert s["3000 x ca1 (nseg=8)"]["best"] == "tiled"
-    assert s["10 random high (p=0.9)"]["auto"] == "dhs"
-    assert s["10 random high (p=0.9)"]["auto/best"] == pytest.approx(0.1 / 0.09)
-    assert s["256000 real cells"]["auto"] == "tiled"
-    assert s["256000 real cells"]["auto/best"] == pytest.approx(2.0)
+    assert s["10 random high (p=0.9)"]["auto"] == "fine-balanced"
+    assert s["10 random high (p=0.9)"]["auto/best"] is None
+    assert s["256000 real cells"]["auto"] == "fine-balanced"  # largest 313 > 1.5 x mean 100
+    assert s["256000 real cells"]["auto/best"] is None
+    assert s["3000 x ca1 (nseg=8)"]["auto/best"] == pytest.approx(1.0)
     assert s["100 x ca1 (nseg=1)"]["best fine/interleaved"] == pytest.approx(0.3 / 0.05)
     text = "\n".join(notes)
     assert "auto within 10 % of the best on 2 of 4 cases" in text
+    assert "auto's pick failed" in text
     assert "goal (a) met" in text and "ratio 1.00" in text
     assert "goal (b) met on 100 x ca1" in text
     assert "goal (c) met" in text
@@ -64,7 +67,8 @@ def test_goals_not_met_are_said_so():
 
 
 def test_auto_falls_back_to_interleaved_when_tiled_failed():
-    rows = [_row("fig14", "256 binary depth 2", 256, True, {"interleaved": 1.0, "levels": 0.95})]
+    rows = [_row("fig14", "256 binary depth 2", 256, True, {"interleaved": 1.0, "levels": 0.95},
+                 depth=0.67)]
     line = multi.analyse(rows)[0]["All cases"][0]
     assert line["auto"] == "tiled" and line["auto/best"] == pytest.approx(1.0 / 0.95)
 
@@ -82,6 +86,10 @@ def test_rewrite_from_json(tmp_path):
     assert any(n.startswith("skipped") for n in again["notes"])
     assert (out / "multi.png").stat().st_size > 10000
     assert "goal (c) met" in (out / "multi.md").read_text()
+    assert any("re-analysed" in n for n in again["notes"])
+    # multi.json itself (rows kept as "Raw rows") can be re-analysed again
+    assert main(["bench", "multi", "--from-json", str(out / "multi.json"), "--out", str(out),
+                 "--no-plots"]) == 0
 
 
 def test_case_builders_give_solvable_batches():

@@ -2,40 +2,49 @@
 import numpy as np
 import pytest
 
-from hinesbatch.solvers.gpu.auto import SMALL_FRACTION, auto_strategy, choose
+from hinesbatch.solvers.gpu.auto import (DEEP_MIN_CELLS, UNIFORM_SPREAD, auto_strategy, choose,
+                                         depth_fraction)
 from hinesbatch.solvers.gpu.backend import STRATEGIES
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.structure import HinesStructure, MonoBatch
 
-H200 = 132 * 2048  # resident threads of an H200
+
+def test_depth_fraction_against_hand_counts():
+    assert depth_fraction(np.array([-1])) == 1.0
+    assert depth_fraction(rt.chain(10, rng=0).parent) == 1.0
+    assert depth_fraction(rt.star(5, rng=0).parent) == pytest.approx(2 / 5)
+    # 3 branches of 4 nodes: root branch + 2 children -> longest path 8 of 12
+    assert depth_fraction(rt.binary_tree(2, branch_length=4, rng=0).parent) == pytest.approx(8 / 12)
 
 
-def test_shared_structure_gets_tiled_at_every_size():
-    for n in (1, 100, 3000, 256000, 10**7):
-        name, why = auto_strategy(MonoBatch(rt.chain(5, rng=0), n), resident_threads=H200)
-        assert name == "tiled" and "MonoBatch" in why
+def test_shared_structure_gets_tiled_unless_deep_and_many():
+    bushy = rt.random_tree(200, rng=1, branch_probability=0.5)
+    for n in (1, 100, 3000, 256000):
+        name, options, why = auto_strategy(MonoBatch(bushy, n))
+        assert (name, options) == ("tiled", {}) and "MonoBatch" in why
+    deep = rt.binary_tree(2, branch_length=170, rng=2)  # Fig. 14's 2-level tree: 2/3 on one path
+    assert auto_strategy(MonoBatch(deep, DEEP_MIN_CELLS - 1))[0] == "tiled"
+    name, options, why = auto_strategy(MonoBatch(deep, DEEP_MIN_CELLS))
+    assert (name, options) == ("interleaved", {}) and "67 %" in why
 
 
-def test_per_cell_batches_get_dhs_when_small_and_tiled_when_they_fill_the_device():
-    limit = int(SMALL_FRACTION * H200)
-    cells = HinesStructure.concatenate([rt.random_tree(7, rng=1), rt.chain(3, rng=2)])
-    name, why = auto_strategy(cells, resident_threads=H200)
-    assert name == "dhs" and "2 cells" in why
-    assert choose(mono=False, n_cells=limit - 1, resident_threads=H200)[0] == "dhs"
-    name, why = choose(mono=False, n_cells=limit, resident_threads=H200)
-    assert name == "tiled" and str(limit) in why
-    assert choose(mono=False, n_cells=256000, resident_threads=H200)[0] == "tiled"
-    # a smaller device reaches "fills the device" sooner
-    assert choose(mono=False, n_cells=25600, resident_threads=20 * 2048)[0] == "tiled"
+def test_per_cell_batches_by_size_spread():
+    same = HinesStructure.concatenate([rt.random_tree(50, rng=k) for k in range(6)])
+    name, options, why = auto_strategy(same)
+    assert (name, options) == ("tiled", {}) and "nearly equal" in why
+    mixed = HinesStructure.concatenate([rt.random_tree(10, rng=1), rt.chain(90, rng=2)])
+    name, options, why = auto_strategy(mixed)
+    assert (name, options) == ("fine", {"reroot": True, "split": "cost"}) and "mixed" in why
+    edge = dict(mono=False, n_cells=10, mean_nodes=100.0, depth=None)
+    assert choose(max_nodes=int(UNIFORM_SPREAD * 100), **edge)[0] == "tiled"
+    assert choose(max_nodes=int(UNIFORM_SPREAD * 100) + 1, **edge)[0] == "fine"
 
 
-def test_every_pick_is_a_registered_strategy():
+def test_every_pick_is_a_registered_strategy_with_its_options():
     for mono in (True, False):
-        for n in np.unique(np.logspace(0, 6, 25).astype(int)):
-            assert choose(mono=mono, n_cells=int(n), resident_threads=H200)[0] in STRATEGIES
-
-
-@pytest.mark.parametrize("bad", [0, -5, True])
-def test_bad_resident_threads_is_refused(bad):
-    with pytest.raises(ValueError, match="resident_threads"):
-        choose(mono=False, n_cells=10, resident_threads=bad)
+        for n in (1, 10, 10**4, 10**6):
+            for max_nodes in (10, 100, 1000):
+                name, options, _ = choose(mono=mono, n_cells=n, mean_nodes=100.0,
+                                          max_nodes=max_nodes, depth=0.9)
+                assert name in STRATEGIES
+                assert set(options) <= set(STRATEGIES[name].options)

@@ -64,8 +64,11 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if args.from_json:
         doc = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
-        rows, machine = doc["tables"]["All cases"], doc["machine"]
-        extra_notes = [n for n in doc["notes"] if n.startswith("skipped")]
+        tables = doc["tables"]  # multi.json keeps the rows as "Raw rows", multi_rows.json as "All cases"
+        rows, machine = tables.get("Raw rows", tables["All cases"]), doc["machine"]
+        extra_notes = [n for n in doc["notes"] if n.startswith("skipped")] + [
+            f"re-analysed without a GPU from {Path(args.from_json).name}: auto's picks are those "
+            "of the current rule (hinesbatch/solvers/gpu/auto.py) on each batch's shape"]
     else:
         from ..solvers import registry
 
@@ -121,7 +124,9 @@ def _measure(args) -> tuple[list[dict], dict, list[str]]:
 
 def _run_case(cupy, case, repeats: int, l2: int, resident: int) -> dict:
     """Time every contender on one case; one row (times in ms, None where a contender failed)."""
-    from ..solvers.gpu.auto import auto_strategy
+    import numpy as np
+
+    from ..solvers.gpu.auto import auto_strategy, depth_fraction
     from ..tree.structure import MonoBatch
     from ._gpu_timing import free_memory
     from ._multi_cases import CONTENDERS, gpu_ms, values
@@ -131,12 +136,14 @@ def _run_case(cupy, case, repeats: int, l2: int, resident: int) -> dict:
     d, rhs = values(structure)
     d0, r0 = cupy.asarray(d), cupy.asarray(rhs)
     del d, rhs
-    sizes = [structure.cell.n_nodes] if isinstance(structure, MonoBatch) else structure.cell_sizes
+    mono = isinstance(structure, MonoBatch)
+    sizes = np.array([structure.cell.n_nodes]) if mono else structure.cell_sizes
     row = {"figure": case.figure, "case": case.label, "cells": structure.n_cells,
-           "nodes": int(structure.n_nodes) * (structure.n_cells if isinstance(structure, MonoBatch) else 1),
-           "mono": isinstance(structure, MonoBatch), "max_cell_nodes": int(max(sizes)),
-           "resident": resident}
-    row["auto"], row["auto_reason"] = auto_strategy(structure, resident_threads=resident)
+           "nodes": int(structure.n_nodes), "mono": mono, "max_cell_nodes": int(sizes.max()),
+           "mean_cell_nodes": float(sizes.mean()),
+           "depth": depth_fraction(structure.cell.parent) if mono else None, "resident": resident}
+    name, options, row["auto_reason"] = auto_strategy(structure)
+    row["auto"] = _label(name, options)
     ref, errors = None, {}
     for label, strategy, options in CONTENDERS:
         try:
@@ -201,7 +208,7 @@ def analyse(rows: list[dict]) -> tuple[dict, list[str]]:
     labels = [c[0] for c in CONTENDERS]
     summary, notes = [], []
     for r in rows:
-        r["auto"] = _auto_pick(r)
+        r["auto"], r["auto_reason"] = _auto_pick(r)
         times = {k: r[k] for k in labels if r.get(k) is not None}
         best = min(times, key=times.get) if times else None
         # the backend falls back to interleaved when tiled cannot hold a cell in shared memory
@@ -225,11 +232,24 @@ def analyse(rows: list[dict]) -> tuple[dict, list[str]]:
     return {"All cases": summary, "Raw rows": rows}, notes
 
 
-def _auto_pick(row: dict) -> str:
-    """Auto's pick for a measured row, by the current rule."""
+def _auto_pick(row: dict) -> tuple[str, str]:
+    """Auto's pick for a measured row (a contender label) and its reason, by the current rule."""
     from ..solvers.gpu.auto import choose
 
-    return choose(mono=row["mono"], n_cells=row["cells"], resident_threads=row["resident"])[0]
+    name, options, why = choose(mono=row["mono"], n_cells=row["cells"],
+                              mean_nodes=row.get("mean_cell_nodes") or row["nodes"] / row["cells"],
+                              max_nodes=row["max_cell_nodes"], depth=row.get("depth"))
+    return _label(name, options), why
+
+
+def _label(name: str, options: dict) -> str:
+    """The contender label of a (strategy, options) pair."""
+    from ._multi_cases import CONTENDERS
+
+    for label, strategy, opts in CONTENDERS:
+        if strategy == name and opts == options:
+            return label
+    raise ValueError(f"auto picked {name} {options}, which the benchmark does not time")
 
 
 def _goal_notes(rows, summary) -> list[str]:

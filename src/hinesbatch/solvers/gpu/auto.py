@@ -1,68 +1,104 @@
 """``strategy="auto"``: which GPU Hines strategy a batch gets, from its shape alone.
 
-The rule (first version, from ``hinesbatch bench multi`` and ``bench hines`` on the H200,
-``benchmarks/results/h200/multi.md`` and ``hines.md``):
+The rule (second version, set from ``hinesbatch bench multi`` and ``bench hines`` on the H200,
+``benchmarks/results/h200/multi.md`` and ``hines.md``; fp64, canonical values):
 
 * a :class:`~hinesbatch.tree.structure.MonoBatch` (one structure shared by every cell) gets
-  ``tiled``: a group of lanes per cell, every cell staged in shared memory; it was the
-  fastest from canonical values at every batch size of ``bench hines`` (256 to 256,000 cells);
-* a per-cell :class:`~hinesbatch.tree.structure.HinesStructure` (cells may differ) gets
-  ``dhs`` while it has fewer cells than half the device's resident threads: DHS then spends
-  the idle threads on several threads per cell (it chooses ``k`` per shape for this size);
-* a per-cell batch with more cells than that gets ``tiled`` (one thread per cell, each cell
-  staged through shared memory, so the cells' differing shapes do not break coalescing).
+  ``tiled`` (lanes of a warp per cell, the cell staged in shared memory): the fastest on 256
+  to 256,000 cells of 200 to 1,405 nodes. Exception: a cell whose longest root-to-leaf path
+  holds more than half its nodes (long unbranched chains leave tiled's lanes idle) in a batch
+  of at least :data:`DEEP_MIN_CELLS` cells gets ``interleaved`` (Fig. 14's 2-level binary
+  trees of 510 nodes, 25,600 cells: tiled 1.58 ms, interleaved 0.92 ms, best 0.88 ms);
+* per-cell structures (:class:`~hinesbatch.tree.structure.HinesStructure`) of nearly equal
+  sizes (largest cell at most :data:`UNIFORM_SPREAD` times the mean) get ``tiled``: one
+  thread per cell, each cell staged through shared memory, and the threads of a warp finish
+  together (25,600 random trees of 200 nodes: 0.20 ms against 0.54 ms for balanced fine);
+* per-cell structures of mixed sizes (real morphologies: 30 to 1,681 nodes) get ``fine`` with
+  ``reroot=True, split="cost"``: one thread per branch, whole cells per block, so a large
+  cell does not keep a warp of small ones waiting (100 to 256,000 real cells: the fastest).
 
 When the chosen ``tiled`` cannot hold a cell in shared memory the backend falls back to
-``interleaved`` (see ``GpuBackend._make``). The rule is a pure function of the batch shape so
+``interleaved`` (``GpuBackend._make``). The rule is a pure function of the batch shape so
 that it is tested without a GPU (``tests/unit/test_multi_auto.py``).
 """
 from __future__ import annotations
 
-__all__ = ["auto_strategy", "choose", "AUTO_REASON", "SMALL_FRACTION"]
+import numpy as np
+
+__all__ = ["auto_strategy", "choose", "depth_fraction", "AUTO_REASON", "UNIFORM_SPREAD",
+           "DEEP_FRACTION", "DEEP_MIN_CELLS"]
 
 #: Why ``auto`` prefers ``tiled`` for a shared structure (benchmarks/results/h200/hines.md).
 AUTO_REASON = ("fastest from canonical-order values for every cell and batch size of the H200 "
                "benchmark (e.g. 1.08 ms against 2.69 ms for interleaved with its transposes, "
                "256000 cells of 313 nodes, fp64; benchmarks/results/h200)")
+#: Per-cell batches whose largest cell is at most this times the mean size count as uniform.
+UNIFORM_SPREAD = 1.5
+#: A shared cell is "deep" when its longest root-to-leaf path holds more than this fraction.
+DEEP_FRACTION = 0.5
+#: Deep shared cells switch to ``interleaved`` from this many cells (measured: tiled still
+#: fastest at 2,560, slower at 25,600; the threshold between them is not measured).
+DEEP_MIN_CELLS = 8192
+#: The balanced ``fine`` of mixed per-cell batches.
+BALANCED_FINE = {"reroot": True, "split": "cost"}
 
-#: A per-cell batch is "small" below this fraction of the device's resident threads.
-SMALL_FRACTION = 0.5
+
+def depth_fraction(parent) -> float:
+    """Nodes on the longest root-to-leaf path of one cell over its nodes (parents in Hines
+    order: ``parent[i] < i``, -1 at the root)."""
+    parent = np.asarray(parent)
+    depth = np.zeros(parent.size, np.int64)
+    for i, p in enumerate(parent.tolist()):
+        depth[i] = depth[p] + 1 if p >= 0 else 1
+    return float(depth.max()) / parent.size if parent.size else 0.0
 
 
-def auto_strategy(structure, *, resident_threads: int) -> tuple[str, str]:
-    """The strategy ``auto`` picks for ``structure`` and why.
+def auto_strategy(structure) -> tuple[str, dict, str]:
+    """The strategy ``auto`` picks for ``structure``, its options and why.
 
     Parameters
     ----------
     structure : HinesStructure or MonoBatch
-        The batch (only its type and number of cells are read).
-    resident_threads : int
-        Threads the device keeps in flight (SMs x 2048 on sm_80 / sm_90).
+        The batch (its type, number of cells and cell sizes are read; for a MonoBatch also
+        the depth of the shared cell).
 
     Returns
     -------
-    (name, reason) : (str, str)
-        A key of the GPU strategy registry and a sentence for ``describe()``.
+    (name, options, reason) : (str, dict, str)
+        A key of the GPU strategy registry, options for it, and a sentence for ``describe()``.
     """
     from ...tree.structure import MonoBatch
 
-    return choose(mono=isinstance(structure, MonoBatch), n_cells=int(structure.n_cells),
-                  resident_threads=resident_threads)
+    if isinstance(structure, MonoBatch):
+        n = structure.cell.n_nodes
+        return choose(mono=True, n_cells=int(structure.n_cells), mean_nodes=n, max_nodes=n,
+                      depth=depth_fraction(structure.cell.parent))
+    sizes = structure.cell_sizes
+    return choose(mono=False, n_cells=int(structure.n_cells),
+                  mean_nodes=float(sizes.mean()) if sizes.size else 0.0,
+                  max_nodes=int(sizes.max()) if sizes.size else 0, depth=None)
 
 
-def choose(*, mono: bool, n_cells: int, resident_threads: int) -> tuple[str, str]:
-    """The rule itself, on the batch shape: shared structure or not, number of cells, and the
-    device's resident threads (see the module docstring). Returns ``(name, reason)``."""
-    if isinstance(resident_threads, bool) or int(resident_threads) < 1:
-        raise ValueError(f"resident_threads must be a positive int, got {resident_threads!r}")
+def choose(*, mono: bool, n_cells: int, mean_nodes: float, max_nodes: int,
+           depth: float | None) -> tuple[str, dict, str]:
+    """The rule itself on the batch shape (see the module docstring).
+
+    ``depth``: :func:`depth_fraction` of the shared cell (read only when ``mono``).
+    Returns ``(name, options, reason)``.
+    """
     if mono:
-        return "tiled", "shared structure (MonoBatch): tiled was " + AUTO_REASON
-    limit = int(SMALL_FRACTION * int(resident_threads))
-    if n_cells < limit:
-        return "dhs", (f"per-cell structures, {n_cells} cells < {limit} (half the device's "
-                       f"{int(resident_threads)} resident threads): dhs gives the idle threads "
-                       f"to the cells (benchmarks/results/h200/multi.md)")
-    return "tiled", (f"per-cell structures, {n_cells} cells >= {limit} (half the device's "
-                     f"{int(resident_threads)} resident threads): one thread per cell fills the "
-                     f"device; tiled stages each cell in shared memory "
-                     f"(benchmarks/results/h200/multi.md)")
+        if depth is not None and depth > DEEP_FRACTION and n_cells >= DEEP_MIN_CELLS:
+            return "interleaved", {}, (
+                f"shared cell {100 * depth:.0f} % of whose nodes lie on one root-to-leaf path, "
+                f"{n_cells} >= {DEEP_MIN_CELLS} cells: long chains leave tiled's lanes idle "
+                f"(benchmarks/results/h200/multi.md, Fig. 14)")
+        return "tiled", {}, "shared structure (MonoBatch): tiled was " + AUTO_REASON
+    if max_nodes <= UNIFORM_SPREAD * mean_nodes:
+        return "tiled", {}, (
+            f"per-cell structures of nearly equal sizes (largest {max_nodes} <= "
+            f"{UNIFORM_SPREAD} x mean {mean_nodes:.0f} nodes): one thread per cell staged in "
+            f"shared memory was fastest (benchmarks/results/h200/multi.md, Fig. 6)")
+    return "fine", dict(BALANCED_FINE), (
+        f"per-cell structures of mixed sizes (largest {max_nodes} > {UNIFORM_SPREAD} x mean "
+        f"{mean_nodes:.0f} nodes): balanced fine (reroot, split cost) was fastest on real "
+        f"mixes of 100 to 256000 cells (benchmarks/results/h200/multi.md)")

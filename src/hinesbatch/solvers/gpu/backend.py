@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import SingularSystemError
 from .auto import AUTO_REASON, auto_strategy
-from .device import availability, cupy_module, device_ids, device_properties, suits_gpu
+from .device import availability, cupy_module, device_ids, suits_gpu
 from .parts import Part, split
 from .strategies import STRATEGIES, Strategy
 from . import multi  # noqa: F401  (registers the strategies levels, fine, dhs)
@@ -101,7 +101,9 @@ class GpuBackend:
                                       or max_bytes < 1):
             raise ValueError(f"max_bytes must be a positive int or None, got {max_bytes!r}")
         self.max_bytes = max_bytes
+        self._auto_options: dict = {}
         self.strategy, self.reason = self._choose(strategy)
+        options = {**self._auto_options, **options}  # the user's options win over auto's
         self._parts = [_DevicePart(part, dev, self._make(self.strategy, part, dev, options))
                        for part, dev in zip(split(structure, len(self.devices)), self.devices)
                        if part.n_cells]
@@ -117,8 +119,7 @@ class GpuBackend:
                 raise ValueError(f"unknown GPU strategy {strategy!r}; valid strategies: auto, "
                                  f"{', '.join(STRATEGIES)}")
             return strategy, "requested"
-        resident = device_properties(self.devices[0])["sm_count"] * multi.THREADS_PER_SM
-        name, why = auto_strategy(self.structure, resident_threads=resident)
+        name, self._auto_options, why = auto_strategy(self.structure)
         return name, "auto: " + why
 
     def _budget(self, device: int) -> int:
