@@ -48,7 +48,10 @@ def test_batch_equals_loop_over_cells(backend):
     for c in range(batch.n_cells):
         a, b = offsets[c], offsets[c + 1]
         alone = hinesbatch.solve(batch.cell(c), d[a:b], rhs[a:b], backend=backend)
-        np.testing.assert_array_equal(x[a:b], alone, err_msg=f"cell {c}")
+        if backend in ("serial", "multicore"):  # one kernel, one order: bit for bit
+            np.testing.assert_array_equal(x[a:b], alone, err_msg=f"cell {c}")
+        else:  # the GPU's auto picks a strategy per batch shape (balanced fine vs tiled)
+            np.testing.assert_allclose(x[a:b], alone, rtol=1e-12, atol=1e-14, err_msg=f"cell {c}")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
