@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..structure import MonoBatch
-from .slots import SlotMap
+from .slots import SlotMap, fill_slot
 from .program import BranchProgram
 
 __all__ = ["BranchSchedule", "assemble"]
@@ -198,16 +198,8 @@ def _place(visit, shape_of_cell, value_start, coupling_start, node_offsets, clas
             p = pos_of_copy[first + node_class[g]]
             slot = base[p] + node_pos[g] * stride[p]
             v = value_start[c] + o
-            node_slot[v] = slot
-            slot_node[slot] = v
-            if source[g] >= 0:
-                src = coupling_start[c] + source[g] - node_offsets[s]
-                if swapped[g]:
-                    u_slot[slot] = lower[src]
-                    l_slot[slot] = u[src]
-                else:
-                    u_slot[slot] = u[src]
-                    l_slot[slot] = lower[src]
+            fill_slot(v, slot, g, coupling_start[c] - node_offsets[s], source, swapped, u, lower,
+                       node_slot, slot_node, u_slot, l_slot)
 
 
 def check_positive(name: str, value) -> int:

@@ -8,7 +8,7 @@ import numpy as np
 from numba import njit
 
 from ..structure import MonoBatch
-from .slots import SlotMap
+from .slots import SlotMap, fill_slot
 
 __all__ = ["DHSSchedule", "build_dhs"]
 
@@ -90,16 +90,8 @@ def _place(shape_of_cell, value_start, coupling_start, node_offsets, slot_of_nod
             g = node_offsets[s] + o
             slot = cell_base[c] + slot_of_node[g]
             v = value_start[c] + o
-            node_slot[v] = slot
-            slot_node[slot] = v
-            if source[g] >= 0:
-                src = coupling_start[c] + source[g] - node_offsets[s]
-                if swapped[g]:
-                    u_slot[slot] = lower[src]
-                    l_slot[slot] = u[src]
-                else:
-                    u_slot[slot] = u[src]
-                    l_slot[slot] = lower[src]
+            fill_slot(v, slot, g, coupling_start[c] - node_offsets[s], source, swapped, u, lower,
+                       node_slot, slot_node, u_slot, l_slot)
 
 
 def _shape_slots(work, k, steps, step_of, lane_of):

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-__all__ = ["SlotMap"]
+__all__ = ["SlotMap", "fill_slot"]
 
 
 class SlotMap:
@@ -29,3 +30,21 @@ class SlotMap:
     def unpack(self, packed) -> np.ndarray:
         """Slot-ordered values back in the canonical shape."""
         return np.asarray(packed)[self.node_slot].reshape(self.values_shape)
+
+
+@njit(inline="always", cache=True, nogil=True)
+def fill_slot(v, slot, g, source_shift, source, swapped, u, lower, node_slot, slot_node,
+              u_slot, l_slot):
+    """Record that value ``v`` lives in ``slot`` and copy node ``g``'s couplings there (the
+    coupling of the working tree's node ``g`` comes from the original's ``source[g]``, with
+    ``u`` and ``l`` exchanged where re-rooting reversed the edge). Shared by every planner."""
+    node_slot[v] = slot
+    slot_node[slot] = v
+    if source[g] >= 0:
+        src = source_shift + source[g]
+        if swapped[g]:
+            u_slot[slot] = lower[src]
+            l_slot[slot] = u[src]
+        else:
+            u_slot[slot] = u[src]
+            l_slot[slot] = lower[src]
