@@ -24,18 +24,14 @@ for the error message.
 """
 from __future__ import annotations
 
-import math
-
 from numba import njit, prange
+
+from .pivots import bad_pivot, first_failure
 
 __all__ = ["cells_serial", "cells_parallel", "shared_serial", "shared_parallel"]
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
-
-@njit(**_JIT)
-def _bad(pivot) -> bool:
-    return pivot == 0.0 or not math.isfinite(pivot)
 
 
 @njit(**_JIT)
@@ -51,14 +47,14 @@ def _solve_cell(parent, u, l, d, rhs, a, b, shift):
     """
     for i in range(b - 1, a, -1):  # backward sweep: eliminate each node from its parent's row
         pivot = d[i + shift]
-        if _bad(pivot):
+        if bad_pivot(pivot):
             return i - a
         factor = u[i] / pivot
         p = parent[i] + shift
         d[p] -= factor * l[i]
         rhs[p] -= factor * rhs[i + shift]
     root = a + shift
-    if _bad(d[root]):
+    if bad_pivot(d[root]):
         return 0
     rhs[root] /= d[root]
     for i in range(a + 1, b):  # forward sweep: root to leaves
@@ -90,7 +86,7 @@ def cells_parallel(parent, offsets, u, l, d, rhs, status):
     """
     for c in prange(offsets.size - 1):
         status[c] = _solve_cell(parent, u, l, d, rhs, offsets[c], offsets[c + 1], 0)
-    return _first_failure(status)
+    return first_failure(status)
 
 
 @njit(**_JIT)
@@ -107,14 +103,14 @@ def _solve_group(parent, u, l, d, rhs, m, c0, k_end, status):
         for c in range(c0, k_end):
             s = c * m
             pivot = d[s + i]
-            if _bad(pivot) and status[c] < 0:
+            if bad_pivot(pivot) and status[c] < 0:
                 status[c] = i
             factor = ui / pivot
             d[s + p] -= factor * li
             rhs[s + p] -= factor * rhs[s + i]
     for c in range(c0, k_end):
         s = c * m
-        if _bad(d[s]) and status[c] < 0:
+        if bad_pivot(d[s]) and status[c] < 0:
             status[c] = 0
         rhs[s] /= d[s]
     for i in range(1, m):
@@ -141,7 +137,7 @@ def shared_serial(parent, u, l, d, rhs, n_cells, lockstep, status):
     status[:] = -1
     for c0 in range(0, n_cells, lockstep):
         _solve_group(parent, u, l, d, rhs, m, c0, min(c0 + lockstep, n_cells), status)
-    return _first_failure(status)
+    return first_failure(status)
 
 
 @njit(parallel=True, **_JIT)
@@ -152,12 +148,5 @@ def shared_parallel(parent, u, l, d, rhs, n_cells, lockstep, status):
     for g in prange((n_cells + lockstep - 1) // lockstep):
         c0 = g * lockstep
         _solve_group(parent, u, l, d, rhs, m, c0, min(c0 + lockstep, n_cells), status)
-    return _first_failure(status)
+    return first_failure(status)
 
-
-@njit(**_JIT)
-def _first_failure(status):
-    for c in range(status.size):
-        if status[c] >= 0:
-            return c, status[c]
-    return -1, -1

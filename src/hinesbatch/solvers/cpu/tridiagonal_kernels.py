@@ -19,9 +19,9 @@ elimination order) and is carried on with infinities, the others are unaffected.
 """
 from __future__ import annotations
 
-import math
-
 from numba import njit, prange
+
+from .pivots import bad_pivot, first_failure
 
 __all__ = ["thomas_serial", "thomas_parallel"]
 
@@ -30,7 +30,7 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 @njit(**_JIT)
 def _check(pivot, status, k, row):
-    if (pivot == 0.0 or not math.isfinite(pivot)) and status[k] < 0:
+    if bad_pivot(pivot) and status[k] < 0:
         status[k] = row
 
 
@@ -69,7 +69,7 @@ def thomas_serial(dl, d, du, rhs, n, lengths, lockstep, status):
     batch = lengths.size
     for k0 in range(0, batch, lockstep):
         _solve_group(dl, d, du, rhs, n, lengths, k0, min(k0 + lockstep, batch), status)
-    return _first_failure(status)
+    return first_failure(status)
 
 
 @njit(parallel=True, **_JIT)
@@ -81,12 +81,5 @@ def thomas_parallel(dl, d, du, rhs, n, lengths, lockstep, status):
     for g in prange((batch + lockstep - 1) // lockstep):
         k0 = g * lockstep
         _solve_group(dl, d, du, rhs, n, lengths, k0, min(k0 + lockstep, batch), status)
-    return _first_failure(status)
+    return first_failure(status)
 
-
-@njit(**_JIT)
-def _first_failure(status):
-    for k in range(status.size):
-        if status[k] >= 0:
-            return k, status[k]
-    return -1, -1
