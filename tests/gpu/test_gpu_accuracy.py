@@ -31,7 +31,8 @@ CONFIGS = [
     ("tiled", {"batch": 2}),
     ("tiled", {"batch": 4, "tile_cells": 8}),
     ("tiled", {"batch": 16, "tile_cells": 2}),
-    ("tiled", {"batch": 16, "lanes": 4, "tile_cells": 16}),
+    ("tiled", {"batch": 16, "lanes": 4, "tile_cells": 8}),  # 16 does not fit chains of 400
+    ("tiled", {"buffers": 1}),
     ("auto", {}),
 ]
 CONFIG_IDS = [s + "".join(f"-{k}{v}" for k, v in o.items()) for s, o in CONFIGS]
@@ -105,3 +106,16 @@ def test_mono_real(name, nseg, strategy, options, dtype, seed, cp):
 def test_per_cell_structure(kind, strategy, options, dtype, seed, cp):
     structure = multi(kind, np.random.default_rng(seed))
     check(structure, strategy, options, dtype, seed, cp, f"multi {kind} cells={structure.n_cells}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+@pytest.mark.parametrize("buffers", (1, 2))
+def test_tiled_blocks_solving_many_tiles_each(buffers, dtype, seed, cp):
+    # 20000 cells of 300 nodes in tiles of 4: 5000 tiles. With buffers=2 a block holds two
+    # tiles of 4 * 2 * 309 * itemsize bytes (>= 2 * 9.9 KB), so at most 11 blocks fit an SM's
+    # 228 KB: the persistent grid (<= 11 * 132 blocks on an H200) has every block ping-pong
+    # through 3 or more tiles.
+    rng = np.random.default_rng(seed)
+    structure = MonoBatch(rt.random_tree(300, rng=rng), 20000)
+    check(structure, "tiled", {"buffers": buffers, "batch": 8, "lanes": 8, "tile_cells": 4},
+          dtype, seed, cp, "mono 20000 x 300 nodes")

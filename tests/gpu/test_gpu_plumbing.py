@@ -174,6 +174,10 @@ def test_option_errors(cp):
         hinesbatch.plan(structure, backend="gpu", devices=[99])
     with pytest.raises(ValueError, match="batch"):
         hinesbatch.plan(structure, backend="gpu", strategy="tiled", batch=3)
+    with pytest.raises(ValueError, match="buffers must be 1 or 2"):
+        hinesbatch.plan(structure, backend="gpu", strategy="tiled", buffers=3)
+    with pytest.raises(ValueError, match="MonoBatch"):
+        hinesbatch.plan(structure.expand(), backend="gpu", strategy="tiled", buffers=2)
 
 
 def test_empty_batch(cp):

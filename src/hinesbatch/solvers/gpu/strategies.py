@@ -98,6 +98,12 @@ class Strategy:
     def _host_arrays(self) -> dict:
         return {}
 
+    def _shared_cell_arrays(self) -> dict:
+        """A shared structure's one cell as the kernels read it: parent (int32), u, l."""
+        c = self.part.cell
+        return {"parent": c.parent.astype(np.int32), "u": c.u.astype(self.dtype),
+                "l": c.lower.astype(self.dtype)}
+
     # -- layouts -----------------------------------------------------------------------------
     def native_shape(self) -> tuple[int, ...]:
         return self.part.values_shape
@@ -183,9 +189,7 @@ class _Blocked(Strategy):
     def _host_arrays(self):
         p = self.part
         if p.mono:
-            c = p.cell
-            return {"parent": c.parent.astype(np.int32), "u": c.u.astype(self.dtype),
-                    "l": c.lower.astype(self.dtype)}
+            return self._shared_cell_arrays()
         parent = self._pack(p.parent, 0)  # padding rows are never read (sizes)
         arrays = {"parent": parent, "u": self._pack(p.u.astype(self.dtype), 0),
                   "sizes": p.sizes.astype(np.int32)}
@@ -377,9 +381,7 @@ class Flat(Strategy):
     def _host_arrays(self):
         p = self.part
         if p.mono:
-            c = p.cell
-            return {"parent": c.parent.astype(np.int32), "u": c.u.astype(self.dtype),
-                    "l": c.lower.astype(self.dtype)}
+            return self._shared_cell_arrays()
         return {"parent": p.parent, "u": p.u.astype(self.dtype), "l": p.l.astype(self.dtype),
                 "offsets": p.offsets, "sizes": p.sizes}
 
@@ -401,13 +403,18 @@ class Tiled(Strategy):
 
     Shared structure: ``lanes`` lanes of a warp work on one cell and eliminate ``batch``
     independent nodes per step of the schedule (:mod:`.schedule`), ``batch // lanes`` each;
-    ``tile_cells`` cells per block (a multiple of ``32 // lanes``). Per-cell structures: one
-    lane per cell, ``tile_cells`` cells per one-warp block.
+    ``tile_cells`` cells per block (a multiple of ``32 // lanes``); ``buffers=1`` (default)
+    launches one block per tile, ``buffers=2`` only the blocks that stay resident, each loading
+    its next tile while it solves the current one. Two buffers halve the tiles an SM holds,
+    and the kernel is bound by shared-memory traffic, not by device memory: on the H200 they
+    were slower at every (batch, lanes, threads) of the sweep in benchmarks/results/h200/
+    hines_tiled.md (best 1.25 against 1.04 ms, 256000 cells of 313 nodes). Per-cell
+    structures: one lane per cell, ``tile_cells`` cells per one-warp block.
     """
 
     name = "tiled"
     native_is_canonical = True
-    options = ("tile_cells", "batch", "lanes")
+    options = ("tile_cells", "batch", "lanes", "buffers")
     THREADS = 64  # default block size of the shared-structure kernel (fastest in the sweep)
     #: (batch, lanes) tried in turn when not given: the first whose tile fits is used
     #: ((8, 8) was the fastest on the H200 sweep of benchmarks/results/h200).
@@ -422,9 +429,15 @@ class Tiled(Strategy):
         if tc is not None and (isinstance(tc, bool) or not isinstance(tc, (int, np.integer))
                                or tc < 1):
             raise ValueError(f"tile_cells must be a positive int, got {tc!r}")
+        buffers = options.pop("buffers", None)
+        if buffers not in (None, 1, 2) or isinstance(buffers, bool):
+            raise ValueError(f"buffers must be 1 or 2, got {buffers!r}")
         if part.mono:
-            self._plan_mono(self._variants(batch, lanes), tc, item)
+            self._plan_mono(self._variants(batch, lanes), buffers or 1, tc, item)
         else:
+            if buffers not in (None, 1):
+                raise ValueError("buffers=2 is for shared structures (MonoBatch) only")
+            self.buffers = 1
             self.batch = self.lanes = 1
             per_node = 4 + item * (3 if part.symmetric else 4)  # d, rhs, u, (l), parent
             if part.n * per_node > self.limit:
@@ -449,13 +462,14 @@ class Tiled(Strategy):
                              f"lanes={lanes!r}")
         return sorted(chosen, key=lambda bl: -bl[1])[:1] if lanes is None else chosen[:1]
 
-    def _plan_mono(self, variants, tc, item: int) -> None:
-        """Choose nodes per step (batch), lanes per cell and cells per block for a shared cell."""
+    def _plan_mono(self, variants, buffers: int, tc, item: int) -> None:
+        """Choose nodes per step (batch), lanes per cell and cells per block for a shared cell
+        (``buffers`` tile buffers per block): the first variant whose smallest tile fits."""
         need = None
         for batch, lanes in variants:
             schedule = tiled_schedule(self.part.cell, batch)
             fixed = schedule.jp.size * (8 + 2 * item) + 4 * self.part.n  # schedule, slot table
-            per_cell = 2 * schedule.slot_stride * item
+            per_cell = 2 * schedule.slot_stride * item * buffers
             granule = 32 // lanes
             fit = min((self.limit - fixed) // per_cell, 512 // lanes) // granule * granule
             if fit >= granule:
@@ -463,6 +477,7 @@ class Tiled(Strategy):
             need = fixed + granule * per_cell
         else:
             raise ValueError(self._too_big(self.part.n, need))
+        self.buffers = buffers
         if tc is None:
             tc = min(fit, max(granule, self.THREADS // lanes))
         elif tc % granule or tc > fit:
@@ -525,10 +540,13 @@ class Tiled(Strategy):
                         self.dtype)
             _allow_smem(fn, self.smem, carveout=True)
             s = self.schedule
-            _call(fn, (-(-p.n_cells // self.tile_cells),), (self.tile_cells * self.lanes,),
+            threads = self.tile_cells * self.lanes
+            tiles = -(-p.n_cells // self.tile_cells)
+            grid = tiles if self.buffers == 1 else min(tiles, self._resident(fn, threads))
+            _call(fn, (grid,), (threads,),
                   (d, rhs, dev["jp"], dev["l"], dev["u"], dev["node"], dev["slot"],
-                   _i32(s.n_batches), _i32(p.n), _i32(self.tile_cells), _i64(p.n_cells),
-                   _i64(p.cell_start), *pivots), stream, self.smem)
+                   _i32(s.n_batches), _i32(p.n), _i32(self.tile_cells), _i32(self.buffers),
+                   _i64(p.n_cells), _i64(p.cell_start), *pivots), stream, self.smem)
         else:
             fn = kernel(self.device, "hines_tiled.cu", "hines_tiled_multi<{T}>", self.dtype)
             _allow_smem(fn, self.smem, carveout=True)
@@ -538,11 +556,23 @@ class Tiled(Strategy):
 
     solve_native = solve_canonical
 
+    def _resident(self, fn, threads: int) -> int:
+        """Blocks of ``fn`` that stay resident on the whole device at once (the persistent
+        grid of ``buffers=2``): limited by shared memory, threads and registers per SM."""
+        props = device_properties(self.device)
+        by_smem = props["smem_per_sm"] // (self.smem + 1024)  # 1 KB reserved per block
+        warps = -(-threads // 32)
+        regs_per_warp = -(-max(1, fn.num_regs) * 32 // 256) * 256
+        by_regs = (65536 // regs_per_warp) // warps
+        per_sm = max(1, min(by_smem, 2048 // threads, by_regs, 32))
+        return per_sm * props["sm_count"]
+
     def describe(self):
         if self.part.mono:
             s = self.schedule
             return (f"tiled ({self.tile_cells} cells per block, {self.lanes} lanes per cell, "
                     f"{s.batch} nodes per step: {s.n_batches} steps for {s.n_nodes} nodes, "
+                    f"{self.buffers} tile buffer{'s' if self.buffers > 1 else ''}, "
                     f"{self.smem} B shared memory)")
         return (f"tiled ({self.tile_first.size - 1} tiles of <= {self.tile_cells} cells, "
                 f"{self.smem} B shared memory)")

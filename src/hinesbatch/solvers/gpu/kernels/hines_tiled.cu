@@ -2,8 +2,9 @@
 //
 // The block copies its tile of cells' d and rhs from global memory into shared memory with
 // cp.async (consecutive threads read consecutive addresses: coalesced, and many loads in
-// flight), runs both sweeps in shared memory, then writes x back, coalesced, over rhs. Each value crosses device memory once each way
-// (24 bytes per node in fp64 for a shared structure): the sweeps' intermediates stay on chip.
+// flight), runs both sweeps in shared memory, then writes x back, coalesced, over rhs. Each
+// value crosses device memory once each way (24 bytes per node in fp64 for a shared
+// structure): the sweeps' intermediates stay on chip.
 //
 // The sweeps keep, per node j, m[j] = l[j] / D[j] and y[j] = R[j] / D[j] in the slots of d[j]
 // and rhs[j] (D, R: pivot and rhs after j's children were eliminated), so that
@@ -20,50 +21,42 @@
 // of 300 nodes per SM, about one warp's worth of lanes, each running a long dependency chain.
 // The forward sweep runs the steps in reverse.
 //
-// Shared memory: l[NS] u[NS] | (d, rhs)[tc*S] pairs | jp[NS] (int2) slot[n], NS = n_batches*W.
-// A node lives in slot slot[i] (nodes in schedule order, so a step's nodes are adjacent);
-// slots n..n+W-1 are the dummies' (d = 1, rhs = 0, which stay so), slot n+W the root's
-// "parent" (0, 0); S = n + W + 1. The CW cells of a warp are interleaved slot by slot
-// (address (s * CW + cell) in the warp's region), so the 32 lanes of a step read 32 adjacent
-// words: no bank conflicts. Schedule entry: jp = (slot * CW, parent slot * CW), l, u (0 for
-// the root and dummies), node (for error reports). Block: tc cells, tc * KB <= 512 threads.
+// Tiles: tile t holds cells t*tc .. t*tc+tc-1. Block b solves tiles b, b + gridDim.x, ...
+// With nbuf = 1 the host launches one block per tile (stage, solve, write back). With
+// nbuf = 2 the host launches only as many blocks as stay resident and each block keeps two
+// tile buffers: the next tile's loads are in flight (cp.async group) while the current tile
+// is solved, so the SM's memory traffic no longer stops during the sweeps, and the schedule
+// is staged once per block instead of once per tile.
+//
+// Shared memory: l[NS] u[NS] | (d, rhs)[nbuf*tc*S] pairs | jp[NS] (int2) slot[n],
+// NS = n_batches*W. A node lives in slot slot[i] (nodes in schedule order, so a step's nodes
+// are adjacent); slots n..n+W-1 are the dummies' (d = 1, rhs = 0, which stay so), slot n+W
+// the root's "parent" (0, 0); S = n + W + 1. The CW cells of a warp are interleaved slot by
+// slot (address (s * CW + cell) in the warp's region), so the 32 lanes of a step read 32
+// adjacent words: no bank conflicts. Schedule entry: jp = (slot * CW, parent slot * CW), l,
+// u (0 for the root and dummies), node (for error reports). Block: tc * KB <= 512 threads.
 template <typename T> struct hb_pair;
 template <> struct hb_pair<float> { using type = float2; };
 template <> struct hb_pair<double> { using type = double2; };
 
-template <typename T, int KB, int V>
-__global__ void __launch_bounds__(512)
-hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ sched_jp,
-                 const T* __restrict__ sched_l, const T* __restrict__ sched_u,
-                 const int* __restrict__ sched_node, const int* __restrict__ node_slot,
-                 int n_batches, int n, int tc, long long n_cells, long long cell_base,
-                 unsigned long long* __restrict__ flag, T* __restrict__ bad_value) {
+__device__ __forceinline__ void hb_cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+// Wait until at most one committed group (the latest) is still in flight.
+__device__ __forceinline__ void hb_cp_async_wait_prior() {
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+}
+
+// Start copying the nc cells of a tile (first value g0) into buffer `sv`: node i of cell c
+// goes to slot sslot[i] of c, and the dummy / root-parent slots are set. Thread t always
+// serves cell position t % CW of a warp's cells (CW divides the block size) and nodes t / CW,
+// t / CW + stride, ..., so that CW adjacent lanes write CW adjacent slots.
+template <typename T, int CW>
+__device__ __forceinline__ void hb_tile_stage(typename hb_pair<T>::type* sv, const T* d,
+                                              const T* rhs, const int* sslot, long long g0,
+                                              int nc, int n, int S, int W) {
     using T2 = typename hb_pair<T>::type;
-    constexpr int CW = 32 / KB;  // cells per warp
-    constexpr int W = KB * V;    // nodes per step: V per lane
-    extern __shared__ __align__(16) unsigned char hb_smem_tm[];
-    const int NS = n_batches * W;
-    const int S = n + W + 1;
-    T* sl = reinterpret_cast<T*>(hb_smem_tm);
-    T* su = sl + NS;
-    T2* sv = reinterpret_cast<T2*>(su + NS);  // (d, rhs) of each slot, then (m, y), then (m, x)
-    int2* sjp = reinterpret_cast<int2*>(sv + tc * S);
-    int* sslot = reinterpret_cast<int*>(sjp + NS);
     const int tid = threadIdx.x, nthreads = blockDim.x;
-    const long long c0 = static_cast<long long>(blockIdx.x) * tc;
-    const int nc = static_cast<int>(min(static_cast<long long>(tc), n_cells - c0));
-    const long long g0 = c0 * n;
-    for (int k = tid; k < NS; k += nthreads) {  // 1. the schedule and the slot table
-        hb_cp_async(sjp + k, sched_jp + k);
-        hb_cp_async(sl + k, sched_l + k);
-        hb_cp_async(su + k, sched_u + k);
-    }
-    for (int k = tid; k < n; k += nthreads) hb_cp_async(sslot + k, node_slot + k);
-    hb_cp_async_wait_all();
-    __syncthreads();
-    // 2. the tile: node i of cell c -> slot sslot[i] of c. Thread t always serves cell
-    // position t % CW of a warp's cells (CW divides the block size) and nodes t / CW, t / CW
-    // + stride, ..., so that CW adjacent lanes write CW adjacent slots.
     const int groups = (nc + CW - 1) / CW;  // warps' cell groups holding real cells
     const int stride = nthreads / CW;
     const int my_cw = tid % CW, i0 = tid / CW;
@@ -86,105 +79,190 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
         v.y = T(0);
         sv[(c / CW) * CW * S + s * CW + c % CW] = v;
     }
-    hb_cp_async_wait_all();
-    __syncthreads();
-    // 3. sweeps: KB lanes per cell; lane k takes entries k, k + KB, ... of every step (V
-    // independent nodes, which overlap their latencies). Cells vary fastest across lanes, so
-    // a half-warp's accesses to the step's own (adjacent) slots are adjacent. Lanes of cells
-    // past the tile's end compute on unused slots and report nothing, so the loop has no
-    // branch; the next step's schedule entries are loaded one step ahead.
-    const int lane = tid & 31;
-    const int cw = lane % CW, k = lane / CW;
-    const int cell = (tid >> 5) * CW + cw;
-    T2* cv = sv + (tid >> 5) * CW * S + cw;  // this lane's cell: slot s at cv[s * CW]
-    int bad = -1;
-    T bad_pivot = T(0);
-    {
-        int2 e[V];
-        T lv[V], uv[V];
-#pragma unroll
-        for (int v = 0; v < V; ++v) {
-            e[v] = sjp[v * KB + k];
-            lv[v] = sl[v * KB + k];
-            uv[v] = su[v * KB + k];
-        }
-        for (int b = 0; b < n_batches; ++b) {
-            const int nxt = (b + 1 < n_batches ? b + 1 : b) * W + k;
-            int2 en[V];
-            T ln[V], un[V], r[V];
-            T2 own[V], par[V];
-#pragma unroll
-            for (int v = 0; v < V; ++v) {
-                en[v] = sjp[nxt + v * KB];
-                ln[v] = sl[nxt + v * KB];
-                un[v] = su[nxt + v * KB];
-                own[v] = cv[e[v].x];
-                par[v] = cv[e[v].y];
-            }
-#pragma unroll
-            for (int v = 0; v < V; ++v) {
-                r[v] = hb_rcp(own[v].x);
-                if (hb_bad_result(r[v])) {  // zero, non-finite (or out-of-range) pivot: rare
-                    const int node = __ldg(sched_node + b * W + v * KB + k);
-                    if (node > bad) {
-                        bad = node;
-                        bad_pivot = own[v].x;
-                    }
-                }
-            }
-#pragma unroll
-            for (int v = 0; v < V; ++v) {
-                T2 mine, theirs;
-                mine.x = lv[v] * r[v];
-                mine.y = own[v].y * r[v];
-                theirs.x = par[v].x - uv[v] * mine.x;
-                theirs.y = par[v].y - uv[v] * mine.y;
-                cv[e[v].x] = mine;
-                cv[e[v].y] = theirs;
-                e[v] = en[v];
-                lv[v] = ln[v];
-                uv[v] = un[v];
-            }
-            __syncwarp();
-        }
-#pragma unroll
-        for (int v = 0; v < V; ++v) e[v] = sjp[(n_batches - 1) * W + v * KB + k];
-        for (int b = n_batches - 1; b >= 0; --b) {
-            int2 en[V];
-            T2 own[V];
-            T xp[V];
-#pragma unroll
-            for (int v = 0; v < V; ++v) {
-                en[v] = sjp[(b > 0 ? b - 1 : 0) * W + v * KB + k];
-                own[v] = cv[e[v].x];
-                xp[v] = cv[e[v].y].y;
-            }
-#pragma unroll
-            for (int v = 0; v < V; ++v) {  // x over y: store the second word only
-                reinterpret_cast<T*>(cv + e[v].x)[1] = own[v].y - own[v].x * xp[v];
-                e[v] = en[v];
-            }
-            __syncwarp();
-        }
-    }
-#pragma unroll
-    for (int off = KB / 2; off > 0; off >>= 1) {  // the cell's failure: largest node of its lanes
-        const int other = __shfl_xor_sync(0xffffffffu, bad, off * CW);
-        const T value = __shfl_xor_sync(0xffffffffu, bad_pivot, off * CW);
-        if (other > bad) {
-            bad = other;
-            bad_pivot = value;
-        }
-    }
-    if (cell < nc && k == 0)
-        hb_report(flag, bad_value + c0 + cell, cell_base + c0 + cell, bad, bad_pivot);
-    __syncthreads();
-    for (int w = 0; w < groups; ++w) {  // 4. write x back over rhs, as it was staged
+}
+
+// Write x (the second word of each slot) of the tile's nc cells back over rhs, as staged.
+template <typename T, int CW>
+__device__ __forceinline__ void hb_tile_store(const typename hb_pair<T>::type* sv, T* rhs,
+                                              const int* sslot, long long g0, int nc, int n,
+                                              int S) {
+    const int tid = threadIdx.x;
+    const int groups = (nc + CW - 1) / CW;
+    const int stride = blockDim.x / CW;
+    const int my_cw = tid % CW, i0 = tid / CW;
+    for (int w = 0; w < groups; ++w) {
         const int c = w * CW + my_cw;
         if (c >= nc) continue;
         T* gr = rhs + g0 + static_cast<long long>(c) * n;
         const T* base = reinterpret_cast<const T*>(sv + w * CW * S + my_cw) + 1;
         for (int i = i0; i < n; i += stride) gr[i] = base[2 * CW * sslot[i]];
+    }
+}
+
+// Both sweeps of this lane's cell (slot s at cv[s * CW]); KB lanes per cell, lane k takes
+// entries k, k + KB, ... of every step (V independent nodes, which overlap their latencies).
+// Cells vary fastest across lanes, so a half-warp's accesses to the step's own (adjacent)
+// slots are adjacent. Lanes of cells past the tile's end compute on unused slots and report
+// nothing, so the loop has no branch; the next step's schedule entries are loaded one step
+// ahead. Returns the failing node (largest index, -1 if none) and its pivot in *bad_pivot.
+template <typename T, int KB, int V>
+__device__ __forceinline__ int hb_tile_sweeps(typename hb_pair<T>::type* cv, const int2* sjp,
+                                              const T* sl, const T* su,
+                                              const int* __restrict__ sched_node, int n_batches,
+                                              int k, T* bad_pivot_out) {
+    using T2 = typename hb_pair<T>::type;
+    constexpr int W = KB * V;
+    int bad = -1;
+    T bad_pivot = T(0);
+    int2 e[V];
+    T lv[V], uv[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+        e[v] = sjp[v * KB + k];
+        lv[v] = sl[v * KB + k];
+        uv[v] = su[v * KB + k];
+    }
+    for (int b = 0; b < n_batches; ++b) {
+        const int nxt = (b + 1 < n_batches ? b + 1 : b) * W + k;
+        int2 en[V];
+        T ln[V], un[V], r[V];
+        T2 own[V], par[V];
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+            en[v] = sjp[nxt + v * KB];
+            ln[v] = sl[nxt + v * KB];
+            un[v] = su[nxt + v * KB];
+            own[v] = cv[e[v].x];
+            par[v] = cv[e[v].y];
+        }
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+            r[v] = hb_rcp(own[v].x);
+            if (hb_bad_result(r[v])) {  // zero, non-finite (or out-of-range) pivot: rare
+                const int node = __ldg(sched_node + b * W + v * KB + k);
+                if (node > bad) {
+                    bad = node;
+                    bad_pivot = own[v].x;
+                }
+            }
+        }
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+            T2 mine, theirs;
+            mine.x = lv[v] * r[v];
+            mine.y = own[v].y * r[v];
+            theirs.x = par[v].x - uv[v] * mine.x;
+            theirs.y = par[v].y - uv[v] * mine.y;
+            cv[e[v].x] = mine;
+            cv[e[v].y] = theirs;
+            e[v] = en[v];
+            lv[v] = ln[v];
+            uv[v] = un[v];
+        }
+        __syncwarp();
+    }
+#pragma unroll
+    for (int v = 0; v < V; ++v) e[v] = sjp[(n_batches - 1) * W + v * KB + k];
+    for (int b = n_batches - 1; b >= 0; --b) {
+        int2 en[V];
+        T2 own[V];
+        T xp[V];
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+            en[v] = sjp[(b > 0 ? b - 1 : 0) * W + v * KB + k];
+            own[v] = cv[e[v].x];
+            xp[v] = cv[e[v].y].y;
+        }
+#pragma unroll
+        for (int v = 0; v < V; ++v) {  // x over y: store the second word only
+            reinterpret_cast<T*>(cv + e[v].x)[1] = own[v].y - own[v].x * xp[v];
+            e[v] = en[v];
+        }
+        __syncwarp();
+    }
+    *bad_pivot_out = bad_pivot;
+    return bad;
+}
+
+template <typename T, int KB, int V>
+__global__ void __launch_bounds__(512)
+hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ sched_jp,
+                 const T* __restrict__ sched_l, const T* __restrict__ sched_u,
+                 const int* __restrict__ sched_node, const int* __restrict__ node_slot,
+                 int n_batches, int n, int tc, int nbuf, long long n_cells, long long cell_base,
+                 unsigned long long* __restrict__ flag, T* __restrict__ bad_value) {
+    using T2 = typename hb_pair<T>::type;
+    constexpr int CW = 32 / KB;  // cells per warp
+    constexpr int W = KB * V;    // nodes per step: V per lane
+    extern __shared__ __align__(16) unsigned char hb_smem_tm[];
+    const int NS = n_batches * W;
+    const int S = n + W + 1;
+    T* sl = reinterpret_cast<T*>(hb_smem_tm);
+    T* su = sl + NS;
+    T2* sv = reinterpret_cast<T2*>(su + NS);  // (d, rhs) of each slot, then (m, y), then (m, x)
+    int2* sjp = reinterpret_cast<int2*>(sv + nbuf * tc * S);
+    int* sslot = reinterpret_cast<int*>(sjp + NS);
+    const int tid = threadIdx.x, nthreads = blockDim.x;
+    const int n_tiles = static_cast<int>((n_cells + tc - 1) / tc);
+    int tile = blockIdx.x;
+    for (int k = tid; k < NS; k += nthreads) {  // 1. the schedule and the slot table
+        hb_cp_async(sjp + k, sched_jp + k);
+        hb_cp_async(sl + k, sched_l + k);
+        hb_cp_async(su + k, sched_u + k);
+    }
+    for (int k = tid; k < n; k += nthreads) hb_cp_async(sslot + k, node_slot + k);
+    hb_cp_async_wait_all();
+    __syncthreads();
+    auto cells_of = [&](int t) {
+        return static_cast<int>(
+            min(static_cast<long long>(tc), n_cells - static_cast<long long>(t) * tc));
+    };
+    auto first_value = [&](int t) { return static_cast<long long>(t) * tc * n; };
+    if (tile < n_tiles)  // 2. the first tile (each group of cp.async below is one tile)
+        hb_tile_stage<T, CW>(sv, d, rhs, sslot, first_value(tile), cells_of(tile), n, S, W);
+    hb_cp_async_commit();
+    const int lane = tid & 31;
+    const int cw = lane % CW, k = lane / CW;
+    const int cell = (tid >> 5) * CW + cw;
+    for (int it = 0; tile < n_tiles; ++it, tile += gridDim.x) {
+        T2* buf = sv + (nbuf == 2 ? (it & 1) : 0) * tc * S;
+        const long long c0 = static_cast<long long>(tile) * tc;
+        const int nc = cells_of(tile);
+        const int next = tile + gridDim.x;
+        if (nbuf == 2) {  // the next tile's loads go out now and land during the sweeps
+            if (next < n_tiles)
+                hb_tile_stage<T, CW>(sv + ((it + 1) & 1) * tc * S, d, rhs, sslot,
+                                     first_value(next), cells_of(next), n, S, W);
+            hb_cp_async_commit();
+            hb_cp_async_wait_prior();
+        } else {
+            hb_cp_async_wait_all();
+        }
+        __syncthreads();
+        // 3. sweeps, 4. the cell's failure: largest node of its lanes
+        T bad_pivot;
+        int bad = hb_tile_sweeps<T, KB, V>(buf + (tid >> 5) * CW * S + cw, sjp, sl, su,
+                                           sched_node, n_batches, k, &bad_pivot);
+#pragma unroll
+        for (int off = KB / 2; off > 0; off >>= 1) {
+            const int other = __shfl_xor_sync(0xffffffffu, bad, off * CW);
+            const T value = __shfl_xor_sync(0xffffffffu, bad_pivot, off * CW);
+            if (other > bad) {
+                bad = other;
+                bad_pivot = value;
+            }
+        }
+        if (cell < nc && k == 0)
+            hb_report(flag, bad_value + c0 + cell, cell_base + c0 + cell, bad, bad_pivot);
+        __syncthreads();
+        hb_tile_store<T, CW>(buf, rhs, sslot, c0 * n, nc, n, S);  // 5. x back over rhs
+        __syncthreads();  // this buffer is staged again next (nbuf 1) or after next (nbuf 2)
+        if (nbuf == 1) {
+            if (next < n_tiles)
+                hb_tile_stage<T, CW>(sv, d, rhs, sslot, first_value(next), cells_of(next), n, S,
+                                     W);
+            hb_cp_async_commit();
+        }
     }
 }
 
