@@ -51,6 +51,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: small batches, 3 repeats")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    parser.add_argument("--resume", metavar="PATH",
+                        help="keep the rows of an earlier run (its multi.json or multi_rows.json) "
+                             "and measure only the cases missing from it")
     parser.add_argument("--from-json", metavar="PATH",
                         help="no GPU: re-analyse the rows of an earlier multi.json (auto's picks "
                              "with the current rule) and rewrite the results")
@@ -110,16 +113,35 @@ def _measure(args) -> tuple[list[dict], dict, list[str]]:
                             "resident_threads": resident})
     partial = Path(args.out) / "multi_rows.json"  # rows so far: --from-json can finish a cut run
     partial.parent.mkdir(parents=True, exist_ok=True)
-    start, rows, skipped = time.perf_counter(), [], []
+    start, rows, skipped, notes = time.perf_counter(), [], [], []
+    if args.resume:
+        rows, earlier = _earlier_rows(Path(args.resume))
+        notes.append(f"{len(rows)} case(s) kept from an earlier run ({earlier}); the other cases "
+                     f"measured on {machine.get('date', 'this run')}; every row's strategies "
+                     "come from one run")
+    done = {(r["figure"], r["case"]) for r in rows}
     for case in cases(args.quick):
+        if (case.figure, case.label) in done:
+            continue
         if time.perf_counter() - start > args.budget:
             skipped.append(f"{case.figure}: {case.label}")
             continue
         rows.append(_run_case(cupy, case, repeats, int(props["l2CacheSize"]), resident))
         partial.write_text(json.dumps({"machine": machine, "tables": {"All cases": rows},
                                        "notes": []}, default=str), encoding="utf-8")
-    notes = [f"skipped (budget of {args.budget:.0f} s spent): {', '.join(skipped)}"] if skipped else []
+    if skipped:
+        notes.append(f"skipped (budget of {args.budget:.0f} s spent): {', '.join(skipped)}")
     return rows, machine, notes
+
+
+def _earlier_rows(path: Path) -> tuple[list[dict], str]:
+    """The measured rows of an earlier run's JSON and that run's date."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    tables = doc["tables"]
+    rows = tables.get("Raw rows", tables.get("All cases"))
+    if rows is None:
+        raise ValueError(f"{path}: no 'Raw rows' or 'All cases' table (not a bench multi JSON)")
+    return list(rows), str(doc.get("machine", {}).get("date", "date unknown"))
 
 
 def _run_case(cupy, case, repeats: int, l2: int, resident: int) -> dict:
