@@ -146,6 +146,28 @@ class Runner:
         notes += _goal_notes(tables, self.copy_tbs)
         return tables, notes
 
+    def tiled_tables(self, cells, *, focus: str):
+        """Only the bandwidth table and the tiled sweeps: the focus cell at the largest batch,
+        and issue 5's goal (c) case (3000 copies of ca1 at nseg=8, 1405 nodes)."""
+        from .hines import GPU_STRATEGIES, TILE_THREADS, stand_in_structure
+
+        cell = stand_in_structure(focus)[0]
+        top = max(cells)
+        strategies = (*GPU_STRATEGIES, ("tiled", {"buffers": 1}))
+        tables = {
+            f"Bandwidth: medium-high, {top} cells (copy ceiling {self.copy_tbs:.3f} TB/s)":
+                self.bandwidth_rows(cell, top, strategies),
+            f"Tiled variants: medium-high, {top} cells, fp64, shared structure":
+                self.tiled_rows(cell, top, (32, *TILE_THREADS)),
+        }
+        from ._multi_cases import goal_c_cell
+
+        big = goal_c_cell()
+        tables[f"Tiled variants: ca1 nseg=8 ({big.n_nodes} nodes), 3000 cells, fp64, shared "
+               "structure (issue 5 goal (c): <= 0.15 ms)"] = self.tiled_rows(big, 3000,
+                                                                          (32, *TILE_THREADS))
+        return tables, _goal_notes(tables, self.copy_tbs)
+
     def multi_gpu_tables(self, cells, *, focus: str):
         """Only the several-GPUs table (no CPU runs: speedups over serial are left empty)."""
         from .hines import stand_in_structure
@@ -223,7 +245,9 @@ class Runner:
                     r = self.gpu_case(batch, dv, rv, strategy, options, dtype=dtype,
                                       reference=ref if dtype == np.float64 else None)
                     nodes = n * cell.n_nodes
-                    row = {"structure": kind, "dtype": np.dtype(dtype).name, "strategy": strategy,
+                    label = strategy + (" (" + ", ".join(f"{k}={v}" for k, v in options.items())
+                                        + ")" if options else "")
+                    row = {"structure": kind, "dtype": np.dtype(dtype).name, "strategy": label,
                            "bytes_per_node": per_node, "native_ms": r["native_ms"],
                            "canonical_ms": r["canonical_ms"]}
                     for path in ("native", "canonical"):
@@ -236,7 +260,7 @@ class Runner:
             del batch
         return rows
 
-    def tiled_rows(self, cell, n, threads, dtype=np.float64) -> list[dict]:
+    def tiled_rows(self, cell, n, threads, dtype=np.float64, buffers=(1, 2)) -> list[dict]:
         from ..solvers.gpu.compile import TILED_VARIANTS
         from ..tree.structure import MonoBatch
 
@@ -244,23 +268,24 @@ class Runner:
         d, rhs = hines_values(cell, n)
         per_node = 3 * np.dtype(dtype).itemsize
         rows = []
-        for lanes, v in TILED_VARIANTS:
-            for nt in threads:
-                opts = {"tile_cells": max(32 // lanes, nt // lanes), "batch": lanes * v,
-                        "lanes": lanes}
-                row = {"threads": opts["tile_cells"] * lanes, "lanes": lanes, "batch": lanes * v,
-                       "tile_cells": opts["tile_cells"]}
-                try:
-                    r = self.gpu_case(batch, d, rhs, "tiled", opts, dtype=dtype, native=False)
-                except ValueError as exc:  # too much shared memory for this tile
-                    rows.append({**row, "ms": None, "TB_s": None, "ratio": None,
-                                 "describe": str(exc)[:90]})
-                    continue
-                tbs = per_node * n * cell.n_nodes / (r["canonical_ms"] * 1e-3) / 1e12
-                rows.append({**row, "ms": r["canonical_ms"], "TB_s": tbs,
-                             "ratio": tbs / self.copy_tbs, "describe": r["describe"]})
-                print({k: rows[-1][k] for k in ("threads", "lanes", "batch", "ms", "ratio")},
-                      flush=True)
+        grid = [(lanes, v, nt, bufs) for lanes, v in TILED_VARIANTS for nt in threads
+                for bufs in buffers]
+        for lanes, v, nt, bufs in grid:
+            opts = {"tile_cells": max(32 // lanes, nt // lanes), "batch": lanes * v,
+                    "lanes": lanes, "buffers": bufs}
+            row = {"threads": opts["tile_cells"] * lanes, "lanes": lanes, "batch": lanes * v,
+                   "buffers": bufs, "tile_cells": opts["tile_cells"]}
+            try:
+                r = self.gpu_case(batch, d, rhs, "tiled", opts, dtype=dtype, native=False)
+            except ValueError as exc:  # too much shared memory for this tile
+                rows.append({**row, "ms": None, "TB_s": None, "ratio": None,
+                             "describe": str(exc)[:90]})
+                continue
+            tbs = per_node * n * cell.n_nodes / (r["canonical_ms"] * 1e-3) / 1e12
+            rows.append({**row, "ms": r["canonical_ms"], "TB_s": tbs,
+                         "ratio": tbs / self.copy_tbs, "describe": r["describe"]})
+            print({k: rows[-1][k] for k in ("threads", "lanes", "batch", "buffers", "ms",
+                                            "ratio")}, flush=True)
         return rows
 
     def end_to_end_rows(self, cell, n) -> list[dict]:

@@ -82,6 +82,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: two cells, 256 and 2560 cells, few repeats, no sweeps")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    parser.add_argument("--tiled-only", action="store_true",
+                        help="only the bandwidth table (medium-high, largest batch) and the tiled "
+                             "sweeps (that cell, and 3000 copies of ca1 at nseg=8), written as "
+                             "hines_tiled.json/.md")
     parser.add_argument("--multi-gpu-only", action="store_true",
                         help="only the several-GPUs table (medium-high cells, every visible "
                              "device against one), written as hines_multi_gpu.json/.md")
@@ -118,6 +122,9 @@ def run(args: argparse.Namespace) -> int:
     if args.multi_gpu_only:
         tables, notes = runner.multi_gpu_tables(cells, focus=FOCUS)
         name = "hines_multi_gpu"
+    elif args.tiled_only:
+        tables, notes = runner.tiled_tables(cells, focus=FOCUS)
+        name = "hines_tiled"
     else:
         tables, notes = runner.all_tables(stand_ins, cells, quick=args.quick, focus=FOCUS)
         name = "hines"
@@ -126,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     json_path, md_path = write_results(tables, args.out, name, question=QUESTION, notes=notes,
                                        machine=machine)
     print(f"wrote {json_path} and {md_path}")
-    if not args.no_plots and not args.multi_gpu_only:
+    if not args.no_plots and not (args.multi_gpu_only or args.tiled_only):
         from ._hines_plots import figures
 
         for path in figures(tables, Path(args.out)):
