@@ -139,8 +139,8 @@ def _host_source(name: str, *, with_header: bool) -> str:
     """kernels/<name> as host C++ for tridiagonal_emulator.cpp."""
     text = gpu_compile.source_text(name) if with_header else \
         (gpu_compile.KERNEL_DIR / name).read_text().replace('#include "tridiagonal_common.cuh"', "")
-    for sig in ("__device__ __forceinline__ double tri_rcp(double x)",
-                "__device__ __forceinline__ float tri_rcp(float x)",
+    for sig in ("__device__ __forceinline__ double hb_rcp(double x)",
+                "__device__ __forceinline__ float hb_rcp(float x)",
                 "template <typename T> __device__ __forceinline__ void tri_cp_async(",
                 "__device__ __forceinline__ void tri_cp_async_commit()",
                 "__device__ __forceinline__ void tri_cp_async_wait_all()"):

@@ -67,8 +67,8 @@ inline unsigned __ballot_sync(unsigned, bool p) {
 }
 inline unsigned atomicMin(unsigned* a, unsigned v) { std::lock_guard<std::mutex> g(emu_atomic); unsigned o = *a; if (v < o) *a = v; return o; }
 inline unsigned long long atomicMin(unsigned long long* a, unsigned long long v) { std::lock_guard<std::mutex> g(emu_atomic); auto o = *a; if (v < o) *a = v; return o; }
-inline double tri_rcp(double x) { return 1.0 / x; }
-inline float tri_rcp(float x) { return 1.0f / x; }
+inline double hb_rcp(double x) { return 1.0 / x; }
+inline float hb_rcp(float x) { return 1.0f / x; }
 template <typename T> inline void tri_cp_async(T* d, const T* s) { *d = *s; }
 inline void tri_cp_async_commit() {}
 inline void tri_cp_async_wait_all() {}

@@ -2,8 +2,8 @@
 
 Each ``kernels/*.cu`` file becomes one ``cupy.RawModule`` per (device, dtype), compiled with
 NVRTC on first use, with ``name_expressions`` listing the template instantiations for that
-dtype (:data:`KERNELS`). The local header ``hines_common.cuh`` is inlined into the source
-text, so CuPy's on-disk kernel cache (keyed by the source text) never serves a stale build.
+dtype (:data:`KERNELS`). The local headers (``*.cuh``) are inlined into the source text, so
+CuPy's on-disk kernel cache (keyed by the source text) never serves a stale build.
 The same instantiation list drives ``tests/unit/test_cu_compile.py``, which compiles every
 source with ``nvcc`` for sm_90 in CI without a GPU.
 """
@@ -60,9 +60,20 @@ def name_expressions(source: str, dtype) -> list[str]:
 
 @functools.lru_cache(maxsize=None)
 def source_text(source: str) -> str:
-    """The text of ``kernels/<source>`` with its local ``#include "*.cuh"`` lines inlined."""
-    text = (KERNEL_DIR / source).read_text()
-    return _INCLUDE.sub(lambda m: (KERNEL_DIR / m.group(1)).read_text(), text)
+    """The text of ``kernels/<source>`` with its local ``#include "*.cuh"`` lines inlined,
+    headers within headers too, each header once (later includes of it become empty)."""
+    seen: set[str] = set()
+
+    def inline(name: str) -> str:
+        def header(m):
+            if m.group(1) in seen:
+                return ""
+            seen.add(m.group(1))
+            return inline(m.group(1))
+
+        return _INCLUDE.sub(header, (KERNEL_DIR / name).read_text())
+
+    return inline(source)
 
 
 @functools.lru_cache(maxsize=None)

@@ -24,27 +24,7 @@ template <typename T> __device__ __forceinline__ bool hb_bad_pivot(T pivot) {
     return !(a > T(0) && a < hb_inf<T>());
 }
 
-// Reciprocal without branches: the hardware approximation refined by Newton steps
-// (e = 1 - x r; r += r e), two in double and one in float, so that the result is within
-// about one ulp of 1/x. IEEE division (x / y) branches to a slow path for rare operands,
-// which keeps the compiler from overlapping independent divisions; the tiled kernels need
-// several in flight. Zero, infinite and NaN pivots are caught by hb_bad_pivot; a pivot below
-// the smallest normal number (flushed to zero by .ftz) gives a non-finite result, which the
-// kernels report as singular too (hb_bad_result).
-__device__ __forceinline__ double hb_rcp(double x) {
-    double r;
-    asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(x));
-    double e = fma(-x, r, 1.0);
-    r = fma(r, e, r);
-    e = fma(-x, r, 1.0);
-    return fma(r, e, r);
-}
-__device__ __forceinline__ float hb_rcp(float x) {
-    float r;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-    const float e = fmaf(-x, r, 1.0f);
-    return fmaf(r, e, r);
-}
+#include "fast_math.cuh"
 
 // True when a reciprocal from hb_rcp is zero, denormal, infinite or NaN, which is the case
 // exactly when the pivot was zero, denormal, infinite, NaN or of magnitude >= 2^1022: one

@@ -293,7 +293,7 @@ tri_chunked(const T* __restrict__ dl, const T* __restrict__ d, const T* __restri
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
             if (bad_chunk < 0 && tri_bad_pivot(b[j], fabs(b[j]))) bad_chunk = first + j;
-            const T r = tri_rcp(b[j]);
+            const T r = hb_rcp(b[j]);
             a[j] *= r;
             c[j] *= r;
             y[j] *= r;
@@ -303,7 +303,7 @@ tri_chunked(const T* __restrict__ dl, const T* __restrict__ d, const T* __restri
             const T ac = a[j] * c[j - 1];
             const T piv = b[j] - ac;
             if (bad_chunk < 0 && tri_bad_pivot(piv, fabs(b[j]) + fabs(ac))) bad_chunk = first + j;
-            const T r = tri_rcp(piv);
+            const T r = hb_rcp(piv);
             y[j] = r * (y[j] - a[j] * y[j - 1]);
             a[j] = -r * a[j] * a[j - 1];
             c[j] = r * c[j];
@@ -320,7 +320,7 @@ tri_chunked(const T* __restrict__ dl, const T* __restrict__ d, const T* __restri
             const T ca = c[0] * a[1];
             const T piv = T(1) - ca;
             if (bad_chunk < 0 && tri_bad_pivot(piv, T(1) + fabs(ca))) bad_chunk = first;
-            const T r = tri_rcp(piv);
+            const T r = hb_rcp(piv);
             aF = r * a[0];
             cF = -r * c[0] * c[1];
             yF = r * (y[0] - c[0] * y[1]);
@@ -364,7 +364,7 @@ tri_chunked(const T* __restrict__ dl, const T* __restrict__ d, const T* __restri
             }
             if (!up) { alm = T(0); bem = T(1); gam = T(0); dem = T(0); elm = T(0); erm = T(0); }
             if (!down) { alp = T(0); bep = T(1); gap = T(0); dep = T(0); elp = T(0); erp = T(0); }
-            const T k1 = al * tri_rcp(bem), k2 = ga * tri_rcp(bep);
+            const T k1 = al * hb_rcp(bem), k2 = ga * hb_rcp(bep);
             const T s1 = k1 * gam, s2 = k2 * alp;
             const T bn = be - s1 - s2;
             if (bad_reduced < 0 && tri_bad_pivot(bn, fabs(be) + fabs(s1) + fabs(s2))) bad_reduced = last;
@@ -377,7 +377,7 @@ tri_chunked(const T* __restrict__ dl, const T* __restrict__ d, const T* __restri
                 er = er - k1 * erm - k2 * erp;
             }
         }
-        const T rb = tri_rcp(be);
+        const T rb = hb_rcp(be);
 
         // -- failures: a chunk-level pivot outranks the reduced system's (whose values it spoiled)
         const unsigned int chunk_bits = (__ballot_sync(0xffffffffu, bad_chunk >= 0) >> gshift) & gmask;
@@ -499,7 +499,7 @@ tri_segments(T* __restrict__ red, T* __restrict__ bound, int segs, int rows_per_
             tri_record(status, flag, k, s * rows_per_segment);
             return;
         }
-        const T rm = tri_rcp(piv);
+        const T rm = hb_rcp(piv);
         const T U = (u - v * Pp) * rm, W = w * rm;
         const T qR = q * Rp;
         const T P = p - q * Pp + qR * U, R = r + qR * W;

@@ -12,6 +12,9 @@
 //    reads *flag (8 bytes) and, only after a failure, status. The solution of a flagged system
 //    is not written.
 
+#pragma once
+#include "fast_math.cuh"
+
 template <typename T> struct TriLimits;
 template <> struct TriLimits<float> {
     static __device__ __forceinline__ float eps() { return 1.1920928955078125e-07f; }
@@ -30,24 +33,6 @@ template <typename T> __device__ __forceinline__ bool tri_bad_pivot(T p, T scale
     const T a = fabs(p);
     return !(a > TriLimits<T>::eps() * scale && a >= TriLimits<T>::tiny() &&
              a <= TriLimits<T>::huge());
-}
-
-// 1/x from the hardware approximation refined by Newton steps (two in double, one in float):
-// within about one ulp, and free of the branchy slow path of IEEE division, so that
-// independent reciprocals overlap. Only called on pivots that passed tri_bad_pivot.
-__device__ __forceinline__ double tri_rcp(double x) {
-    double r;
-    asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(x));
-    double e = fma(-x, r, 1.0);
-    r = fma(r, e, r);
-    e = fma(-x, r, 1.0);
-    return fma(r, e, r);
-}
-__device__ __forceinline__ float tri_rcp(float x) {
-    float r;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-    const float e = fmaf(-x, r, 1.0f);
-    return fmaf(r, e, r);
 }
 
 // Publish that system k met a bad pivot at `row`.

@@ -43,7 +43,7 @@ tri_thomas(const T* __restrict__ dl, const T* d, const T* __restrict__ du, const
             tri_record(status, flag, k, i);
             return;  // x keeps the forward sweep's d' values; the host does not use them
         }
-        const T r = tri_rcp(p);
+        const T r = hb_rcp(p);
         cp = c * r;
         dp = (y - a * dp) * r;
         if (in) {
