@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Small solves through every shared-memory GPU kernel, for ``compute-sanitizer``.
+
+    compute-sanitizer --tool racecheck --racecheck-report hazard python3 scripts/racecheck.py
+    compute-sanitizer --tool memcheck python3 scripts/racecheck.py
+
+(``scripts/gpu-check racecheck`` runs both.) Each case is a batch small enough for the
+sanitizer's slow replay but with several tiles, several warps per block and, for
+``tiled`` with two buffers, blocks that solve more than one tile. Every solution is checked
+against the serial CPU solver (fp64, 1e-12), so the run also fails on wrong answers; exit
+status 1 on any mismatch.
+"""
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+import cupy  # noqa: E402
+
+import hinesbatch  # noqa: E402
+from hinesbatch.tree import random_trees as rt  # noqa: E402
+from hinesbatch.tree.structure import HinesStructure, MonoBatch  # noqa: E402
+
+#: (label, structure builder, strategy, options)
+CASES = [
+    ("tiled mono chain, 1 buffer", lambda r: MonoBatch(rt.chain(60, rng=r), 64), "tiled",
+     {"batch": 16, "lanes": 4, "tile_cells": 16, "buffers": 1}),
+    ("tiled mono chain, 2 buffers", lambda r: MonoBatch(rt.chain(60, rng=r), 64), "tiled",
+     {"batch": 16, "lanes": 4, "tile_cells": 16, "buffers": 2}),
+    ("tiled mono bushy, default", lambda r: MonoBatch(rt.random_tree(120, rng=r), 200), "tiled",
+     {}),
+    ("tiled mono bushy, 8x8, 2 buffers", lambda r: MonoBatch(rt.random_tree(90, rng=r), 300),
+     "tiled", {"batch": 8, "lanes": 8, "tile_cells": 8, "buffers": 2}),
+    # ~150 KB of shared memory per block: one block per SM, so each solves 2 tiles or more
+    ("tiled mono 2000 nodes, 1 cell per tile, 2 buffers",
+     lambda r: MonoBatch(rt.random_tree(2000, rng=r), 300), "tiled",
+     {"batch": 32, "lanes": 32, "tile_cells": 1, "buffers": 2}),
+    ("tiled per-cell", lambda r: rt.random_batch(90, rng=r, max_nodes=80), "tiled", {}),
+    ("block-shared mono", lambda r: MonoBatch(rt.random_tree(70, rng=r), 96), "block-shared",
+     {}),
+    ("fine per-cell", lambda r: rt.random_batch(60, rng=r, max_nodes=120), "fine", {}),
+    ("fine balanced", lambda r: rt.random_batch(60, rng=r, max_nodes=120), "fine",
+     {"reroot": True, "split": "cost"}),
+    ("dhs per-cell", lambda r: rt.random_batch(60, rng=r, max_nodes=120), "dhs", {}),
+]
+
+
+def values(structure, rng):
+    cell = structure.cell if isinstance(structure, MonoBatch) else structure
+    parent = cell.parent
+    child = np.flatnonzero(parent >= 0)
+    sums = np.zeros(parent.size)
+    sums[child] += np.abs(cell.lower[child])
+    sums += np.bincount(parent[child], weights=np.abs(cell.u[child]), minlength=parent.size)
+    shape = structure.values_shape
+    sums = np.broadcast_to(sums, shape) if isinstance(structure, MonoBatch) else sums
+    d = sums * (1.0 + rng.uniform(0.1, 1.0, shape)) + rng.uniform(0.1, 1.0, shape)
+    return d, rng.standard_normal(shape) * (1.0 + sums)
+
+
+def main() -> int:
+    failures = 0
+    for i, (label, build, strategy, options) in enumerate(CASES):
+        rng = np.random.default_rng(100 + i)
+        structure = build(rng)
+        assert isinstance(structure, (MonoBatch, HinesStructure))
+        d, rhs = values(structure, rng)
+        ref = hinesbatch.plan(structure, backend="serial").solve(d, rhs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            plan = hinesbatch.plan(structure, backend="gpu", strategy=strategy, **options)
+        x = plan.solve(cupy.asarray(d), cupy.asarray(rhs)).get()
+        err = float(np.max(np.abs(x - ref)) / np.max(np.abs(ref)))
+        ok = err <= 1e-12
+        failures += not ok
+        print(f"{'ok ' if ok else 'BAD'} {label:36s} error {err:.2e}  {plan.describe()}",
+              flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
