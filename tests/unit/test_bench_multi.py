@@ -116,3 +116,23 @@ def test_quick_run_needs_a_gpu(tmp_path, capsys):
         pytest.skip("a GPU is present: the --quick run is exercised on the device instead")
     assert main(["bench", "multi", "--quick", "--out", str(tmp_path)]) == 1
     assert "cannot run here" in capsys.readouterr().err
+
+
+def test_resume_keeps_an_earlier_runs_rows(tmp_path):
+    rows = [{"figure": "goal-b", "case": "100 x ca1 (nseg=1)", "cells": 100}]
+    for table in ("Raw rows", "All cases"):  # multi.json and multi_rows.json
+        path = tmp_path / f"{table}.json"
+        path.write_text(json.dumps({"machine": {"date": "2026-11-22T00:00:00+00:00"},
+                                    "tables": {table: rows}, "notes": []}))
+        kept, date = multi._earlier_rows(path)
+        assert kept == rows and date.startswith("2026-11-22")
+    other = tmp_path / "hines.json"
+    other.write_text(json.dumps({"machine": {}, "tables": {"Copy-bandwidth ceiling": []}}))
+    with pytest.raises(ValueError, match="not a bench multi JSON"):
+        multi._earlier_rows(other)
+
+
+def test_goal_c_cell_is_ca1_at_nseg_8():
+    from hinesbatch.bench._multi_cases import goal_c_cell
+
+    assert goal_c_cell().n_nodes == 1405
