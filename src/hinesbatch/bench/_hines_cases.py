@@ -149,6 +149,7 @@ class Runner:
     def tiled_tables(self, cells, *, focus: str):
         """Only the bandwidth table and the tiled sweeps: the focus cell at the largest batch,
         and issue 5's goal (c) case (3000 copies of ca1 at nseg=8, 1405 nodes)."""
+        from ._multi_cases import goal_c_cell
         from .hines import GPU_STRATEGIES, TILE_THREADS, stand_in_structure
 
         cell = stand_in_structure(focus)[0]
@@ -160,8 +161,6 @@ class Runner:
             f"Tiled variants: medium-high, {top} cells, fp64, shared structure":
                 self.tiled_rows(cell, top, (32, *TILE_THREADS)),
         }
-        from ._multi_cases import goal_c_cell
-
         big = goal_c_cell()
         tables[f"Tiled variants: ca1 nseg=8 ({big.n_nodes} nodes), 3000 cells, fp64, shared "
                "structure (issue 5 goal (c): <= 0.15 ms)"] = self.tiled_rows(big, 3000,

@@ -406,10 +406,12 @@ class Tiled(Strategy):
     ``tile_cells`` cells per block (a multiple of ``32 // lanes``); ``buffers=1`` (default)
     launches one block per tile, ``buffers=2`` only the blocks that stay resident, each loading
     its next tile while it solves the current one. Two buffers halve the tiles an SM holds,
-    and the kernel is bound by shared-memory traffic, not by device memory: on the H200 they
-    were slower at every (batch, lanes, threads) of the sweep in benchmarks/results/h200/
-    hines_tiled.md (best 1.25 against 1.04 ms, 256000 cells of 313 nodes). Per-cell
-    structures: one lane per cell, ``tile_cells`` cells per one-warp block.
+    and the kernel is bound by shared-memory traffic, not by device memory: on the H200 the
+    best two-buffer configuration took 1.25 ms against 1.04 ms for the best one-buffer one
+    (256000 cells of 313 nodes; 0.245 against 0.140 ms for 3000 of 1405 nodes), although at a
+    few equal (batch, lanes, threads) two buffers were up to 6% (17%) faster
+    (benchmarks/results/h200/hines_tiled.md). Per-cell structures: one lane per cell,
+    ``tile_cells`` cells per one-warp block.
     """
 
     name = "tiled"
