@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT / "src"))
 import cupy  # noqa: E402
 
 import hinesbatch  # noqa: E402
+from hinesbatch.bench._multi_cases import values  # noqa: E402
 from hinesbatch.tree import random_trees as rt  # noqa: E402
 from hinesbatch.tree.structure import HinesStructure, MonoBatch  # noqa: E402
 
@@ -51,26 +52,13 @@ CASES = [
 ]
 
 
-def values(structure, rng):
-    cell = structure.cell if isinstance(structure, MonoBatch) else structure
-    parent = cell.parent
-    child = np.flatnonzero(parent >= 0)
-    sums = np.zeros(parent.size)
-    sums[child] += np.abs(cell.lower[child])
-    sums += np.bincount(parent[child], weights=np.abs(cell.u[child]), minlength=parent.size)
-    shape = structure.values_shape
-    sums = np.broadcast_to(sums, shape) if isinstance(structure, MonoBatch) else sums
-    d = sums * (1.0 + rng.uniform(0.1, 1.0, shape)) + rng.uniform(0.1, 1.0, shape)
-    return d, rng.standard_normal(shape) * (1.0 + sums)
-
-
 def main() -> int:
     failures = 0
     for i, (label, build, strategy, options) in enumerate(CASES):
         rng = np.random.default_rng(100 + i)
         structure = build(rng)
         assert isinstance(structure, (MonoBatch, HinesStructure))
-        d, rhs = values(structure, rng)
+        d, rhs = values(structure, seed=200 + i)
         ref = hinesbatch.plan(structure, backend="serial").solve(d, rhs)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
