@@ -141,9 +141,10 @@ def _host_source(name: str, *, with_header: bool) -> str:
         (gpu_compile.KERNEL_DIR / name).read_text().replace('#include "tridiagonal_common.cuh"', "")
     for sig in ("__device__ __forceinline__ double hb_rcp(double x)",
                 "__device__ __forceinline__ float hb_rcp(float x)",
-                "template <typename T> __device__ __forceinline__ void tri_cp_async(",
-                "__device__ __forceinline__ void tri_cp_async_commit()",
-                "__device__ __forceinline__ void tri_cp_async_wait_all()"):
+                "template <typename T> __device__ __forceinline__ void hb_cp_async(",
+                "__device__ __forceinline__ void hb_cp_async_commit()",
+                "__device__ __forceinline__ void hb_cp_async_wait_all()",
+                "__device__ __forceinline__ void hb_cp_async_wait_prior()"):
         if sig in text:
             text = _drop_function(text, sig)
     text = text.replace("extern __shared__ __align__(16) unsigned char tri_smem[];",

@@ -69,9 +69,9 @@ inline unsigned atomicMin(unsigned* a, unsigned v) { std::lock_guard<std::mutex>
 inline unsigned long long atomicMin(unsigned long long* a, unsigned long long v) { std::lock_guard<std::mutex> g(emu_atomic); auto o = *a; if (v < o) *a = v; return o; }
 inline double hb_rcp(double x) { return 1.0 / x; }
 inline float hb_rcp(float x) { return 1.0f / x; }
-template <typename T> inline void tri_cp_async(T* d, const T* s) { *d = *s; }
-inline void tri_cp_async_commit() {}
-inline void tri_cp_async_wait_all() {}
+template <typename T> inline void hb_cp_async(T* d, const T* s) { *d = *s; }
+inline void hb_cp_async_commit() {}
+inline void hb_cp_async_wait_all() {}
 // run kernel body f for every block of grid (sequentially), all block threads concurrently
 inline void emu_launch(emu_dim3 grid, emu_dim3 block, size_t dyn, std::function<void()> f) {
     gridDim = grid; blockDim = block;

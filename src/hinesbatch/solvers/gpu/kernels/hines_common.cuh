@@ -24,6 +24,7 @@ template <typename T> __device__ __forceinline__ bool hb_bad_pivot(T pivot) {
     return !(a > T(0) && a < hb_inf<T>());
 }
 
+#include "async_copy.cuh"
 #include "fast_math.cuh"
 
 // True when a reciprocal from hb_rcp is zero, denormal, infinite or NaN, which is the case
@@ -49,16 +50,4 @@ __device__ __forceinline__ void hb_report(unsigned long long* flag, T* value, lo
             (static_cast<unsigned long long>(cell) << 32) | static_cast<unsigned int>(node);
         atomicMin(flag, key);
     }
-}
-
-// Asynchronous global -> shared copy of one element (cp.async, sm_80+): many loads stay in
-// flight without holding registers. Completion: hb_cp_async_wait_all() then a barrier.
-template <typename T> __device__ __forceinline__ void hb_cp_async(T* smem_dst, const T* gmem_src) {
-    const unsigned int dst = static_cast<unsigned int>(__cvta_generic_to_shared(smem_dst));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(gmem_src),
-                 "n"(sizeof(T)));
-}
-
-__device__ __forceinline__ void hb_cp_async_wait_all() {
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
 }

@@ -39,14 +39,6 @@ template <typename T> struct hb_pair;
 template <> struct hb_pair<float> { using type = float2; };
 template <> struct hb_pair<double> { using type = double2; };
 
-__device__ __forceinline__ void hb_cp_async_commit() {
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-// Wait until at most one committed group (the latest) is still in flight.
-__device__ __forceinline__ void hb_cp_async_wait_prior() {
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
-}
-
 // Start copying the nc cells of a tile (first value g0) into buffer `sv`: node i of cell c
 // goes to slot sslot[i] of c, and the dummy / root-parent slots are set. Thread t always
 // serves cell position t % CW of a warp's cells (CW divides the block size) and nodes t / CW,

@@ -112,10 +112,10 @@ __device__ __forceinline__ void tri_issue_tile(T* buf, const T* dl, const T* d, 
                 if (k < batch && i < n) {
                     const long long at = k * n + i;
                     TriVec<T>* slot = reinterpret_cast<TriVec<T>*>(buf + Tile::at(g, r));
-                    tri_cp_async(slot, reinterpret_cast<const TriVec<T>*>(dl + at));
-                    tri_cp_async(slot + P / V, reinterpret_cast<const TriVec<T>*>(d + at));
-                    tri_cp_async(slot + 2 * (P / V), reinterpret_cast<const TriVec<T>*>(du + at));
-                    tri_cp_async(slot + 3 * (P / V), reinterpret_cast<const TriVec<T>*>(rhs + at));
+                    hb_cp_async(slot, reinterpret_cast<const TriVec<T>*>(dl + at));
+                    hb_cp_async(slot + P / V, reinterpret_cast<const TriVec<T>*>(d + at));
+                    hb_cp_async(slot + 2 * (P / V), reinterpret_cast<const TriVec<T>*>(du + at));
+                    hb_cp_async(slot + 3 * (P / V), reinterpret_cast<const TriVec<T>*>(rhs + at));
                 }
             }
         } else {  // the fallback: one value at a time, not unrolled (registers)
@@ -128,10 +128,10 @@ __device__ __forceinline__ void tri_issue_tile(T* buf, const T* dl, const T* d, 
                 if (k < batch && i < n) {
                     const long long at = k * n + i;
                     T* slot = buf + Tile::at(g, r);
-                    tri_cp_async(slot, dl + at);
-                    tri_cp_async(slot + P, d + at);
-                    tri_cp_async(slot + 2 * P, du + at);
-                    tri_cp_async(slot + 3 * P, rhs + at);
+                    hb_cp_async(slot, dl + at);
+                    hb_cp_async(slot + P, d + at);
+                    hb_cp_async(slot + 2 * P, du + at);
+                    hb_cp_async(slot + 3 * P, rhs + at);
                 }
             }
         }
@@ -146,14 +146,14 @@ __device__ __forceinline__ void tri_issue_tile(T* buf, const T* dl, const T* d, 
             if (k < batch && i < n) {
                 const long long at = INTERLEAVED ? static_cast<long long>(i) * batch + k : k * n + i;
                 T* slot = buf + Tile::at(g, r);
-                tri_cp_async(slot, dl + at);
-                tri_cp_async(slot + P, d + at);
-                tri_cp_async(slot + 2 * P, du + at);
-                tri_cp_async(slot + 3 * P, rhs + at);
+                hb_cp_async(slot, dl + at);
+                hb_cp_async(slot + P, d + at);
+                hb_cp_async(slot + 2 * P, du + at);
+                hb_cp_async(slot + 3 * P, rhs + at);
             }
         }
     }
-    tri_cp_async_commit();
+    hb_cp_async_commit();
 }
 
 // Store the unit u of rows i .. i+V-1 of one system (x + at) whose length is m: one 16-byte
@@ -231,7 +231,7 @@ tri_chunked(const T* __restrict__ dl, const T* __restrict__ d, const T* __restri
                 if (t == G - 1 && seg + 1 < segs) xr = bound[static_cast<long long>(segs + seg) * batch + k];
             }
         }
-        tri_cp_async_wait_all();
+        hb_cp_async_wait_all();
         __syncthreads();
 
         // -- rows into registers; rows past m are identity rows, dl at row 0 and du at row

@@ -13,6 +13,7 @@
 //    is not written.
 
 #pragma once
+#include "async_copy.cuh"
 #include "fast_math.cuh"
 
 template <typename T> struct TriLimits;
@@ -40,25 +41,4 @@ __device__ __forceinline__ void tri_record(unsigned int* status, unsigned long l
                                            long long k, int row) {
     atomicMin(status + k, static_cast<unsigned int>(row));
     atomicMin(flag, (static_cast<unsigned long long>(k) << 32) | static_cast<unsigned int>(row));
-}
-
-// Asynchronous global -> shared copy of one element of 4, 8 or 16 bytes (cp.async, sm_80+):
-// loads stay in flight without holding registers; 16-byte elements bypass L1 (.cg).
-// tri_cp_async_commit() closes a group; completion: tri_cp_async_wait_all() then a barrier.
-template <typename T> __device__ __forceinline__ void tri_cp_async(T* smem_dst, const T* gmem_src) {
-    static_assert(sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16, "cp.async: 4, 8 or 16 bytes");
-    const unsigned int dst = static_cast<unsigned int>(__cvta_generic_to_shared(smem_dst));
-    if constexpr (sizeof(T) == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem_src));
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(gmem_src),
-                     "n"(sizeof(T)));
-}
-
-__device__ __forceinline__ void tri_cp_async_commit() {
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-__device__ __forceinline__ void tri_cp_async_wait_all() {
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
