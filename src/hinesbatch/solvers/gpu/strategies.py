@@ -431,6 +431,7 @@ class Tiled(Strategy):
         if tc is not None and (isinstance(tc, bool) or not isinstance(tc, (int, np.integer))
                                or tc < 1):
             raise ValueError(f"tile_cells must be a positive int, got {tc!r}")
+        self._resident_blocks = None  # buffers=2: the persistent grid, set at the first solve
         buffers = options.pop("buffers", None)
         if buffers not in (None, 1, 2) or isinstance(buffers, bool):
             raise ValueError(f"buffers must be 1 or 2, got {buffers!r}")
@@ -544,7 +545,9 @@ class Tiled(Strategy):
             s = self.schedule
             threads = self.tile_cells * self.lanes
             tiles = -(-p.n_cells // self.tile_cells)
-            grid = tiles if self.buffers == 1 else min(tiles, self._resident(fn, threads))
+            if self.buffers == 2 and self._resident_blocks is None:  # once: a device query
+                self._resident_blocks = self._resident(fn, threads)
+            grid = tiles if self.buffers == 1 else min(tiles, self._resident_blocks)
             _call(fn, (grid,), (threads,),
                   (d, rhs, dev["jp"], dev["l"], dev["u"], dev["node"], dev["slot"],
                    _i32(s.n_batches), _i32(p.n), _i32(self.tile_cells), _i32(self.buffers),
