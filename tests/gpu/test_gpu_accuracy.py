@@ -27,6 +27,8 @@ CONFIGS = [
     ("block-interleaved", {"bs": 32}),
     ("block-interleaved", {}),
     ("block-shared", {}),
+    ("block-shared", {"keep": "factors"}),
+    ("block-shared", {"keep": "factors", "bs": 12}),  # a partial last block, rows not 32-B aligned
     ("tiled", {}),
     ("tiled", {"batch": 2}),
     ("tiled", {"batch": 4, "tile_cells": 8}),
@@ -106,6 +108,24 @@ def test_mono_real(name, nseg, strategy, options, dtype, seed, cp):
 def test_per_cell_structure(kind, strategy, options, dtype, seed, cp):
     structure = multi(kind, np.random.default_rng(seed))
     check(structure, strategy, options, dtype, seed, cp, f"multi {kind} cells={structure.n_cells}")
+
+
+#: block-shared keep="factors" with fewer nodes per step than the default 4 (shared structures).
+FACTOR_SLOTS = ({"keep": "factors", "slots": 1}, {"keep": "factors", "slots": 2, "bs": 8},
+                {"keep": "factors", "slots": 8})
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+@pytest.mark.parametrize("options", FACTOR_SLOTS, ids=["slots1", "slots2-bs8", "slots8"])
+@pytest.mark.parametrize("kind", (*MONO_RANDOM, "real"))
+def test_block_shared_factor_slots(kind, options, dtype, seed, cp):
+    rng = np.random.default_rng(seed)
+    if kind == "real":
+        name, nseg = REAL_CELLS[int(rng.integers(len(REAL_CELLS)))]
+        structure = MonoBatch(real_cell(name, nseg), 300)
+    else:
+        structure = mono_random(kind, rng)
+    check(structure, "block-shared", options, dtype, seed, cp, f"mono {kind}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])

@@ -16,7 +16,15 @@ from gpu_cases import TOLERANCE, cell_rel_error, hines_values, real_cell, serial
 
 pytestmark = pytest.mark.gpu
 
-STRATEGIES = ("flat", "interleaved", "block-interleaved", "block-shared", "tiled")
+STRATEGIES = ("flat", "interleaved", "block-interleaved", "block-shared", "block-shared-factors",
+              "tiled")
+
+
+def _named(strategy: str) -> dict:
+    """plan options of a STRATEGIES entry ("block-shared-factors": keep="factors")."""
+    if strategy == "block-shared-factors":
+        return {"strategy": "block-shared", "keep": "factors"}
+    return {"strategy": strategy}
 
 
 def batches(rng):
@@ -30,12 +38,15 @@ def solve(structure, d, rhs, cp, **options):
     return plan, plan.solve(cp.asarray(d), cp.asarray(rhs)).get()
 
 
-@pytest.mark.parametrize("strategy", ("interleaved", "block-interleaved", "block-shared"))
-def test_chunks_under_max_bytes_match_one_pass(strategy, seed, cp):
+@pytest.mark.parametrize("strategy,keep", (("interleaved", None), ("block-interleaved", None),
+                                           ("block-shared", "rhs"), ("block-shared", "factors")))
+def test_chunks_under_max_bytes_match_one_pass(strategy, keep, seed, cp):
     rng = np.random.default_rng(seed)
     for kind, structure in batches(rng):
         d, rhs = hines_values(structure, rng, np.float64)
         opts = {"bs": 32} if strategy != "interleaved" else {}
+        if keep is not None:
+            opts["keep"] = keep
         whole_plan, whole = solve(structure, d, rhs, cp, strategy=strategy, **opts)
         s = layout_solver(whole_plan)._parts[0].strategy
         per_cell = 2 * s.part.n * 8
@@ -57,9 +68,9 @@ def test_device_lists_give_the_single_device_result(strategy, seed, cp):
     rng = np.random.default_rng(seed)
     for kind, structure in batches(rng):
         d, rhs = hines_values(structure, rng, np.float64)
-        _, one = solve(structure, d, rhs, cp, strategy=strategy)
+        _, one = solve(structure, d, rhs, cp, **_named(strategy))
         for devices in ([0], [0, 0], "all"):
-            plan, many = solve(structure, d, rhs, cp, strategy=strategy, devices=devices)
+            plan, many = solve(structure, d, rhs, cp, devices=devices, **_named(strategy))
             assert np.array_equal(many, one), f"{kind} devices={devices} seed {seed}"
             assert "devices" in plan.describe()
 
@@ -86,7 +97,7 @@ def test_native_layout_round_trip(strategy, seed, cp):
     for kind, structure in batches(rng):
         for dtype in (np.float32, np.float64):
             d, rhs = hines_values(structure, rng, dtype)
-            plan, x = solve(structure, d, rhs, cp, strategy=strategy)
+            plan, x = solve(structure, d, rhs, cp, **_named(strategy))
             impl = layout_solver(plan, dtype)
             dn, rn = impl.to_layout(cp.asarray(d)), impl.to_layout(cp.asarray(rhs))
             assert tuple(rn.shape) == impl.layout_shapes()[0]
@@ -127,12 +138,12 @@ def test_singular_pivot_names_the_lowest_cell_like_serial(strategy, seed, cp):
                 d[structure.cell_offsets[c] + rng.choice(_leaves(structure.cell(int(c)).parent))] = 0.0
         with pytest.raises(SingularSystemError) as cpu:
             hinesbatch.plan(structure, backend="serial").solve(d, rhs)
-        plan = hinesbatch.plan(structure, backend="gpu", strategy=strategy)
+        plan = hinesbatch.plan(structure, backend="gpu", **_named(strategy))
         with pytest.raises(SingularSystemError) as gpu:
             plan.solve(cp.asarray(d), cp.asarray(rhs))
         assert (gpu.value.cell, gpu.value.node) == (cpu.value.cell, cpu.value.node)
         assert gpu.value.cell == cells[0], f"{kind} seed {seed}"
-        unchecked = hinesbatch.plan(structure, backend="gpu", strategy=strategy, check_pivots=False)
+        unchecked = hinesbatch.plan(structure, backend="gpu", check_pivots=False, **_named(strategy))
         x = unchecked.solve(cp.asarray(d), cp.asarray(rhs)).get()
         assert not np.all(np.isfinite(x))
         assert "pivots not checked" in unchecked.describe()
@@ -178,6 +189,18 @@ def test_option_errors(cp):
         hinesbatch.plan(structure, backend="gpu", strategy="tiled", buffers=3)
     with pytest.raises(ValueError, match="MonoBatch"):
         hinesbatch.plan(structure.expand(), backend="gpu", strategy="tiled", buffers=2)
+    with pytest.raises(ValueError, match="keep must be one of 'rhs', 'factors'"):
+        hinesbatch.plan(structure, backend="gpu", strategy="block-shared", keep="d")
+    with pytest.raises(ValueError, match="slots applies to keep='factors' only"):
+        hinesbatch.plan(structure, backend="gpu", strategy="block-shared", slots=2)
+    with pytest.raises(ValueError, match=r"slots must be one of \(1, 2, 4, 8\)"):
+        hinesbatch.plan(structure, backend="gpu", strategy="block-shared", keep="factors", slots=3)
+    with pytest.raises(ValueError, match=r"one of \(1,\) for per-cell structures"):
+        hinesbatch.plan(structure.expand(), backend="gpu", strategy="block-shared",
+                        keep="factors", slots=4)
+    with pytest.raises(ValueError, match="at most 256"):
+        hinesbatch.plan(structure, backend="gpu", strategy="block-shared", keep="factors",
+                        bs=512)
 
 
 def test_empty_batch(cp):

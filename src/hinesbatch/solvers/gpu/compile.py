@@ -17,7 +17,8 @@ import numpy as np
 
 from .device import cupy_module
 
-__all__ = ["KERNEL_DIR", "KERNELS", "TILED_VARIANTS", "name_expressions", "source_text", "kernel"]
+__all__ = ["KERNEL_DIR", "KERNELS", "TILED_VARIANTS", "FACTOR_VARIANTS", "FACTOR_PER_CELL_AHEAD",
+           "name_expressions", "source_text", "kernel"]
 
 KERNEL_DIR = Path(__file__).with_name("kernels")
 
@@ -25,6 +26,12 @@ KERNEL_DIR = Path(__file__).with_name("kernels")
 #: the ``tiled`` strategy's ``lanes`` and ``batch`` (= lanes * nodes per lane) options.
 TILED_VARIANTS = ((1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (32, 1), (4, 2), (8, 2), (16, 2),
                   (4, 4), (8, 4))
+
+#: (nodes per step, steps loaded ahead) of ``hines_factors`` for a shared structure (the
+#: ``block-shared`` strategy's ``slots`` with ``keep="factors"``), and the steps loaded ahead
+#: for per-cell structures (one node per step).
+FACTOR_VARIANTS = ((1, 16), (2, 8), (4, 6), (8, 3))
+FACTOR_PER_CELL_AHEAD = 12
 
 #: Source file -> templates instantiated for each dtype; ``{T}`` is ``float`` or ``double``.
 KERNELS: dict[str, tuple[str, ...]] = {
@@ -35,6 +42,10 @@ KERNELS: dict[str, tuple[str, ...]] = {
     "hines_tiled.cu": (
         *(f"hines_tiled_mono<{{T}}, {kb}, {v}>" for kb, v in TILED_VARIANTS),
         "hines_tiled_multi<{T}>",
+    ),
+    "hines_factors.cu": (
+        *(f"hines_factors<{{T}}, true, {v}, {a}>" for v, a in FACTOR_VARIANTS),
+        f"hines_factors<{{T}}, false, 1, {FACTOR_PER_CELL_AHEAD}>",
     ),
     "layout.cu": ("canonical_to_layout<{T}>", "layout_to_canonical<{T}>"),
 }

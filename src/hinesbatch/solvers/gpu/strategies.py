@@ -17,7 +17,8 @@ strategy               native layout                     kernel
 ``flat``               canonical                         ``hines_strided`` (paper's Flat)
 ``interleaved``        ``(1, n, n_cells)`` [#]_          ``hines_strided`` (Full-Interleaved)
 ``block-interleaved``  ``(ceil(n_cells/bs), n, bs)``     ``hines_strided`` (Block-Interleaved)
-``block-shared``       ``(ceil(n_cells/bs), n, bs)``     ``hines_block_shared`` (paper §3.1)
+``block-shared``       ``(ceil(n_cells/bs), n, bs)``     ``hines_block_shared`` (paper §3.1),
+                                                         ``hines_factors`` (keep="factors")
 ``tiled``              canonical                         ``hines_tiled_*`` (staged in smem)
 =====================  ================================  ==================================
 
@@ -29,10 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .compile import TILED_VARIANTS, kernel
+from .compile import FACTOR_PER_CELL_AHEAD, FACTOR_VARIANTS, TILED_VARIANTS, kernel
 from .device import cupy_module, device_properties
 from .parts import Part
-from .schedule import tiled_schedule
+from .schedule import FLAG_BITS, factor_pflags, factor_schedule, tiled_schedule
 
 __all__ = ["STRATEGIES", "Strategy"]
 
@@ -327,30 +328,122 @@ class BlockInterleaved(Interleaved):
 
 
 class BlockShared(_Blocked):
-    """Block-Interleaved, one CUDA block per block of ``bs`` cells, rhs in shared memory."""
+    """Block-Interleaved, one CUDA block per block of ``bs`` cells, shared memory per cell.
+
+    ``keep="rhs"`` (default): the paper's Block-Shared (§3.1), the block's rhs staged in
+    shared memory, d read and written in global memory (``hines_block_shared``).
+    ``keep="factors"``: d and rhs are read once into registers and x written once; what stays
+    in shared memory is what the forward sweep needs of the backward one, two values per node
+    (``hines_factors.cu``). A shared structure follows a schedule of ``slots`` independent
+    nodes per step (1, 2, 4 or 8; default 4), per-cell structures their descending node order.
+    Default ``bs``: the one that puts the most cells on an SM (a multiple of 4, so that a
+    node's row fills whole 32-byte sectors).
+
+    Measured on the H200 (256000 cells of 313 nodes, fp64, native layout): keep="factors"
+    2.27 ms against 8.6 ms for the paper's staging, but slower than Full-Interleaved (1.33 ms)
+    and ``tiled`` (1.04 ms). Two values per node of shared memory leave room for only ~44
+    cells per SM, one or two warps: each runs its cell's chain of dependent steps (a shared
+    load, a reciprocal, the stores) with nothing to hide the latency behind
+    (benchmarks/results/h200/hines_tiled.md).
+    """
 
     name = "block-shared"
-    options = ("bs",)
+    options = ("bs", "keep", "slots")
+    KEEP = ("rhs", "factors")
+    DEFAULT_SLOTS = 4
+
+    def __init__(self, part, dtype, device, options, budget):
+        self.keep = options.pop("keep", "rhs")
+        if self.keep not in self.KEEP:
+            raise ValueError(f"keep must be one of {', '.join(map(repr, self.KEEP))}, "
+                             f"got {self.keep!r}")
+        slots = options.pop("slots", None)
+        if slots is not None and self.keep != "factors":
+            raise ValueError("slots applies to keep='factors' only")
+        valid = tuple(v for v, _ in FACTOR_VARIANTS) if part.mono else (1,)
+        if slots is not None and (isinstance(slots, bool) or slots not in valid):
+            raise ValueError(f"slots must be one of {valid} for "
+                             f"{'a shared structure' if part.mono else 'per-cell structures'}, "
+                             f"got {slots!r}")
+        self.slots = int(slots or (self.DEFAULT_SLOTS if part.mono else 1))
+        self.schedule = None
+        if self.keep == "factors" and part.mono:
+            self.schedule = factor_schedule(part.cell, self.slots)
+        super().__init__(part, dtype, device, options, budget)
+
+    def _per_cell_smem(self) -> int:
+        if self.keep == "factors":  # m and y of every node and of one scratch slot
+            return 2 * (self.part.n + 1) * self.dtype.itemsize
+        return self.part.n * self.dtype.itemsize
+
+    def _fixed_smem(self) -> int:
+        """Shared memory of a block besides its cells: the staged schedule (8-byte entry and
+        the (l, u) pair per slot of every step)."""
+        if self.schedule is None:
+            return 0
+        return self.schedule.entries.shape[0] * (8 + 2 * self.dtype.itemsize)
+
+    def _smem(self) -> int:
+        return self._fixed_smem() + self._per_cell_smem() * self.bs
 
     def _block_size(self, options):
-        limit = device_properties(self.device)["smem_per_block_optin"]
-        per_cell = self.part.n * self.dtype.itemsize
+        props = device_properties(self.device)
+        limit = props["smem_per_block_optin"] - self._fixed_smem()
+        per_cell = self._per_cell_smem()
         if per_cell > limit:
-            raise ValueError(f"strategy 'block-shared' needs {per_cell} bytes of shared memory per "
-                             f"cell ({self.part.n} nodes) but a block may use {limit}")
+            raise ValueError(f"strategy 'block-shared' (keep={self.keep!r}) needs {per_cell} "
+                             f"bytes of shared memory per cell ({self.part.n} nodes) but a "
+                             f"block may use {limit}; use 'interleaved'")
         if "bs" in options:
             bs = _positive_int(options, "bs", 32)
-            if bs * per_cell > limit or bs > 1024:
+            threads = 256 if self.keep == "factors" else 1024
+            if bs * per_cell > limit or bs > threads:
                 raise ValueError(f"bs={bs} needs {bs * per_cell} bytes of shared memory (at most "
-                                 f"{limit}) and {bs} threads (at most 1024)")
+                                 f"{limit}) and {bs} threads (at most {threads})")
             return bs
+        if self.keep == "factors":  # the most cells per SM (latency-bound: see the docstring)
+            return self._most_cells_per_sm(props["smem_per_sm"], limit, per_cell)
         bs = 32
         while bs > 1 and bs * per_cell > limit:
             bs //= 2
         return bs
 
+    def _most_cells_per_sm(self, smem_per_sm: int, limit: int, per_cell: int) -> int:
+        """Cells per block that put the most cells on an SM (1 KB reserved per block); bs a
+        multiple of 4 (whole 32-byte sectors per node row) when 4 fit, ties to the larger."""
+        best, best_cells = 1, 0
+        top = min(256, limit // per_cell)
+        for bs in ([b for b in range(4, top + 1, 4)] if top >= 4 else range(1, top + 1)):
+            blocks = smem_per_sm // (bs * per_cell + self._fixed_smem() + 1024)
+            if blocks * bs >= best_cells:
+                best, best_cells = bs, blocks * bs
+        return best
+
+    def structure_bytes(self):
+        if self.schedule is not None:
+            return self._fixed_smem()  # the same arrays in device memory
+        return super().structure_bytes()  # per-cell factors: pflags instead of parent, same size
+
+    def _host_arrays(self):
+        if self.keep != "factors":
+            return super()._host_arrays()
+        p = self.part
+        if p.mono:
+            s = self.schedule
+            packed = np.stack([s.entries[:, 0], (s.entries[:, 1] << FLAG_BITS) | s.entries[:, 2]],
+                              axis=1)
+            return {"entries": np.ascontiguousarray(packed, dtype=np.int32),
+                    "lu": np.ascontiguousarray(s.lu.astype(self.dtype))}
+        arrays = super()._host_arrays()
+        arrays["pflags"] = self._pack(factor_pflags(p.parent, p.offsets), -1)
+        del arrays["parent"]
+        return arrays
+
     def _launch(self, d, rhs, start, count, pivots, stream):
         p = self.part
+        if self.keep == "factors":
+            self._launch_factors(d, rhs, start, count, pivots, stream)
+            return
         fn = kernel(self.device, "hines_strided.cu",
                     "hines_block_shared<{T}, %s>" % ("true" if p.mono else "false"), self.dtype)
         smem = p.n * self.bs * self.dtype.itemsize
@@ -359,6 +452,35 @@ class BlockShared(_Blocked):
         _call(fn, (-(-count // self.bs),), (self.bs,),
               (d, rhs, parent, u, l, sizes, _i32(count), _i32(p.n), _i64(p.cell_start + start),
                pivots[0], pivots[1][start:]), stream, smem)
+
+    def _launch_factors(self, d, rhs, start, count, pivots, stream):
+        p, dev = self.part, self._arrays()
+        if count == 0:
+            return
+        if p.mono:
+            ahead = dict(FACTOR_VARIANTS)[self.slots]
+            fn = kernel(self.device, "hines_factors.cu",
+                        f"hines_factors<{{T}}, true, {self.slots}, {ahead}>", self.dtype)
+            args = (dev["entries"], dev["lu"], NULL, NULL, NULL, NULL, _i32(self.schedule.n_steps))
+        else:
+            fn = kernel(self.device, "hines_factors.cu",
+                        f"hines_factors<{{T}}, false, 1, {FACTOR_PER_CELL_AHEAD}>", self.dtype)
+            off = (start // self.bs) * p.n * self.bs
+            args = (NULL, NULL, dev["pflags"][off:], dev["u"][off:], dev["l"][off:],
+                    dev["sizes"][start:], _i32(p.n))
+        smem = self._smem()
+        _allow_smem(fn, smem, carveout=True)
+        _call(fn, (-(-count // self.bs),), (self.bs,),
+              (d, rhs, *args, _i32(count), _i32(p.n), _i32(self.bs), _i64(p.cell_start + start),
+               pivots[0], pivots[1][start:]), stream, smem)
+
+    def describe(self):
+        text = super().describe()
+        if self.keep != "factors":
+            return text
+        steps = (f", {self.slots} nodes per step: {self.schedule.n_steps} steps for "
+                 f"{self.part.n} nodes" if self.schedule is not None else "")
+        return f"{text[:-1]}, factors kept in shared memory{steps}, {self._smem()} B per block)"
 
 
 class Flat(Strategy):

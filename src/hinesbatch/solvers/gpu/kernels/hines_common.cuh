@@ -24,6 +24,11 @@ template <typename T> __device__ __forceinline__ bool hb_bad_pivot(T pivot) {
     return !(a > T(0) && a < hb_inf<T>());
 }
 
+// Two values of one slot, loaded or stored together: (d, rhs), (m, y), (l, u).
+template <typename T> struct hb_pair;
+template <> struct hb_pair<float> { using type = float2; };
+template <> struct hb_pair<double> { using type = double2; };
+
 #include "async_copy.cuh"
 #include "fast_math.cuh"
 

@@ -35,9 +35,6 @@
 // slot (address (s * CW + cell) in the warp's region), so the 32 lanes of a step read 32
 // adjacent words: no bank conflicts. Schedule entry: jp = (slot * CW, parent slot * CW), l,
 // u (0 for the root and dummies), node (for error reports). Block: tc * KB <= 512 threads.
-template <typename T> struct hb_pair;
-template <> struct hb_pair<float> { using type = float2; };
-template <> struct hb_pair<double> { using type = double2; };
 
 // Start copying the nc cells of a tile (first value g0) into buffer `sv`: node i of cell c
 // goes to slot sslot[i] of c, and the dummy / root-parent slots are set. Thread t always
