@@ -60,6 +60,12 @@ CELLS = (256, 2560, 25600, 256000)
 #: The Figs. 3-5 contenders on the GPU (strategy, options).
 GPU_STRATEGIES = (("flat", {}), ("interleaved", {}), ("block-interleaved", {"bs": 128}),
                   ("block-shared", {}), ("tiled", {}))
+#: The bandwidth table's contenders: every strategy above and block-shared keeping only the
+#: sweep's factors in shared memory.
+BANDWIDTH_STRATEGIES = (*GPU_STRATEGIES, ("block-shared", {"keep": "factors"}))
+#: keep="factors" sweep: cells per block (bs) x nodes per step (slots).
+FACTOR_BS = (8, 12, 16, 20, 24, 32, 40, 44)
+FACTOR_SLOTS = (1, 2, 4, 8)
 BS_SWEEP = (32, 64, 128, 256, 512)
 TILE_THREADS = (64, 128, 256)  # block sizes of the tiled sweep, times every (lanes, V) variant
 FOCUS = "medium-high"  # the papers' Fig. 3 and Fig. 4 cell
