@@ -16,22 +16,9 @@ from hinesbatch.solvers.gpu.schedule import (ACC, ACC_INIT, CARRY_IN, CARRY_OUT,
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.structure import HinesStructure, MonoBatch
 
+from schedule_cells import CELLS
+
 SLOTS = (1, 2, 4, 8)
-
-
-def _cells():
-    rng = np.random.default_rng(20261122)
-    yield "single", rt.chain(1, rng=rng)
-    yield "two", rt.chain(2, rng=rng)
-    yield "chain", rt.chain(37, rng=rng)
-    yield "star", rt.star(19, rng=rng)
-    yield "binary", rt.binary_tree(4, branch_length=3, rng=rng)
-    yield "bushy", rt.random_tree(150, rng=rng, branch_probability=0.8)
-    yield "sparse", rt.random_tree(150, rng=rng, branch_probability=0.1)
-    yield "asym", rt.random_tree(60, rng=rng, symmetric=False)
-
-
-CELLS = list(_cells())
 
 
 def emulate(entries, lu, slots, d, rhs):

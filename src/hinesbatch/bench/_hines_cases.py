@@ -271,7 +271,6 @@ class Runner:
 
         batch = MonoBatch(cell, n)
         d, rhs = hines_values(cell, n)
-        per_node = 3 * np.dtype(dtype).itemsize
         rows = []
         grid = [(lanes, v, nt, bufs) for lanes, v in TILED_VARIANTS for nt in threads
                 for bufs in buffers]
@@ -280,18 +279,25 @@ class Runner:
                     "lanes": lanes, "buffers": bufs}
             row = {"threads": opts["tile_cells"] * lanes, "lanes": lanes, "batch": lanes * v,
                    "buffers": bufs, "tile_cells": opts["tile_cells"]}
-            try:
-                r = self.gpu_case(batch, d, rhs, "tiled", opts, dtype=dtype, native=False)
-            except ValueError as exc:  # too much shared memory for this tile
-                rows.append({**row, "ms": None, "TB_s": None, "ratio": None,
-                             "describe": str(exc)[:90]})
-                continue
-            tbs = per_node * n * cell.n_nodes / (r["canonical_ms"] * 1e-3) / 1e12
-            rows.append({**row, "ms": r["canonical_ms"], "TB_s": tbs,
-                         "ratio": tbs / self.copy_tbs, "describe": r["describe"]})
-            print({k: rows[-1][k] for k in ("threads", "lanes", "batch", "buffers", "ms",
-                                            "ratio")}, flush=True)
+            rows.append(self._sweep_row(batch, d, rhs, "tiled", opts, row, dtype=dtype,
+                                        path="canonical"))
         return rows
+
+    def _sweep_row(self, batch, d, rhs, strategy, opts, row, *, dtype, path) -> dict:
+        """``row`` with the time of one configuration (``path``: "canonical" or "native"), its
+        effective bandwidth of a shared structure and ratio to the copy; a configuration whose
+        plan is refused (shared memory) gets the reason instead."""
+        try:
+            r = self.gpu_case(batch, d, rhs, strategy, opts, dtype=dtype,
+                              native=path == "native", canonical=path == "canonical")
+        except ValueError as exc:  # too much shared memory for this configuration
+            return {**row, "ms": None, "TB_s": None, "ratio": None, "describe": str(exc)[:90]}
+        ms = r[f"{path}_ms"]
+        tbs = 3 * np.dtype(dtype).itemsize * batch.n_nodes / (ms * 1e-3) / 1e12
+        out = {**row, "ms": ms, "TB_s": tbs, "ratio": tbs / self.copy_tbs,
+               "describe": r["describe"]}
+        print({**row, "ms": ms, "ratio": out["ratio"]}, flush=True)
+        return out
 
     def factor_rows(self, cell, n, dtype=np.float64) -> list[dict]:
         """block-shared with keep="factors": cells per block x nodes per step, native layout
@@ -301,23 +307,13 @@ class Runner:
 
         batch = MonoBatch(cell, n)
         d, rhs = hines_values(cell, n)
-        per_node = 3 * np.dtype(dtype).itemsize
         rows = []
         for slots in FACTOR_SLOTS:
             for bs in (None, *FACTOR_BS):
                 opts = {"keep": "factors", "slots": slots, **({} if bs is None else {"bs": bs})}
                 row = {"slots": slots, "bs": "default" if bs is None else bs}
-                try:
-                    r = self.gpu_case(batch, d, rhs, "block-shared", opts, dtype=dtype,
-                                      canonical=False)
-                except ValueError as exc:  # too much shared memory for this bs
-                    rows.append({**row, "ms": None, "TB_s": None, "ratio": None,
-                                 "describe": str(exc)[:90]})
-                    continue
-                tbs = per_node * n * cell.n_nodes / (r["native_ms"] * 1e-3) / 1e12
-                rows.append({**row, "ms": r["native_ms"], "TB_s": tbs,
-                             "ratio": tbs / self.copy_tbs, "describe": r["describe"]})
-                print({k: rows[-1][k] for k in ("slots", "bs", "ms", "ratio")}, flush=True)
+                rows.append(self._sweep_row(batch, d, rhs, "block-shared", opts, row,
+                                            dtype=dtype, path="native"))
         return rows
 
     def end_to_end_rows(self, cell, n) -> list[dict]:
