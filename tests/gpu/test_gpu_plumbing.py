@@ -198,7 +198,7 @@ def test_option_errors(cp):
     with pytest.raises(ValueError, match=r"one of \(1,\) for per-cell structures"):
         hinesbatch.plan(structure.expand(), backend="gpu", strategy="block-shared",
                         keep="factors", slots=4)
-    with pytest.raises(ValueError, match="at most 256"):
+    with pytest.raises(ValueError, match="runs at most 256"):
         hinesbatch.plan(structure, backend="gpu", strategy="block-shared", keep="factors",
                         bs=512)
 

@@ -168,10 +168,11 @@ class FactorSchedule:
     """Steps of ``slots`` independent nodes of one cell, with where each contribution goes.
 
     One thread eliminates its cell step by step, the ``slots`` nodes of a step together (their
-    dependency chains overlap; their parents are distinct). A node's contribution to its parent stays in the slot's
-    registers when the parent is the same slot's node one step later (``CARRY_OUT``; the parent
-    has ``CARRY_IN``); otherwise it is summed in the parent's shared-memory slot (the parent has
-    ``ACC``; its first such child ``ACC_INIT`` stores instead of adding). ``ROOT`` marks the
+    dependency chains overlap; their parents are distinct). A node's contribution to its
+    parent stays in the slot's registers when the parent is the same slot's node one step
+    later (``CARRY_OUT``; the parent has ``CARRY_IN``); otherwise it is summed in the parent's
+    shared-memory slot (the parent has ``ACC``; its first such child ``ACC_INIT`` stores
+    instead of adding). ``ROOT`` marks the
     root. The forward sweep runs the steps in reverse and takes x of the parent from the same
     registers (``CARRY_OUT``) or from the parent's slot (``ACC`` nodes store x there).
 

@@ -397,9 +397,12 @@ class BlockShared(_Blocked):
         if "bs" in options:
             bs = _positive_int(options, "bs", 32)
             threads = 256 if self.keep == "factors" else 1024
-            if bs * per_cell > limit or bs > threads:
-                raise ValueError(f"bs={bs} needs {bs * per_cell} bytes of shared memory (at most "
-                                 f"{limit}) and {bs} threads (at most {threads})")
+            if bs > threads:
+                raise ValueError(f"bs={bs} needs {bs} threads per block; strategy 'block-shared' "
+                                 f"(keep={self.keep!r}) runs at most {threads}")
+            if bs * per_cell > limit:
+                raise ValueError(f"bs={bs} needs {bs * per_cell} bytes of shared memory for "
+                                 f"cells of {self.part.n} nodes; a block may use {limit}")
             return bs
         if self.keep == "factors":  # the most cells per SM (latency-bound: see the docstring)
             return self._most_cells_per_sm(props["smem_per_sm"], limit, per_cell)

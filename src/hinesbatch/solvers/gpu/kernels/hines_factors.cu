@@ -9,7 +9,8 @@
 // j, m[j] = l[j] / D[j] and y[j] = R[j] / D[j] (D, R: pivot and rhs after j's children were
 // eliminated), 2 values per node in this thread's own column of shared memory (slot j of the
 // thread at column[j * blockDim.x]: a warp's accesses are adjacent words, no bank conflict,
-// and no thread reads another's column, so the kernel has no barrier at all).
+// and no thread reads another's column, so the only barrier is after the schedule is staged),
+// plus a scratch slot n for what has nowhere to go, so that every step is free of branches.
 //
 //   backward:  D[p] -= u[j] m[j],  R[p] -= u[j] y[j]   for p = parent[j];
 //   forward:   x[j] = y[j] - m[j] x[parent[j]].
@@ -26,13 +27,15 @@
 //                 slot's carry registers, and in the forward sweep x of the parent is there;
 //   HB_ACC_INIT   first non-carried child of its parent: store into the parent's slot, not add;
 //   HB_ROOT       the root: no contribution, x[parent] = 0.
-// Dummy entries (node -1) pad the last step. The values of the next P steps are loaded ahead,
-// into registers (a ring of P steps, indices fixed at compile time), so that enough loads are
-// in flight although shared memory holds only a few dozen cells per SM.
+// Dummy entries (node -1) pad the last step. A step's nodes have distinct parents, so its
+// loads from shared memory all come before its stores. The values of the next P steps are
+// loaded ahead into registers (a ring of P steps, indices fixed at compile time), so that
+// enough loads are in flight although shared memory holds only a few dozen cells per SM.
 //
-// MONO: the schedule is the shared cell's (staged in shared memory, V slots). Otherwise (V = 1) every
-// cell has its own structure in the layout of the values: pflags[k] = parent << 5 | flags,
-// u[k], l[k], nodes in descending order, rows past the cell's size skipped.
+// MONO: the schedule is the shared cell's (staged in shared memory, V slots). Otherwise
+// (V = 1) every cell has its own structure in the layout of the values:
+// pflags[k] = parent << 5 | flags, u[k], l[k]; nodes in descending order, rows past the
+// cell's size skipped.
 #include "hines_common.cuh"
 
 
