@@ -1,4 +1,6 @@
-"""Elimination schedules for the ``tiled`` strategy on a shared structure (NumPy only).
+"""Elimination schedules for the ``tiled`` strategy on a shared structure (NumPy only), and
+at the end of this module those of ``block-shared`` with ``keep="factors"``
+(:class:`FactorSchedule`).
 
 One thread solves one cell in shared memory. Eliminating the nodes in descending index
 order makes every step wait for the previous one (in an unbranched run the next pivot needs
@@ -172,9 +174,9 @@ class FactorSchedule:
     parent stays in the slot's registers when the parent is the same slot's node one step
     later (``CARRY_OUT``; the parent has ``CARRY_IN``); otherwise it is summed in the parent's
     shared-memory slot (the parent has ``ACC``; its first such child ``ACC_INIT`` stores
-    instead of adding). ``ROOT`` marks the
-    root. The forward sweep runs the steps in reverse and takes x of the parent from the same
-    registers (``CARRY_OUT``) or from the parent's slot (``ACC`` nodes store x there).
+    instead of adding). ``ROOT`` marks the root. The forward sweep runs the steps in reverse
+    and takes x of the parent from the same registers (``CARRY_OUT``) or from the parent's
+    slot (``ACC`` nodes store x there).
 
     Attributes
     ----------

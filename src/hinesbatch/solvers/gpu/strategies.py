@@ -340,8 +340,8 @@ class BlockShared(_Blocked):
     node's row fills whole 32-byte sectors).
 
     Measured on the H200 (256000 cells of 313 nodes, fp64, native layout): keep="factors"
-    2.27 ms against 8.6 ms for the paper's staging, but slower than Full-Interleaved (1.33 ms)
-    and ``tiled`` (1.04 ms). Two values per node of shared memory leave room for only ~44
+    2.29 ms against 8.79 ms for the paper's staging, but slower than Full-Interleaved
+    (1.35 ms) and ``tiled`` (1.04 ms). Two values per node of shared memory leave room for only ~44
     cells per SM, one or two warps: each runs its cell's chain of dependent steps (a shared
     load, a reciprocal, the stores) with nothing to hide the latency behind
     (benchmarks/results/h200/hines_tiled.md).
