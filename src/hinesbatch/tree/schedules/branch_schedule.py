@@ -84,12 +84,6 @@ class BranchSchedule(SlotMap):
     parent_slot: np.ndarray
     child_offsets: np.ndarray
     children: np.ndarray
-    node_slot: np.ndarray
-    slot_node: np.ndarray
-    u: np.ndarray
-    l: np.ndarray | None
-    values_shape: tuple
-    options: dict
 
     @property
     def n_branches(self) -> int:

@@ -49,12 +49,6 @@ class DHSSchedule(SlotMap):
     cell_base: np.ndarray
     thread_values: np.ndarray
     thread_offsets: np.ndarray
-    node_slot: np.ndarray
-    slot_node: np.ndarray
-    u: np.ndarray
-    l: np.ndarray | None
-    values_shape: tuple
-    options: dict
 
     @property
     def work_steps(self) -> np.ndarray:

@@ -1,16 +1,26 @@
 """What every schedule shares: the map between canonical values and packed slots."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numba import njit
 
 __all__ = ["SlotMap", "fill_slot"]
 
 
+@dataclass(frozen=True, eq=False)
 class SlotMap:
-    """Mixin of the schedule dataclasses, which hold ``node_slot`` (the slot of each canonical
-    value), ``slot_node`` (the value in each slot, -1 for padding), ``u``, ``l`` (in slot
-    order; ``l`` None when symmetric) and ``values_shape``."""
+    """Base of the schedule dataclasses (built by keyword): ``node_slot`` (the slot of each
+    canonical value), ``slot_node`` (the value in each slot, -1 for padding), ``u``, ``l`` (in
+    slot order; ``l`` None when symmetric), ``values_shape`` and the planning ``options``."""
+
+    node_slot: np.ndarray
+    slot_node: np.ndarray
+    u: np.ndarray
+    l: np.ndarray | None
+    values_shape: tuple
+    options: dict
 
     @property
     def n_slots(self) -> int:
