@@ -12,6 +12,18 @@
 #define HB_TILE 32
 #define HB_ROWS 8
 
+// Nodes of canonical cell cg, and where its element i lives on each side.
+__device__ __forceinline__ int hb_cell_size(const int* sizes, long long cg, int n) {
+    return sizes != nullptr ? sizes[cg] : n;
+}
+__device__ __forceinline__ long long hb_canonical_at(const long long* offsets, long long cg,
+                                                     int n, int i) {
+    return (offsets != nullptr ? offsets[cg] : cg * n) + i;
+}
+__device__ __forceinline__ long long hb_layout_at(int c, int i, int n, int bs) {
+    return (static_cast<long long>(c / bs) * n + i) * bs + c % bs;
+}
+
 template <typename T>
 __global__ void __launch_bounds__(HB_TILE * HB_ROWS)
 canonical_to_layout(const T* __restrict__ src0, const T* __restrict__ src1, T* __restrict__ dst0,
@@ -25,21 +37,15 @@ canonical_to_layout(const T* __restrict__ src0, const T* __restrict__ src1, T* _
     const int tx = threadIdx.x;
     for (int r = threadIdx.y; r < HB_TILE; r += HB_ROWS) {
         const int c = c0 + r, i = i0 + tx;
-        if (c < n_cells) {
-            const long long cg = cell_start + c;
-            const int size = sizes != nullptr ? sizes[cg] : n;
-            const long long off = offsets != nullptr ? offsets[cg] : cg * n;
-            if (i < size) tile[r][tx] = src[off + i];
-        }
+        const long long cg = cell_start + c;
+        if (c < n_cells && i < hb_cell_size(sizes, cg, n))
+            tile[r][tx] = src[hb_canonical_at(offsets, cg, n, i)];
     }
     __syncthreads();
     for (int r = threadIdx.y; r < HB_TILE; r += HB_ROWS) {
         const int i = i0 + r, c = c0 + tx;
-        if (c < n_cells) {
-            const int size = sizes != nullptr ? sizes[cell_start + c] : n;
-            if (i < size)
-                dst[(static_cast<long long>(c / bs) * n + i) * bs + c % bs] = tile[tx][r];
-        }
+        if (c < n_cells && i < hb_cell_size(sizes, cell_start + c, n))
+            dst[hb_layout_at(c, i, n, bs)] = tile[tx][r];
     }
 }
 
@@ -53,20 +59,14 @@ layout_to_canonical(const T* __restrict__ src, T* __restrict__ dst,
     const int tx = threadIdx.x;
     for (int r = threadIdx.y; r < HB_TILE; r += HB_ROWS) {
         const int i = i0 + r, c = c0 + tx;
-        if (c < n_cells) {
-            const int size = sizes != nullptr ? sizes[cell_start + c] : n;
-            if (i < size)
-                tile[tx][r] = src[(static_cast<long long>(c / bs) * n + i) * bs + c % bs];
-        }
+        if (c < n_cells && i < hb_cell_size(sizes, cell_start + c, n))
+            tile[tx][r] = src[hb_layout_at(c, i, n, bs)];
     }
     __syncthreads();
     for (int r = threadIdx.y; r < HB_TILE; r += HB_ROWS) {
         const int c = c0 + r, i = i0 + tx;
-        if (c < n_cells) {
-            const long long cg = cell_start + c;
-            const int size = sizes != nullptr ? sizes[cg] : n;
-            const long long off = offsets != nullptr ? offsets[cg] : cg * n;
-            if (i < size) dst[off + i] = tile[r][tx];
-        }
+        const long long cg = cell_start + c;
+        if (c < n_cells && i < hb_cell_size(sizes, cg, n))
+            dst[hb_canonical_at(offsets, cg, n, i)] = tile[r][tx];
     }
 }
