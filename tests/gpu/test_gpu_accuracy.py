@@ -110,13 +110,19 @@ def test_per_cell_structure(kind, strategy, options, dtype, seed, cp):
     check(structure, strategy, options, dtype, seed, cp, f"multi {kind} cells={structure.n_cells}")
 
 
-#: block-shared keep="factors" with fewer nodes per step than the default 4 (shared structures).
+#: block-shared keep="factors" with other nodes per step than the default 4, and with several
+#: lanes per cell (shared structures only); bs that leave a partial last block.
 FACTOR_SLOTS = ({"keep": "factors", "slots": 1}, {"keep": "factors", "slots": 2, "bs": 8},
-                {"keep": "factors", "slots": 8})
+                {"keep": "factors", "slots": 8}, {"keep": "factors", "lanes": 8},
+                {"keep": "factors", "lanes": 8, "slots": 16, "bs": 12},
+                {"keep": "factors", "lanes": 4, "slots": 8, "bs": 16},
+                {"keep": "factors", "lanes": 2, "bs": 16})
+FACTOR_SLOT_IDS = ["slots1", "slots2-bs8", "slots8", "lanes8", "lanes8-slots16-bs12",
+                   "lanes4-slots8-bs16", "lanes2-bs16"]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
-@pytest.mark.parametrize("options", FACTOR_SLOTS, ids=["slots1", "slots2-bs8", "slots8"])
+@pytest.mark.parametrize("options", FACTOR_SLOTS, ids=FACTOR_SLOT_IDS)
 @pytest.mark.parametrize("kind", (*MONO_RANDOM, "real"))
 def test_block_shared_factor_slots(kind, options, dtype, seed, cp):
     rng = np.random.default_rng(seed)

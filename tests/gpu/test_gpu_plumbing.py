@@ -17,13 +17,15 @@ from gpu_cases import TOLERANCE, cell_rel_error, hines_values, real_cell, serial
 pytestmark = pytest.mark.gpu
 
 STRATEGIES = ("flat", "interleaved", "block-interleaved", "block-shared", "block-shared-factors",
-              "tiled")
+              "block-shared-factors-lanes", "tiled")
 
 
-def _named(strategy: str) -> dict:
-    """plan options of a STRATEGIES entry ("block-shared-factors": keep="factors")."""
-    if strategy == "block-shared-factors":
-        return {"strategy": "block-shared", "keep": "factors"}
+def _named(strategy: str, kind: str) -> dict:
+    """plan options of a STRATEGIES entry for a batch of ``kind`` ("block-shared-factors":
+    keep="factors"; "-lanes": with 8 lanes per cell, which only shared structures take)."""
+    if strategy.startswith("block-shared-factors"):
+        lanes = {"lanes": 8} if strategy.endswith("-lanes") and kind == "mono" else {}
+        return {"strategy": "block-shared", "keep": "factors", **lanes}
     return {"strategy": strategy}
 
 
@@ -68,9 +70,9 @@ def test_device_lists_give_the_single_device_result(strategy, seed, cp):
     rng = np.random.default_rng(seed)
     for kind, structure in batches(rng):
         d, rhs = hines_values(structure, rng, np.float64)
-        _, one = solve(structure, d, rhs, cp, **_named(strategy))
+        _, one = solve(structure, d, rhs, cp, **_named(strategy, kind))
         for devices in ([0], [0, 0], "all"):
-            plan, many = solve(structure, d, rhs, cp, devices=devices, **_named(strategy))
+            plan, many = solve(structure, d, rhs, cp, devices=devices, **_named(strategy, kind))
             assert np.array_equal(many, one), f"{kind} devices={devices} seed {seed}"
             assert "devices" in plan.describe()
 
@@ -97,7 +99,7 @@ def test_native_layout_round_trip(strategy, seed, cp):
     for kind, structure in batches(rng):
         for dtype in (np.float32, np.float64):
             d, rhs = hines_values(structure, rng, dtype)
-            plan, x = solve(structure, d, rhs, cp, **_named(strategy))
+            plan, x = solve(structure, d, rhs, cp, **_named(strategy, kind))
             impl = layout_solver(plan, dtype)
             dn, rn = impl.to_layout(cp.asarray(d)), impl.to_layout(cp.asarray(rhs))
             assert tuple(rn.shape) == impl.layout_shapes()[0]
@@ -138,12 +140,12 @@ def test_singular_pivot_names_the_lowest_cell_like_serial(strategy, seed, cp):
                 d[structure.cell_offsets[c] + rng.choice(_leaves(structure.cell(int(c)).parent))] = 0.0
         with pytest.raises(SingularSystemError) as cpu:
             hinesbatch.plan(structure, backend="serial").solve(d, rhs)
-        plan = hinesbatch.plan(structure, backend="gpu", **_named(strategy))
+        plan = hinesbatch.plan(structure, backend="gpu", **_named(strategy, kind))
         with pytest.raises(SingularSystemError) as gpu:
             plan.solve(cp.asarray(d), cp.asarray(rhs))
         assert (gpu.value.cell, gpu.value.node) == (cpu.value.cell, cpu.value.node)
         assert gpu.value.cell == cells[0], f"{kind} seed {seed}"
-        unchecked = hinesbatch.plan(structure, backend="gpu", check_pivots=False, **_named(strategy))
+        unchecked = hinesbatch.plan(structure, backend="gpu", check_pivots=False, **_named(strategy, kind))
         x = unchecked.solve(cp.asarray(d), cp.asarray(rhs)).get()
         assert not np.all(np.isfinite(x))
         assert "pivots not checked" in unchecked.describe()
@@ -201,6 +203,23 @@ def test_option_errors(cp):
     with pytest.raises(ValueError, match="runs at most 256"):
         hinesbatch.plan(structure, backend="gpu", strategy="block-shared", keep="factors",
                         bs=512)
+    with pytest.raises(ValueError, match="lanes applies to keep='factors' only"):
+        hinesbatch.plan(structure, backend="gpu", strategy="block-shared", lanes=2)
+    with pytest.raises(ValueError, match=r"lanes must be one of \(1, 2, 4, 8\)"):
+        hinesbatch.plan(structure, backend="gpu", strategy="block-shared", keep="factors",
+                        lanes=3)
+    with pytest.raises(ValueError, match=r"lanes must be one of \(1,\) for per-cell"):
+        hinesbatch.plan(structure.expand(), backend="gpu", strategy="block-shared",
+                        keep="factors", lanes=2)
+    with pytest.raises(ValueError, match=r"slots must be one of \(8, 16\) .* lanes=8"):
+        hinesbatch.plan(structure, backend="gpu", strategy="block-shared", keep="factors",
+                        lanes=8, slots=4)
+    with pytest.raises(ValueError, match="must be a multiple of 4 with lanes=8"):
+        hinesbatch.plan(structure, backend="gpu", strategy="block-shared", keep="factors",
+                        lanes=8, bs=6)
+    with pytest.raises(ValueError, match="runs at most 512"):
+        hinesbatch.plan(structure, backend="gpu", strategy="block-shared", keep="factors",
+                        lanes=8, bs=128)
 
 
 def test_empty_batch(cp):

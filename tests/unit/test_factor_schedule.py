@@ -18,7 +18,7 @@ from hinesbatch.tree.structure import HinesStructure, MonoBatch
 
 from schedule_cells import CELLS
 
-SLOTS = (1, 2, 4, 8)
+SLOTS = (1, 2, 4, 8, 16)  # 16: 8 lanes of 2 nodes
 
 
 def emulate(entries, lu, slots, d, rhs):

@@ -27,10 +27,12 @@ KERNEL_DIR = Path(__file__).with_name("kernels")
 TILED_VARIANTS = ((1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (32, 1), (4, 2), (8, 2), (16, 2),
                   (4, 4), (8, 4))
 
-#: (nodes per step, steps loaded ahead) of ``hines_factors`` for a shared structure (the
-#: ``block-shared`` strategy's ``slots`` with ``keep="factors"``), and the steps loaded ahead
-#: for per-cell structures (one node per step).
-FACTOR_VARIANTS = ((1, 16), (2, 8), (4, 6), (8, 3))
+#: (lanes per cell, nodes per lane and step, steps loaded ahead) of ``hines_factors`` for a
+#: shared structure: the ``block-shared`` strategy's ``lanes`` and ``slots`` (= lanes * nodes
+#: per lane) with ``keep="factors"``; and the steps loaded ahead for per-cell structures (one
+#: lane, one node per step).
+FACTOR_VARIANTS = ((1, 1, 16), (1, 2, 8), (1, 4, 6), (1, 8, 3), (2, 1, 8), (2, 2, 6),
+                   (4, 1, 8), (4, 2, 6), (8, 1, 8), (8, 2, 4))
 FACTOR_PER_CELL_AHEAD = 12
 
 #: Source file -> templates instantiated for each dtype; ``{T}`` is ``float`` or ``double``.
@@ -44,8 +46,8 @@ KERNELS: dict[str, tuple[str, ...]] = {
         "hines_tiled_multi<{T}>",
     ),
     "hines_factors.cu": (
-        *(f"hines_factors<{{T}}, true, {v}, {a}>" for v, a in FACTOR_VARIANTS),
-        f"hines_factors<{{T}}, false, 1, {FACTOR_PER_CELL_AHEAD}>",
+        *(f"hines_factors<{{T}}, true, {v}, {a}, {kb}>" for kb, v, a in FACTOR_VARIANTS),
+        f"hines_factors<{{T}}, false, 1, {FACTOR_PER_CELL_AHEAD}, 1>",
     ),
     "layout.cu": ("canonical_to_layout<{T}>", "layout_to_canonical<{T}>"),
 }

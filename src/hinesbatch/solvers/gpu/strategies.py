@@ -336,19 +336,21 @@ class BlockShared(_Blocked):
     in shared memory is what the forward sweep needs of the backward one, two values per node
     (``hines_factors.cu``). A shared structure follows a schedule of ``slots`` independent
     nodes per step (1, 2, 4 or 8; default 4), per-cell structures their descending node order.
-    Default ``bs``: the one that puts the most cells on an SM (a multiple of 4, so that a
-    node's row fills whole 32-byte sectors).
+    ``lanes`` (shared structure: 1, 2, 4 or 8, default 1) threads share a cell, each taking
+    ``slots / lanes`` nodes of every step. Default ``bs``: the one that puts the most cells on
+    an SM (a multiple of 4, so that a node's row fills whole 32-byte sectors, and of the cells
+    per warp; ties to more blocks).
 
     Measured on the H200 (256000 cells of 313 nodes, fp64, native layout): keep="factors"
-    2.29 ms against 8.79 ms for the paper's staging, but slower than Full-Interleaved
-    (1.35 ms) and ``tiled`` (1.04 ms). Two values per node of shared memory leave room for only ~44
-    cells per SM, one or two warps: each runs its cell's chain of dependent steps (a shared
-    load, a reciprocal, the stores) with nothing to hide the latency behind
-    (benchmarks/results/h200/hines_tiled.md).
+    2.22 ms against 8.58 ms for the paper's staging; two values per node of shared memory
+    leave room for only ~44 cells per SM, one or two warps, each running its cell's chain of
+    dependent steps with little to hide the latency behind. ``lanes=8`` (8 nodes per step,
+    20 cells per block) makes ten warps of the same cells: 0.99 ms, the fastest native solve
+    measured (``tiled`` 1.04 ms; benchmarks/results/h200/hines_tiled.md).
     """
 
     name = "block-shared"
-    options = ("bs", "keep", "slots")
+    options = ("bs", "keep", "slots", "lanes")
     KEEP = ("rhs", "factors")
     DEFAULT_SLOTS = 4
 
@@ -357,23 +359,31 @@ class BlockShared(_Blocked):
         if self.keep not in self.KEEP:
             raise ValueError(f"keep must be one of {', '.join(map(repr, self.KEEP))}, "
                              f"got {self.keep!r}")
-        slots = options.pop("slots", None)
-        if slots is not None and self.keep != "factors":
-            raise ValueError("slots applies to keep='factors' only")
-        valid = tuple(v for v, _ in FACTOR_VARIANTS) if part.mono else (1,)
+        slots, lanes = options.pop("slots", None), options.pop("lanes", None)
+        for name, value in (("slots", slots), ("lanes", lanes)):
+            if value is not None and self.keep != "factors":
+                raise ValueError(f"{name} applies to keep='factors' only")
+        what = "a shared structure" if part.mono else "per-cell structures"
+        valid_lanes = sorted({kb for kb, _, _ in FACTOR_VARIANTS}) if part.mono else [1]
+        if lanes is not None and (isinstance(lanes, bool) or lanes not in valid_lanes):
+            raise ValueError(f"lanes must be one of {tuple(valid_lanes)} for {what}, "
+                             f"got {lanes!r}")
+        self.lanes = int(lanes or 1)
+        valid = tuple(kb * v for kb, v, _ in FACTOR_VARIANTS if kb == self.lanes) \
+            if part.mono else (1,)
         if slots is not None and (isinstance(slots, bool) or slots not in valid):
-            raise ValueError(f"slots must be one of {valid} for "
-                             f"{'a shared structure' if part.mono else 'per-cell structures'}, "
+            raise ValueError(f"slots must be one of {valid} for {what} with lanes={self.lanes}, "
                              f"got {slots!r}")
-        self.slots = int(slots or (self.DEFAULT_SLOTS if part.mono else 1))
+        default = max(self.DEFAULT_SLOTS, self.lanes) if part.mono else 1
+        self.slots = int(slots or default)
         self.schedule = None
         if self.keep == "factors" and part.mono:
             self.schedule = factor_schedule(part.cell, self.slots)
         super().__init__(part, dtype, device, options, budget)
 
     def _per_cell_smem(self) -> int:
-        if self.keep == "factors":  # m and y of every node and of one scratch slot
-            return 2 * (self.part.n + 1) * self.dtype.itemsize
+        if self.keep == "factors":  # m and y of every node and of a scratch slot per lane
+            return 2 * (self.part.n + self.lanes) * self.dtype.itemsize
         return self.part.n * self.dtype.itemsize
 
     def _fixed_smem(self) -> int:
@@ -396,10 +406,13 @@ class BlockShared(_Blocked):
                              f"block may use {limit}; use 'interleaved'")
         if "bs" in options:
             bs = _positive_int(options, "bs", 32)
-            threads = 256 if self.keep == "factors" else 1024
-            if bs > threads:
-                raise ValueError(f"bs={bs} needs {bs} threads per block; strategy 'block-shared' "
-                                 f"(keep={self.keep!r}) runs at most {threads}")
+            threads = (256 if self.lanes == 1 else 512) if self.keep == "factors" else 1024
+            if bs * self.lanes > threads:
+                raise ValueError(f"bs={bs} needs {bs * self.lanes} threads per block; strategy "
+                                 f"'block-shared' (keep={self.keep!r}) runs at most {threads}")
+            if self.lanes > 1 and bs % (32 // self.lanes):
+                raise ValueError(f"bs={bs} must be a multiple of {32 // self.lanes} with "
+                                 f"lanes={self.lanes} (a warp holds whole cells)")
             if bs * per_cell > limit:
                 raise ValueError(f"bs={bs} needs {bs * per_cell} bytes of shared memory for "
                                  f"cells of {self.part.n} nodes; a block may use {limit}")
@@ -413,12 +426,23 @@ class BlockShared(_Blocked):
 
     def _most_cells_per_sm(self, smem_per_sm: int, limit: int, per_cell: int) -> int:
         """Cells per block that put the most cells on an SM (1 KB reserved per block); bs a
-        multiple of 4 (whole 32-byte sectors per node row) when 4 fit, ties to the larger."""
+        multiple of 4 (whole 32-byte sectors per node row) when 4 fit, and of the cells per warp
+        with several lanes per cell; ties to the smaller bs (more blocks per SM, which do not
+        wait for each other: 0.98 against 1.18 ms for 40 cells of 313 nodes per SM in two blocks
+        or one, 8 lanes; equal times with one lane)."""
+        step = max(4, 32 // self.lanes) if self.lanes > 1 else 4
+        threads = 256 if self.lanes == 1 else 512 // self.lanes
+        fits = [bs for bs in range(1, threads + 1) if bs * per_cell <= limit]
+        aligned = [bs for bs in fits if bs % step == 0]
+        if self.lanes > 1 and not aligned:
+            raise ValueError(f"strategy 'block-shared' (keep='factors', lanes={self.lanes}) "
+                             f"needs {step} cells of {self.part.n} nodes per block, "
+                             f"{step * per_cell} bytes of shared memory; a block "
+                             f"may use {limit}")
         best, best_cells = 1, 0
-        top = min(256, limit // per_cell)
-        for bs in ([b for b in range(4, top + 1, 4)] if top >= 4 else range(1, top + 1)):
+        for bs in aligned or fits:
             blocks = smem_per_sm // (bs * per_cell + self._fixed_smem() + 1024)
-            if blocks * bs >= best_cells:
+            if blocks * bs > best_cells:
                 best, best_cells = bs, blocks * bs
         return best
 
@@ -461,19 +485,20 @@ class BlockShared(_Blocked):
         if count == 0:
             return
         if p.mono:
-            ahead = dict(FACTOR_VARIANTS)[self.slots]
+            v = self.slots // self.lanes
+            ahead = next(a for kb, vv, a in FACTOR_VARIANTS if (kb, vv) == (self.lanes, v))
             fn = kernel(self.device, "hines_factors.cu",
-                        f"hines_factors<{{T}}, true, {self.slots}, {ahead}>", self.dtype)
+                        f"hines_factors<{{T}}, true, {v}, {ahead}, {self.lanes}>", self.dtype)
             args = (dev["entries"], dev["lu"], NULL, NULL, NULL, NULL, _i32(self.schedule.n_steps))
         else:
             fn = kernel(self.device, "hines_factors.cu",
-                        f"hines_factors<{{T}}, false, 1, {FACTOR_PER_CELL_AHEAD}>", self.dtype)
+                        f"hines_factors<{{T}}, false, 1, {FACTOR_PER_CELL_AHEAD}, 1>", self.dtype)
             off = (start // self.bs) * p.n * self.bs
             args = (NULL, NULL, dev["pflags"][off:], dev["u"][off:], dev["l"][off:],
                     dev["sizes"][start:], _i32(p.n))
         smem = self._smem()
         _allow_smem(fn, smem, carveout=True)
-        _call(fn, (-(-count // self.bs),), (self.bs,),
+        _call(fn, (-(-count // self.bs),), (self.bs * self.lanes,),
               (d, rhs, *args, _i32(count), _i32(p.n), _i32(self.bs), _i64(p.cell_start + start),
                pivots[0], pivots[1][start:]), stream, smem)
 
@@ -481,7 +506,8 @@ class BlockShared(_Blocked):
         text = super().describe()
         if self.keep != "factors":
             return text
-        steps = (f", {self.slots} nodes per step: {self.schedule.n_steps} steps for "
+        lanes = f", {self.lanes} lanes per cell" if self.lanes > 1 else ""
+        steps = (f"{lanes}, {self.slots} nodes per step: {self.schedule.n_steps} steps for "
                  f"{self.part.n} nodes" if self.schedule is not None else "")
         return f"{text[:-1]}, factors kept in shared memory{steps}, {self._smem()} B per block)"
 

@@ -32,10 +32,19 @@
 // loaded ahead into registers (a ring of P steps, indices fixed at compile time), so that
 // enough loads are in flight although shared memory holds only a few dozen cells per SM.
 //
-// MONO: the schedule is the shared cell's (staged in shared memory, V slots). Otherwise
-// (V = 1) every cell has its own structure in the layout of the values:
+// MONO: the schedule is the shared cell's (staged in shared memory, V * KB slots). Otherwise
+// (V = 1, KB = 1) every cell has its own structure in the layout of the values:
 // pflags[k] = parent << 5 | flags, u[k], l[k]; nodes in descending order, rows past the
 // cell's size skipped.
+//
+// KB lanes per cell (MONO): the block is bs cells x KB lanes; a warp holds CW = 32 / KB
+// cells, lane (k, cw) at k * CW + cw, and lane k takes slots k, k + KB, ... of every step, so
+// a chain carried in registers stays in one lane. What crosses lanes goes through the cell's
+// column (contributions summed in a parent's slot, x of a parent read by its children), so
+// the lanes of a cell meet at a __syncwarp after every step; within a step no two of them
+// touch the same slot (distinct nodes, distinct parents; each lane has its own scratch slot
+// n + k). With KB lanes a few dozen cells per SM make KB times as many warps, which hide each
+// other's latency. Lanes of cells past the end compute on dummy values and store nothing.
 #include "hines_common.cuh"
 
 
@@ -86,8 +95,8 @@ __device__ __forceinline__ hb_factor_entry<T> hb_factor_at(
     return e;
 }
 
-template <typename T, bool MONO, int V, int P>
-__global__ void __launch_bounds__(256)
+template <typename T, bool MONO, int V, int P, int KB>
+__global__ void __launch_bounds__(KB == 1 ? 256 : 512)
 hines_factors(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ sched,
               const T* __restrict__ sched_lu, const int* __restrict__ pflags,
               const T* __restrict__ u, const T* __restrict__ l, const int* __restrict__ sizes,
@@ -98,7 +107,10 @@ hines_factors(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ s
     // Shared memory: the schedule (MONO: (l, u)[NS] then (node, parent << 5 | flags)[NS],
     // NS = n_steps * V; read by every thread of the block at the same address, a broadcast),
     // then the columns. The schedule is not left to the L1 cache: d and rhs stream through it.
-    const int NS = MONO ? n_steps * V : 0;
+    constexpr int W = V * KB;  // slots per step
+    constexpr int CW = 32 / KB;  // cells per warp
+    static_assert(MONO || KB == 1, "lanes per cell: shared structures only");
+    const int NS = MONO ? n_steps * W : 0;
     T2* slu = reinterpret_cast<T2*>(hb_smem_fc);
     int2* se = reinterpret_cast<int2*>(slu + NS);
     for (int k = threadIdx.x; k < NS; k += blockDim.x) {
@@ -107,26 +119,34 @@ hines_factors(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ s
     }
     hb_cp_async_wait_all();
     __syncthreads();
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= n_cells) return;
-    const int cols = blockDim.x;
-    // This thread's column: slots 0..n-1 for the nodes, slot n a scratch target for what has
-    // nowhere to go (dummies; contributions carried in registers), so that every entry loads
-    // and stores without a branch. m[j] (then x[j]) at sm[j * cols], y[j] at sy[j * cols].
-    T* sm = reinterpret_cast<T*>(se + NS) + threadIdx.x;
-    T* sy = sm + (n + 1) * cols;
+    const int lane = threadIdx.x & 31;
+    const int k = lane / CW;  // this thread's lane of its cell
+    const int cb = (threadIdx.x >> 5) * CW + lane % CW;  // its cell within the block
+    const int c = blockIdx.x * bs + cb;
+    if (KB == 1 && c >= n_cells) return;
+    const bool valid = c < n_cells;
+    const int cols = bs;
+    // The cell's column: slots 0..n-1 for the nodes, slot n + k lane k's scratch target for
+    // what has nowhere to go (dummies; contributions carried in registers), so that every
+    // entry loads and stores without a branch. m[j] (then x[j]) at sm[j * cols], y[j] at
+    // sy[j * cols].
+    T* sm = reinterpret_cast<T*>(se + NS) + cb;
+    T* sy = sm + (n + KB) * cols;
+    const int scratch = n + k;
     const int stride = bs;  // offsets within a block of cells fit in 32 bits
     const long long base = (static_cast<long long>(c / bs) * n) * bs + c % bs;
     const int size = (!MONO && sizes != nullptr) ? sizes[c] : n;
     const T* dc = d + base;
     T* rc = rhs + base;
     auto at = [&](int s, int v) {
-        return hb_factor_at<T, MONO, V>(s, v, se, slu, pflags, u, l, n, size, base, stride);
+        return hb_factor_at<T, MONO, W>(s, v * KB + k, se, slu, pflags, u, l, n, size, base,
+                                        stride);
     };
-    // Slot of the node (n for a dummy) and slot the contribution goes to (n when carried).
-    auto own_slot = [&](const hb_factor_entry<T>& e) { return e.node >= 0 ? e.node : n; };
+    // Slot of the node (scratch for a dummy) and slot the contribution goes to (scratch when
+    // carried).
+    auto own_slot = [&](const hb_factor_entry<T>& e) { return e.node >= 0 ? e.node : scratch; };
     auto target_slot = [&](const hb_factor_entry<T>& e) {
-        return (e.node < 0 || (e.flags & (HB_CARRY_OUT | HB_ROOT))) ? n : e.parent;
+        return (e.node < 0 || (e.flags & (HB_CARRY_OUT | HB_ROOT))) ? scratch : e.parent;
     };
 
     // Backward sweep. Ring slot q holds the values (and, per-cell structures, the entries)
@@ -139,8 +159,8 @@ hines_factors(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ s
         for (int v = 0; v < V; ++v) {
             const hb_factor_entry<T> e = at(s, v);
             if (!MONO) ve[MONO ? 0 : q][MONO ? 0 : v] = e;
-            vd[q][v] = e.node >= 0 ? dc[e.node * stride] : T(1);
-            vr[q][v] = e.node >= 0 ? rc[e.node * stride] : T(0);
+            vd[q][v] = (valid && e.node >= 0) ? dc[e.node * stride] : T(1);
+            vr[q][v] = (valid && e.node >= 0) ? rc[e.node * stride] : T(0);
         }
     };
 #pragma unroll
@@ -198,6 +218,7 @@ hines_factors(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ s
                 sm[ps[v]] = new_d[v];
                 sy[ps[v]] = new_r[v];
             }
+            if (KB > 1) __syncwarp();  // the other lanes' stores, before the next step's loads
             if (s + P < n_steps) fetch(q, s + P);  // refill this ring slot
         }
     }
@@ -242,11 +263,21 @@ hines_factors(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ s
             }
 #pragma unroll
             for (int v = 0; v < V; ++v) {
-                if (e[v].node >= 0) rc[e[v].node * stride] = xc[v];
+                if (valid && e[v].node >= 0) rc[e[v].node * stride] = xc[v];
                 sm[js[v]] = xc[v];  // read by the children that are not carried
             }
+            if (KB > 1) __syncwarp();
             if (!MONO && s - P >= 0) fetch_entry(q, s - P);
         }
     }
-    hb_report(flag, bad_value + c, cell_base + c, bad, bad_pivot);
+#pragma unroll
+    for (int off = KB / 2; off > 0; off >>= 1) {  // the cell's failure: largest node of its lanes
+        const int other = __shfl_xor_sync(0xffffffffu, bad, off * CW);
+        const T value = __shfl_xor_sync(0xffffffffu, bad_pivot, off * CW);
+        if (other > bad) {
+            bad = other;
+            bad_pivot = value;
+        }
+    }
+    if (valid && k == 0) hb_report(flag, bad_value + c, cell_base + c, bad, bad_pivot);
 }
