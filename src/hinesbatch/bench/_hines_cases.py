@@ -247,6 +247,8 @@ class Runner:
             for dtype in (np.float64, np.float32):
                 per_node = BYTES_PER_NODE[(kind, np.dtype(dtype).itemsize)]
                 for strategy, options in strategies:
+                    if kind == "multi" and "lanes" in options:  # shared structures only
+                        continue
                     r = self.gpu_case(batch, dv, rv, strategy, options, dtype=dtype,
                                       reference=ref if dtype == np.float64 else None)
                     nodes = n * cell.n_nodes
@@ -300,18 +302,24 @@ class Runner:
         return out
 
     def factor_rows(self, cell, n, dtype=np.float64) -> list[dict]:
-        """block-shared with keep="factors": cells per block x nodes per step, native layout
-        (values already Block-Interleaved), effective bandwidth of a shared structure."""
+        """block-shared with keep="factors": lanes per cell x nodes per step x cells per block,
+        native layout (values already Block-Interleaved), effective bandwidth of a shared
+        structure. Several lanes: the cells per block that fill whole warps."""
+        from ..solvers.gpu.compile import FACTOR_VARIANTS
         from ..tree.structure import MonoBatch
-        from .hines import FACTOR_BS, FACTOR_SLOTS
+        from .hines import FACTOR_BS
 
         batch = MonoBatch(cell, n)
         d, rhs = hines_values(cell, n)
         rows = []
-        for slots in FACTOR_SLOTS:
-            for bs in (None, *FACTOR_BS):
-                opts = {"keep": "factors", "slots": slots, **({} if bs is None else {"bs": bs})}
-                row = {"slots": slots, "bs": "default" if bs is None else bs}
+        for lanes, per_lane, _ in FACTOR_VARIANTS:
+            slots = lanes * per_lane
+            sizes = FACTOR_BS if lanes == 1 else \
+                [b for b in FACTOR_BS if b >= 16 and b % (32 // lanes) == 0]
+            for bs in (None, *sizes):
+                opts = {"keep": "factors", "lanes": lanes, "slots": slots,
+                        **({} if bs is None else {"bs": bs})}
+                row = {"lanes": lanes, "slots": slots, "bs": "default" if bs is None else bs}
                 rows.append(self._sweep_row(batch, d, rhs, "block-shared", opts, row,
                                             dtype=dtype, path="native"))
         return rows

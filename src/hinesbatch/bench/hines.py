@@ -62,10 +62,10 @@ GPU_STRATEGIES = (("flat", {}), ("interleaved", {}), ("block-interleaved", {"bs"
                   ("block-shared", {}), ("tiled", {}))
 #: The bandwidth table's contenders: every strategy above and block-shared keeping only the
 #: sweep's factors in shared memory.
-BANDWIDTH_STRATEGIES = (*GPU_STRATEGIES, ("block-shared", {"keep": "factors"}))
-#: keep="factors" sweep: cells per block (bs) x nodes per step (slots).
+BANDWIDTH_STRATEGIES = (*GPU_STRATEGIES, ("block-shared", {"keep": "factors"}),
+                        ("block-shared", {"keep": "factors", "lanes": 8}))
+#: keep="factors" sweep: cells per block (bs) x every (lanes, nodes per step) instantiated.
 FACTOR_BS = (8, 12, 16, 20, 24, 32, 40, 44)
-FACTOR_SLOTS = (1, 2, 4, 8)
 BS_SWEEP = (32, 64, 128, 256, 512)
 TILE_THREADS = (64, 128, 256)  # block sizes of the tiled sweep, times every (lanes, V) variant
 FOCUS = "medium-high"  # the papers' Fig. 3 and Fig. 4 cell
