@@ -7,10 +7,11 @@
 // into registers, and x is written once over rhs: 24 bytes per node in fp64 (shared
 // structure). What stays on chip is what the forward sweep needs of the backward one: per node
 // j, m[j] = l[j] / D[j] and y[j] = R[j] / D[j] (D, R: pivot and rhs after j's children were
-// eliminated), 2 values per node in this thread's own column of shared memory (slot j of the
-// thread at column[j * blockDim.x]: a warp's accesses are adjacent words, no bank conflict,
-// and no thread reads another's column, so the only barrier is after the schedule is staged),
-// plus a scratch slot n for what has nowhere to go, so that every step is free of branches.
+// eliminated), 2 values per node in the cell's own column of shared memory (slot j of cell
+// cb of the block at column[j * bs + cb]: with one lane per cell a warp's accesses are
+// adjacent words, no bank conflict, and no thread reads another's column, so the only
+// barrier is after the schedule is staged; several lanes: below), plus a scratch slot (n, or
+// n + k for lane k) for what has nowhere to go, so that every step is free of branches.
 //
 //   backward:  D[p] -= u[j] m[j],  R[p] -= u[j] y[j]   for p = parent[j];
 //   forward:   x[j] = y[j] - m[j] x[parent[j]].
