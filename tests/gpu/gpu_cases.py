@@ -7,6 +7,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from hinesbatch.tree.structure import MonoBatch
 
@@ -78,3 +79,19 @@ def cell_rel_error(structure, x, ref) -> float:
 def record_error(key: str, err: float, case: str) -> None:
     """Log an error for the end-of-run summary."""
     ERRORS[key].append((err, case))
+
+
+def poisoned_solve(plan, structure, d, rhs, dtype, cp):
+    """``plan``'s solution of CuPy copies of ``(d, rhs)`` as NumPy, after a solve of NaN inputs
+    has poisoned every scratch buffer; asserts the result is a CuPy array of ``dtype`` and that
+    the inputs are kept."""
+    from hinesbatch.errors import SingularSystemError
+
+    nan = cp.full(structure.values_shape, np.nan, dtype=dtype)
+    with pytest.raises(SingularSystemError):  # poisons every scratch buffer with NaN
+        plan.solve(nan, nan.copy(), check_finite=False)
+    d_dev, rhs_dev = cp.asarray(d), cp.asarray(rhs)
+    x = plan.solve(d_dev, rhs_dev)
+    assert isinstance(x, cp.ndarray) and x.dtype == dtype
+    assert np.array_equal(d_dev.get(), d) and np.array_equal(rhs_dev.get(), rhs)  # inputs kept
+    return x.get()
