@@ -209,9 +209,51 @@ def test_cell_shapes_survive_hash_collisions(monkeypatch):
     s = HinesStructure.concatenate(cells)
     honest = cell_shapes(s).shape_of_cell
     monkeypatch.setattr(shapes_module, "_hash_cells",
-                        lambda parent, offsets, w1, w2: np.zeros((2, offsets.size - 1), np.int64))
+                        lambda values, offsets, *args: np.zeros((2, offsets.size - 1), np.int64))
     np.testing.assert_array_equal(cell_shapes(s).shape_of_cell, honest)
     assert honest.max() == 3
+
+
+def test_cell_classes_split_shapes_by_couplings(real):
+    """``couplings=True``: alike cells share tree and couplings bit for bit (the root's u,
+    which nothing reads, excepted); each class's representative carries its couplings."""
+    tree = real[3]
+    scaled = HinesStructure(tree.parent, tree.u * 1.5)
+    root_only = HinesStructure(tree.parent, np.where(tree.parent >= 0, tree.u, 7.0))
+    asym = HinesStructure(tree.parent, tree.u, tree.u * 0.5)
+    asym_other = HinesStructure(tree.parent, tree.u, tree.u * 0.25)
+    pool = [tree, scaled, root_only, real[0]]
+    pick = np.random.default_rng(42).integers(0, len(pool), 200)
+    s = HinesStructure.concatenate([pool[i] for i in pick])
+    assert cell_shapes(s).n_shapes == 2  # two trees
+    classes = cell_shapes(s, couplings=True)
+    key = {0: 0, 2: 0, 1: 1, 3: 2}  # root_only is tree's class
+    expected, seen = [], {}
+    for i in pick.tolist():
+        expected.append(seen.setdefault(key[i], len(seen)))
+    np.testing.assert_array_equal(classes.shape_of_cell, expected)
+    reps = classes.representatives
+    for k in range(classes.n_shapes):
+        c = s.cell(int(classes.first_cell[k]))
+        np.testing.assert_array_equal(reps.cell(k).u[1:], c.u[1:])
+        np.testing.assert_array_equal(reps.cell(k).parent, c.parent)
+    both = HinesStructure.concatenate([asym, asym_other, asym])  # l differs, u equal
+    assert cell_shapes(both, couplings=True).shape_of_cell.tolist() == [0, 1, 0]
+    assert not cell_shapes(both, couplings=True).representatives.symmetric
+    mono = cell_shapes(MonoBatch(tree, 5), couplings=True)
+    assert mono.n_shapes == 1 and mono.representatives is tree
+
+
+def test_cell_classes_survive_hash_collisions(monkeypatch):
+    """With every hash equal, the exact comparison still separates different couplings."""
+    tree = rt.random_tree(30, rng=1)
+    cells = [HinesStructure(tree.parent, tree.u * (1 + i % 3)) for i in range(12)]
+    s = HinesStructure.concatenate(cells)
+    honest = cell_shapes(s, couplings=True).shape_of_cell
+    monkeypatch.setattr(shapes_module, "_hash_cells",
+                        lambda values, offsets, *args: np.zeros((2, offsets.size - 1), np.int64))
+    np.testing.assert_array_equal(cell_shapes(s, couplings=True).shape_of_cell, honest)
+    assert honest.tolist() == [0, 1, 2] * 4
 
 
 def test_programs_replicate_one_plan_per_shape(real):

@@ -9,6 +9,11 @@ Cells are grouped exactly: two 64-bit polynomial hashes of the local parent arra
 the groups, and every cell is then compared entry by entry with its group's representative
 (a collision, never seen in practice, only splits the group further). Two linear passes
 over the batch (Numba).
+
+With ``couplings=True`` two cells are alike only if their couplings are too (``u``, and ``l``
+unless symmetric, bit for bit; a root's, which no solver reads, excepted): such cells have
+the same matrix, so a solver may store it once for all of them (the ``grouped`` GPU
+strategy). The hashes and the comparison then cover the couplings as well.
 """
 from __future__ import annotations
 
@@ -39,7 +44,8 @@ class CellShapes:
     rank : int64[n_cells]
         Each cell's rank among the cells of its shape (by cell index).
     representatives : HinesStructure
-        The representatives' trees concatenated in shape order (couplings zero).
+        The representatives' trees concatenated in shape order (couplings zero, or theirs
+        when grouped by couplings).
     value_start : int64[n_cells]
         Flat index of every cell's first value (``cell_offsets[c]``, or ``c * m`` for a
         :class:`MonoBatch` of ``m``-node cells).
@@ -61,34 +67,45 @@ class CellShapes:
         return int(self.shape_of_cell.size)
 
 
-def cell_shapes(structure) -> CellShapes:
-    """Group the cells of ``structure`` (HinesStructure or MonoBatch) by tree shape."""
+def cell_shapes(structure, *, couplings: bool = False) -> CellShapes:
+    """Group the cells of ``structure`` (HinesStructure or MonoBatch) by tree shape, or with
+    ``couplings`` by tree and couplings (the same matrix; see the module docstring)."""
     s = as_batch(structure)
     if isinstance(s, MonoBatch):
         n = s.n_cells
+        reps = (s.cell if couplings else _plain(s.cell.parent)) if n else _plain(np.zeros(0, np.int64))
         return CellShapes(np.zeros(n, np.int64), np.zeros(min(n, 1), np.int64),
                           np.array([n] if n else [], np.int64), np.arange(n, dtype=np.int64),
-                          _plain(s.cell.parent) if n else _plain(np.zeros(0, np.int64)),
-                          np.arange(n, dtype=np.int64) * s.nodes_per_cell)
+                          reps, np.arange(n, dtype=np.int64) * s.nodes_per_cell)
     if s.n_cells == 0:
         empty = np.zeros(0, np.int64)
         return CellShapes(empty, empty, empty, empty, _plain(empty), empty)
     rng = np.random.default_rng(_SEED)
     weights = rng.integers(1, 2**63, size=(2, int(s.cell_sizes.max())), dtype=np.uint64)
-    hashes = _hash_cells(s.parent, s.cell_offsets, weights[0], weights[1])
-    keys = np.stack([s.cell_sizes, hashes[0], hashes[1]], axis=1)
-    _, shape = np.unique(keys, axis=0, return_inverse=True)
+    values = _coupling_bits(s) if couplings else ()
+    columns = [s.cell_sizes, *_hash_cells(s.parent, s.cell_offsets, weights[0], weights[1], True)]
+    for bits in values:
+        columns.extend(_hash_cells(bits, s.cell_offsets, weights[0], weights[1], False))
+    _, shape = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
     first_cell, shape = _renumber_by_first(shape.reshape(-1).astype(np.int64))
-    bad = np.flatnonzero(_differs(s.parent, s.cell_offsets, first_cell[shape]))
+
+    def differing():
+        rep = first_cell[shape]
+        out = _differs(s.parent, s.cell_offsets, rep, True)
+        for bits in values:
+            out |= _differs(bits, s.cell_offsets, rep, False)
+        return np.flatnonzero(out)
+
+    bad = differing()
     while bad.size:  # a hash collision: split the group by exact comparison
-        shape[bad] = shape.max() + 1 + _exact_groups(s, bad)
+        shape[bad] = shape.max() + 1 + _exact_groups(s, bad, values)
         first_cell, shape = _renumber_by_first(shape)
-        bad = np.flatnonzero(_differs(s.parent, s.cell_offsets, first_cell[shape]))
+        bad = differing()
     counts = np.bincount(shape)
     order = np.argsort(shape, kind="stable")
     rank = np.empty_like(shape)
     rank[order] = np.arange(shape.size) - np.repeat(np.cumsum(counts) - counts, counts)
-    return CellShapes(shape, first_cell, counts, rank, _representatives(s, first_cell),
+    return CellShapes(shape, first_cell, counts, rank, _representatives(s, first_cell, couplings),
                       s.cell_offsets[:-1].copy())
 
 
@@ -97,8 +114,10 @@ def _plain(parent) -> HinesStructure:
 
 
 @njit(cache=True, nogil=True)
-def _hash_cells(parent, offsets, w1, w2):
-    """Two 64-bit polynomial hashes of every cell's local parents (wrapping mod 2**64)."""
+def _hash_cells(values, offsets, w1, w2, parents):
+    """Two 64-bit polynomial hashes of every cell's ``values`` (wrapping mod 2**64):
+    ``parents``: global parent indices, hashed as local ones (the root's -1 as 1); else int64
+    coupling bits, the root's (never read) as 0."""
     n_cells = offsets.size - 1
     out = np.empty((2, n_cells), np.int64)
     for c in range(n_cells):
@@ -106,8 +125,11 @@ def _hash_cells(parent, offsets, w1, w2):
         h1 = np.uint64(0)
         h2 = np.uint64(0)
         for i in range(a, offsets[c + 1]):
-            p = parent[i]
-            v = np.uint64(p - a + 2) if p >= 0 else np.uint64(1)
+            x = values[i]
+            if parents:
+                v = np.uint64(x - a + 2) if x >= 0 else np.uint64(1)
+            else:
+                v = np.uint64(x) if i > a else np.uint64(0)
             h1 += v * w1[i - a]
             h2 += v * w2[i - a]
         out[0, c] = np.int64(h1)
@@ -116,8 +138,9 @@ def _hash_cells(parent, offsets, w1, w2):
 
 
 @njit(cache=True, nogil=True)
-def _differs(parent, offsets, rep):
-    """Whether each cell's tree differs from that of cell ``rep[c]``."""
+def _differs(values, offsets, rep, parents):
+    """Whether each cell's ``values`` (as for :func:`_hash_cells`; roots excepted) or size
+    differ from those of cell ``rep[c]``."""
     n_cells = offsets.size - 1
     out = np.zeros(n_cells, np.bool_)
     for c in range(n_cells):
@@ -126,20 +149,29 @@ def _differs(parent, offsets, rep):
         if n != offsets[rep[c] + 1] - r:
             out[c] = True
             continue
+        shift = a - r if parents else 0
         for i in range(1, n):
-            if parent[a + i] - a != parent[r + i] - r:
+            if values[a + i] - values[r + i] != shift:
                 out[c] = True
                 break
     return out
 
 
-def _exact_groups(s: HinesStructure, cells) -> np.ndarray:
-    """Group ids of a few ``cells`` by comparing their local parents byte for byte."""
+def _coupling_bits(s: HinesStructure) -> tuple:
+    """``u`` (and ``l`` unless symmetric) as int64 bit patterns (views, no copies)."""
+    return tuple(np.ascontiguousarray(a).view(np.int64) for a in
+                 ((s.u,) if s.l is None else (s.u, s.l)))
+
+
+def _exact_groups(s: HinesStructure, cells, values=()) -> np.ndarray:
+    """Group ids of a few ``cells`` by comparing their local parents (and the non-root
+    entries of ``values``, coupling bits) byte for byte."""
     keys = []
     for c in cells:
         a, b = int(s.cell_offsets[c]), int(s.cell_offsets[c + 1])
         p = s.parent[a:b].astype(np.int64)
-        keys.append(np.where(p >= 0, p - a, -1).tobytes())
+        keys.append(np.where(p >= 0, p - a, -1).tobytes()
+                    + b"".join(bits[a + 1:b].tobytes() for bits in values))
     _, ids = np.unique(np.array(keys, dtype=object), return_inverse=True)
     return ids.reshape(-1).astype(np.int64)
 
@@ -153,13 +185,14 @@ def _renumber_by_first(shape: np.ndarray):
     return first_cell[order].astype(np.int64), rename[inverse.reshape(-1)].astype(np.int64)
 
 
-def _representatives(s: HinesStructure, first_cell) -> HinesStructure:
+def _representatives(s: HinesStructure, first_cell, couplings: bool = False) -> HinesStructure:
     sizes = s.cell_sizes[first_cell]
     starts = s.cell_offsets[first_cell]
     take = np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
     new_start = np.repeat(np.cumsum(sizes) - sizes, sizes)
     p = s.parent.astype(np.int64)[take]
     old_start = np.repeat(starts, sizes)
-    return HinesStructure(np.where(p >= 0, p - old_start + new_start, -1),
-                          np.zeros(take.size), None,
+    u = s.u[take] if couplings else np.zeros(take.size)
+    lower = s.l[take] if couplings and s.l is not None else None
+    return HinesStructure(np.where(p >= 0, p - old_start + new_start, -1), u, lower,
                           np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
