@@ -43,6 +43,11 @@ CASES = [
      lambda r: MonoBatch(rt.random_tree(2000, rng=r), 300), "tiled",
      {"batch": 32, "lanes": 32, "tile_cells": 1, "buffers": 2}),
     ("tiled per-cell", lambda r: rt.random_batch(90, rng=r, max_nodes=80), "tiled", {}),
+    # three classes of copies, interleaved: cells found through the member lists
+    ("grouped copies of 3 cells",
+     lambda r: HinesStructure.concatenate([[rt.random_tree(70, rng=1), rt.chain(40, rng=2),
+                                            rt.random_tree(120, rng=3)][k]
+                                           for k in r.integers(0, 3, 150)]), "grouped", {}),
     ("block-shared mono", lambda r: MonoBatch(rt.random_tree(70, rng=r), 96), "block-shared",
      {}),
     ("block-shared factors mono, 4 slots", lambda r: MonoBatch(rt.random_tree(70, rng=r), 96),

@@ -34,13 +34,15 @@ CONFIGS = [
     ("tiled", {"batch": 16, "tile_cells": 2}),
     ("tiled", {"batch": 16, "lanes": 4, "tile_cells": 8}),  # 16 does not fit chains of 400
     ("tiled", {"buffers": 1}),
+    ("grouped", {}),
+    ("grouped", {"batch": 4, "lanes": 4, "tile_cells": 8}),
     ("auto", {}),
 ]
 CONFIG_IDS = [s + "".join(f"-{k}{v}" for k, v in o.items()) for s, o in CONFIGS]
 DTYPES = [np.float32, np.float64]
 
 MONO_RANDOM = ("bushy", "sparse", "chain", "single")
-MULTI = ("random-batch", "random-asymmetric", "real-mix", "real-copies")
+MULTI = ("random-batch", "random-asymmetric", "real-mix", "real-rescaled", "real-copies")
 
 
 def mono_random(kind: str, rng) -> MonoBatch:
@@ -59,8 +61,11 @@ def multi(kind: str, rng) -> HinesStructure:
         return rt.random_batch(int(rng.integers(200, 400)), rng=rng, max_nodes=80)
     if kind == "random-asymmetric":
         return rt.random_batch(int(rng.integers(50, 150)), rng=rng, max_nodes=300, symmetric=False)
-    if kind == "real-mix":
+    if kind in ("real-mix", "real-rescaled"):
         cells = [real_cell(*c) for c in REAL_CELLS for _ in range(6)]
+        if kind == "real-rescaled":  # same trees, two matrices each (u and l of half scaled)
+            cells = [c if k % 2 else HinesStructure(c.parent, c.u * 1.25, c.lower * 0.75)
+                     for k, c in enumerate(cells)]
         order = rng.permutation(len(cells))
         return HinesStructure.concatenate([cells[i] for i in order])
     return real_cell("morph_ca1_n120.swc", 1).tile(int(rng.integers(100, 200)))

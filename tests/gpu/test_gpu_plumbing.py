@@ -17,7 +17,7 @@ from gpu_cases import TOLERANCE, cell_rel_error, hines_values, real_cell, serial
 pytestmark = pytest.mark.gpu
 
 STRATEGIES = ("flat", "interleaved", "block-interleaved", "block-shared", "block-shared-factors",
-              "block-shared-factors-lanes", "tiled")
+              "block-shared-factors-lanes", "tiled", "grouped")
 
 
 def _named(strategy: str, kind: str) -> dict:

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from hinesbatch.solvers.gpu.auto import (DEEP_MIN_CELLS, UNIFORM_SPREAD, auto_strategy, choose,
-                                         depth_fraction)
+from hinesbatch.solvers.gpu.auto import (DEEP_MIN_CELLS, GROUPED_MAX_CLASSES, GROUPED_MIN_CELLS,
+                                         UNIFORM_SPREAD, auto_strategy, choose, depth_fraction)
 from hinesbatch.solvers.gpu.backend import STRATEGIES
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.structure import HinesStructure, MonoBatch
@@ -40,11 +40,32 @@ def test_per_cell_batches_by_size_spread():
     assert choose(max_nodes=int(UNIFORM_SPREAD * 100) + 1, **edge)[0] == "fine"
 
 
+def test_per_cell_batches_of_few_matrices_get_grouped():
+    """Copies of a few cells (the same tree and couplings) are solved class by class; the same
+    trees with every cell's couplings different are not."""
+    pool = [rt.random_tree(40, rng=1), rt.chain(90, rng=2), rt.random_tree(300, rng=3)]
+    pick = np.random.default_rng(4).integers(0, len(pool), 3 * GROUPED_MIN_CELLS + 10)
+    copies = HinesStructure.concatenate([pool[i] for i in pick])
+    name, options, why = auto_strategy(copies)
+    assert (name, options) == ("grouped", {}) and "3 classes" in why
+    scale = np.random.default_rng(5).uniform(0.9, 1.1, pick.size)
+    distinct = HinesStructure.concatenate([HinesStructure(pool[i].parent, pool[i].u * f)
+                                           for i, f in zip(pick, scale)])
+    assert auto_strategy(distinct)[0] == "fine"
+    edge = dict(mono=False, mean_nodes=100.0, max_nodes=1000, depth=None)
+    assert choose(n_cells=GROUPED_MIN_CELLS * 5, classes=5, **edge)[0] == "grouped"
+    assert choose(n_cells=GROUPED_MIN_CELLS * 5 - 1, classes=5, **edge)[0] == "fine"
+    many = GROUPED_MAX_CLASSES + 1
+    assert choose(n_cells=GROUPED_MIN_CELLS * many, classes=many, **edge)[0] == "fine"
+    assert choose(n_cells=10**6, classes=None, **edge)[0] == "fine"  # rows without classes
+
+
 def test_every_pick_is_a_registered_strategy_with_its_options():
     for mono in (True, False):
         for n in (1, 10, 10**4, 10**6):
             for max_nodes in (10, 100, 1000):
-                name, options, _ = choose(mono=mono, n_cells=n, mean_nodes=100.0,
-                                          max_nodes=max_nodes, depth=0.9)
-                assert name in STRATEGIES
-                assert set(options) <= set(STRATEGIES[name].options)
+                for classes in (None, 1, 17, n):
+                    name, options, _ = choose(mono=mono, n_cells=n, mean_nodes=100.0,
+                                              max_nodes=max_nodes, depth=0.9, classes=classes)
+                    assert name in STRATEGIES
+                    assert set(options) <= set(STRATEGIES[name].options)

@@ -10,7 +10,7 @@ import numpy as np
 __all__ = ["CONTENDERS", "Case", "cases", "random_batch", "real_cells", "real_mix", "values",
            "gpu_ms"]
 
-#: (label, strategy, options) timed on every case; auto's pick is always one of the first five.
+#: (label, strategy, options) timed on every case; auto's pick is always one of them.
 CONTENDERS = (
     ("interleaved", "interleaved", {}),  # one thread per cell, the papers' "old" solver
     ("tiled", "tiled", {}),
@@ -18,6 +18,7 @@ CONTENDERS = (
     ("fine", "fine", {}),
     ("dhs", "dhs", {}),
     ("fine-balanced", "fine", {"reroot": True, "split": "cost"}),
+    ("grouped", "grouped", {}),  # cells with the same matrix solved together
 )
 FINE_GRAINED = ("levels", "fine", "dhs", "fine-balanced")
 REAL_DIR = Path("tests/data/morphologies/real")
@@ -75,8 +76,10 @@ def _from_cells(parents_local, u, sizes):
     return HinesStructure(parent, u, None, offsets)
 
 
-def real_mix(cells: dict, n_cells: int, *, seed: int = 0):
-    """``n_cells`` cells drawn at random from ``cells`` (built without a per-cell loop)."""
+def real_mix(cells: dict, n_cells: int, *, seed: int = 0, distinct: bool = False):
+    """``n_cells`` cells drawn at random from ``cells`` (built without a per-cell loop);
+    ``distinct``: every cell's couplings scaled by its own factor in [0.9, 1.1] (as if each
+    cell had its own axial resistivity), so that no two cells share a matrix."""
     shapes = list(cells.values())
     pick = np.random.default_rng(seed).integers(0, len(shapes), n_cells)
     sizes = np.array([c.n_nodes for c in shapes], np.int64)
@@ -87,7 +90,10 @@ def real_mix(cells: dict, n_cells: int, *, seed: int = 0):
     cell_sizes = sizes[pick]
     src = np.repeat(starts[pick], cell_sizes) + (
         np.arange(int(cell_sizes.sum())) - np.repeat(np.cumsum(cell_sizes) - cell_sizes, cell_sizes))
-    return _from_cells(local_parent[src], u[src], cell_sizes)
+    u = u[src]
+    if distinct:
+        u *= np.repeat(np.random.default_rng(seed + 1).uniform(0.9, 1.1, n_cells), cell_sizes)
+    return _from_cells(local_parent[src], u, cell_sizes)
 
 
 def random_batch(n_cells: int, n: int, p: float, *, seed: int = 0, mono: bool = False):
@@ -183,6 +189,10 @@ def cases(quick: bool) -> list[Case]:
     for n in mixes:
         out.append(Case("real-mix", f"{n} real cells", lambda n=n: real_mix(real(), n, seed=n),
                         n_cells=n, mono_equivalent=True))
+    n = 2560 if quick else 25600  # the same mix, but no two cells with the same matrix
+    out.append(Case("real-mix", f"{n} real cells, all matrices distinct",
+                    lambda n=n: real_mix(real(), n, seed=n, distinct=True), n_cells=n,
+                    mono_equivalent=True))
     for p in (0.1, 0.5):
         n6 = 2560 if quick else 25600
         out.append(Case("fig6", f"{n6} random p={p} mono",

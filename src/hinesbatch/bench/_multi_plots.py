@@ -6,7 +6,8 @@ from pathlib import Path
 __all__ = ["figures"]
 
 _STYLE = {"interleaved": "k-o", "tiled": "C0-s", "levels": "C1-^", "fine": "C2-v",
-          "fine-balanced": "C2--v", "dhs": "C3-D", "multicore": "C7:x", "mono": "k--"}
+          "fine-balanced": "C2--v", "dhs": "C3-D", "grouped": "C4-P", "multicore": "C7:x",
+          "mono": "k--"}
 
 
 def _series(ax, rows, keys, *, x="cells"):
@@ -25,8 +26,10 @@ def figures(rows: list[dict], out: Path) -> list[Path]:
 
     fig, axes = plt.subplots(2, 2, figsize=(12, 9))
     ax = axes[0, 0]
-    mix = [dict(r, mono=(r["mono_equivalent"] or {}).get("ms")) for r in rows if r["figure"] == "real-mix"]
-    _series(ax, mix, ("interleaved", "tiled", "levels", "fine", "fine-balanced", "dhs", "mono"))
+    mix = [dict(r, mono=(r["mono_equivalent"] or {}).get("ms")) for r in rows
+           if r["figure"] == "real-mix" and "distinct" not in r["case"]]
+    _series(ax, mix, ("interleaved", "tiled", "levels", "fine", "fine-balanced", "dhs", "grouped",
+                      "mono"))
     ax.set_title("Real mixes (17 morphologies, nseg=1); mono: ca1 copies, same nodes")
     ax = axes[0, 1]
     for depth, style in ((2, ":"), (3, "--"), (4, "-")):

@@ -149,6 +149,7 @@ def _run_case(cupy, case, repeats: int, l2: int, resident: int) -> dict:
     import numpy as np
 
     from ..solvers.gpu.auto import auto_strategy, depth_fraction
+    from ..tree.schedules import cell_shapes
     from ..tree.structure import MonoBatch
     from ._gpu_timing import free_memory
     from ._multi_cases import CONTENDERS, gpu_ms, values
@@ -163,7 +164,8 @@ def _run_case(cupy, case, repeats: int, l2: int, resident: int) -> dict:
     row = {"figure": case.figure, "case": case.label, "cells": structure.n_cells,
            "nodes": int(structure.n_nodes), "mono": mono, "max_cell_nodes": int(sizes.max()),
            "mean_cell_nodes": float(sizes.mean()),
-           "depth": depth_fraction(structure.cell.parent) if mono else None, "resident": resident}
+           "depth": depth_fraction(structure.cell.parent) if mono else None, "resident": resident,
+           "classes": cell_shapes(structure, couplings=True).n_shapes}
     name, options, row["auto_reason"] = auto_strategy(structure)
     row["auto"] = _label(name, options)
     ref, errors = None, {}
@@ -260,7 +262,8 @@ def _auto_pick(row: dict) -> tuple[str, str]:
 
     name, options, why = choose(mono=row["mono"], n_cells=row["cells"],
                               mean_nodes=row.get("mean_cell_nodes") or row["nodes"] / row["cells"],
-                              max_nodes=row["max_cell_nodes"], depth=row.get("depth"))
+                              max_nodes=row["max_cell_nodes"], depth=row.get("depth"),
+                              classes=row.get("classes"))
     return _label(name, options), why
 
 
@@ -275,6 +278,9 @@ def _label(name: str, options: dict) -> str:
 
 
 def _goal_notes(rows, summary) -> list[str]:
+    from ._multi_cases import CONTENDERS
+
+    labels = [c[0] for c in CONTENDERS]
     notes = []
     by_case = {s["case"]: s for s in summary}
     big = [r for r in rows if r["figure"] == "real-mix" and r["cells"] == 256000]
@@ -287,6 +293,12 @@ def _goal_notes(rows, summary) -> list[str]:
                      f"({s['best']}) vs mono {ref:.3f} ms ({r['mono_equivalent']['best']}, "
                      f"{r['mono_equivalent']['cells']} x ca1), ratio {best / ref:.2f} "
                      f"(goal <= {GOALS['a']})")
+        alone = {k: s[k] for k in labels if k != "grouped" and s.get(k) is not None}
+        if alone:  # the strategies that read every cell's matrix on its own
+            k = min(alone, key=alone.get)
+            notes.append(f"goal (a) without sharing the matrices of alike cells (what a batch "
+                         f"whose cells all differ gets; {r.get('classes', '?')} classes here): "
+                         f"{alone[k]:.3f} ms ({k}), ratio {alone[k] / ref:.2f}")
     else:
         notes.append("goal (a): not measured (case skipped or failed)")
     for name in ("100 x ca1 (nseg=1)", "100 real cells"):

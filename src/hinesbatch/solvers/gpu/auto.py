@@ -9,7 +9,11 @@ The rule (second version, set from ``hinesbatch bench multi`` and ``bench hines`
   holds more than half its nodes (long unbranched chains leave tiled's lanes idle) in a batch
   of at least :data:`DEEP_MIN_CELLS` cells gets ``interleaved`` (Fig. 14's 2-level binary
   trees of 510 nodes, 25,600 cells: tiled 1.58 ms, interleaved 0.92 ms, best 0.88 ms);
-* per-cell structures (:class:`~hinesbatch.tree.structure.HinesStructure`) of nearly equal
+* per-cell structures whose cells fall into few classes of cells with the same matrix (at
+  most :data:`GROUPED_MAX_CLASSES` classes, at least :data:`GROUPED_MIN_CELLS` cells per
+  class on average: a batch built from a few morphologies) get ``grouped``: every class
+  solved as a shared structure by ``tiled``'s kernel, 24 bytes per node moved instead of 44;
+* other per-cell structures (:class:`~hinesbatch.tree.structure.HinesStructure`) of nearly equal
   sizes (largest cell at most :data:`UNIFORM_SPREAD` times the mean) get ``tiled``: one
   thread per cell, each cell staged through shared memory, and the threads of a warp finish
   together (25,600 random trees of 200 nodes: 0.20 ms against 0.54 ms for balanced fine);
@@ -26,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["auto_strategy", "choose", "depth_fraction", "AUTO_REASON", "UNIFORM_SPREAD",
-           "DEEP_FRACTION", "DEEP_MIN_CELLS"]
+           "DEEP_FRACTION", "DEEP_MIN_CELLS", "GROUPED_MAX_CLASSES", "GROUPED_MIN_CELLS"]
 
 #: Why ``auto`` prefers ``tiled`` for a shared structure (benchmarks/results/h200/hines.md).
 AUTO_REASON = ("fastest from canonical-order values for every cell and batch size of the H200 "
@@ -39,6 +43,10 @@ DEEP_FRACTION = 0.5
 #: Deep shared cells switch to ``interleaved`` from this many cells (measured: tiled still
 #: fastest at 2,560, slower at 25,600; the threshold between them is not measured).
 DEEP_MIN_CELLS = 8192
+#: ``grouped`` for per-cell batches of at most this many classes of cells with one matrix ...
+GROUPED_MAX_CLASSES = 64
+#: ... holding at least this many cells per class on average.
+GROUPED_MIN_CELLS = 32
 #: The balanced ``fine`` of mixed per-cell batches.
 BALANCED_FINE = {"reroot": True, "split": "cost"}
 
@@ -60,13 +68,15 @@ def auto_strategy(structure) -> tuple[str, dict, str]:
     ----------
     structure : HinesStructure or MonoBatch
         The batch (its type, number of cells and cell sizes are read; for a MonoBatch also
-        the depth of the shared cell).
+        the depth of the shared cell; otherwise the number of classes of cells with the same
+        matrix, :func:`~hinesbatch.tree.schedules.cell_shapes` with ``couplings=True``).
 
     Returns
     -------
     (name, options, reason) : (str, dict, str)
         A key of the GPU strategy registry, options for it, and a sentence for ``describe()``.
     """
+    from ...tree.schedules import cell_shapes
     from ...tree.structure import MonoBatch
 
     if isinstance(structure, MonoBatch):
@@ -76,15 +86,17 @@ def auto_strategy(structure) -> tuple[str, dict, str]:
     sizes = structure.cell_sizes
     return choose(mono=False, n_cells=int(structure.n_cells),
                   mean_nodes=float(sizes.mean()) if sizes.size else 0.0,
-                  max_nodes=int(sizes.max()) if sizes.size else 0, depth=None)
+                  max_nodes=int(sizes.max()) if sizes.size else 0, depth=None,
+                  classes=cell_shapes(structure, couplings=True).n_shapes)
 
 
 def choose(*, mono: bool, n_cells: int, mean_nodes: float, max_nodes: int,
-           depth: float | None) -> tuple[str, dict, str]:
+           depth: float | None, classes: int | None = None) -> tuple[str, dict, str]:
     """The rule itself on the batch shape (see the module docstring).
 
-    ``depth``: :func:`depth_fraction` of the shared cell (read only when ``mono``).
-    Returns ``(name, options, reason)``.
+    ``depth``: :func:`depth_fraction` of the shared cell (read only when ``mono``);
+    ``classes``: classes of cells with the same matrix (per-cell structures; ``None``:
+    unknown, as in rows measured before the rule had it). Returns ``(name, options, reason)``.
     """
     if mono:
         if depth is not None and depth > DEEP_FRACTION and n_cells >= DEEP_MIN_CELLS:
@@ -93,6 +105,13 @@ def choose(*, mono: bool, n_cells: int, mean_nodes: float, max_nodes: int,
                 f"{n_cells} >= {DEEP_MIN_CELLS} cells: long chains leave tiled's lanes idle "
                 f"(benchmarks/results/h200/multi.md, Fig. 14)")
         return "tiled", {}, "shared structure (MonoBatch): tiled was " + AUTO_REASON
+    if (classes is not None and 0 < classes <= GROUPED_MAX_CLASSES
+            and n_cells >= GROUPED_MIN_CELLS * classes):
+        return "grouped", {}, (
+            f"{n_cells} per-cell structures in {classes} classes of cells with the same matrix "
+            f"(<= {GROUPED_MAX_CLASSES} classes, >= {GROUPED_MIN_CELLS} cells per class): each "
+            f"class solved as a shared structure was fastest on real mixes "
+            f"(benchmarks/results/h200/multi.md)")
     if max_nodes <= UNIFORM_SPREAD * mean_nodes:
         return "tiled", {}, (
             f"per-cell structures of nearly equal sizes (largest {max_nodes} <= "

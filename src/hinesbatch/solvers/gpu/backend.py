@@ -15,7 +15,7 @@ from .auto import AUTO_REASON, auto_strategy
 from .device import availability, cupy_module, device_ids, suits_gpu
 from .parts import Part, split
 from .strategies import STRATEGIES, Strategy
-from . import multi  # noqa: F401  (registers the strategies levels, fine, dhs)
+from . import grouped, multi  # noqa: F401  (register the strategies grouped, levels, fine, dhs)
 from .streaming import HostStreamer
 
 __all__ = ["GpuBackend", "AUTO_REASON"]
@@ -60,8 +60,9 @@ class GpuBackend:
         float32 or float64 (the plan makes one backend per dtype).
     strategy : str
         ``"auto"`` (default), ``"flat"``, ``"interleaved"``, ``"block-interleaved"``,
-        ``"block-shared"``, ``"tiled"`` (see :mod:`.strategies`), ``"levels"``, ``"fine"`` or
-        ``"dhs"`` (see :mod:`.multi`; options ``reroot``, ``split``, ``block_size``,
+        ``"block-shared"``, ``"tiled"`` (see :mod:`.strategies`), ``"grouped"`` (cells with the
+        same matrix solved together, :mod:`.grouped`), ``"levels"``, ``"fine"`` or ``"dhs"``
+        (see :mod:`.multi`; options ``reroot``, ``split``, ``block_size``,
         ``threads_per_cell``).
     devices : None, "all" or list of int
         Devices to spread the cells over (one stream each); ``None``: the current device.

@@ -28,12 +28,14 @@ The strategies are looked up by name in :data:`STRATEGIES`; nothing switches on 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .compile import FACTOR_PER_CELL_AHEAD, FACTOR_VARIANTS, TILED_VARIANTS, kernel
 from .device import cupy_module, device_properties
 from .parts import Part
-from .schedule import FLAG_BITS, factor_pflags, factor_schedule, tiled_schedule
+from .schedule import FLAG_BITS, Schedule, factor_pflags, factor_schedule, tiled_schedule
 
 __all__ = ["STRATEGIES", "Strategy"]
 
@@ -549,6 +551,133 @@ class Flat(Strategy):
     solve_native = solve_canonical
 
 
+@dataclass(frozen=True)
+class SharedTiles:
+    """How ``hines_tiled_mono`` solves cells that share one structure (``tiled`` on a
+    MonoBatch, every class of ``grouped``): ``batch`` nodes per elimination step, ``lanes``
+    lanes per cell, the step schedule, ``tile_cells`` cells per block, ``buffers`` tile
+    buffers per block and the block's shared memory in bytes."""
+
+    batch: int
+    lanes: int
+    schedule: Schedule
+    tile_cells: int
+    buffers: int
+    smem: int
+
+    #: Fallbacks (batch, lanes) when the preferred width's tile does not fit, in turn.
+    DEFAULTS = ((8, 8), (16, 16), (4, 4), (2, 2), (1, 1))
+    #: Widths (nodes per step = lanes per cell) :meth:`preferred` chooses among, and the
+    #: factor by which the next width must cut the steps to be taken.
+    WIDTHS = (8, 16, 32)
+    WIDEN = 0.65
+    THREADS = 64  # default block size (fastest in the sweep)
+
+    @classmethod
+    def preferred(cls, cell) -> list[tuple[int, int]]:
+        """(batch, lanes) to try for ``cell`` when not given: one lane per node of a step,
+        8 lanes, doubled while that cuts the steps of the schedule below :data:`WIDEN` times
+        the narrower one's; then the :data:`DEFAULTS`. A large cell's sweeps are bound by the
+        latency of their steps (shared memory holds few such cells per SM), so more lanes pay
+        when the steps fall enough; see docs/gpu.md for the measurements that set the rule."""
+        width = cls.WIDTHS[0]
+        steps = tiled_schedule(cell, width).n_batches
+        for wider in cls.WIDTHS[1:]:
+            fewer = tiled_schedule(cell, wider).n_batches
+            if fewer >= cls.WIDEN * steps:
+                break
+            width, steps = wider, fewer
+        return [(width, width)] + [v for v in cls.DEFAULTS if v != (width, width)]
+
+    @classmethod
+    def plan(cls, cell, variants, buffers: int, tc, item: int, limit: int,
+             strategy: str = "tiled") -> "SharedTiles":
+        """Choose among ``variants`` ((batch, lanes) pairs) the first whose smallest tile of
+        ``cell`` fits in ``limit`` bytes of shared memory, and cells per block (``tc``, or
+        the default); ``ValueError`` naming ``strategy`` when nothing fits."""
+        need = None
+        for batch, lanes in variants:
+            schedule = tiled_schedule(cell, batch)
+            fixed = schedule.jp.size * (8 + 2 * item) + 4 * cell.n_nodes  # schedule, slots
+            per_cell = 2 * schedule.slot_stride * item * buffers
+            granule = 32 // lanes
+            fit = min((limit - fixed) // per_cell, 512 // lanes) // granule * granule
+            if fit >= granule:
+                break
+            need = fixed + granule * per_cell
+        else:
+            raise ValueError(f"strategy {strategy!r} needs {need} bytes of shared memory for "
+                             f"cells of {cell.n_nodes} nodes but a block may use {limit}; use "
+                             f"'interleaved'")
+        if tc is None:
+            tc = min(fit, max(granule, cls.THREADS // lanes))
+        elif tc % granule or tc > fit:
+            raise ValueError(f"tile_cells={tc} must be a multiple of {granule} (32 // lanes) and "
+                             f"at most {fit} for cells of {cell.n_nodes} nodes (shared memory: "
+                             f"{fixed + tc * per_cell} bytes needed, {limit} per block; at most "
+                             f"512 threads)")
+        return cls(batch, lanes, schedule, int(tc), buffers, fixed + int(tc) * per_cell)
+
+    @property
+    def template(self) -> str:
+        return f"hines_tiled_mono<{{T}}, {self.lanes}, {self.batch // self.lanes}>"
+
+    @property
+    def threads(self) -> int:
+        return self.tile_cells * self.lanes
+
+    def structure_bytes(self, item: int) -> int:
+        return self.schedule.jp.size * (8 + 2 * item + 4) + 4 * self.schedule.n_nodes
+
+    def host_arrays(self, dtype) -> dict:
+        """The schedule as the kernel reads it (slot offsets pre-multiplied by the cells per
+        warp, whose words are interleaved slot by slot)."""
+        s = self.schedule
+        cw = 32 // self.lanes
+        offsets = np.stack([(s.jp & 0xFFFF) * cw, (s.jp >> 16) * cw], axis=1)
+        return {"jp": np.ascontiguousarray(offsets, dtype=np.int32), "l": s.l.astype(dtype),
+                "u": s.u.astype(dtype), "node": s.node, "slot": s.slot}
+
+    def launch(self, fn, grid: int, d, rhs, arrays: dict, members, offsets, n_cells: int,
+               cell_base: int, pivots, stream) -> None:
+        """Solve ``n_cells`` cells (positions 0.. of ``members``, or the rows of ``d`` and
+        ``rhs`` when ``members`` is ``NULL``) with ``grid`` blocks."""
+        _allow_smem(fn, self.smem, carveout=True)
+        _call(fn, (grid,), (self.threads,),
+              (d, rhs, arrays["jp"], arrays["l"], arrays["u"], arrays["node"], arrays["slot"],
+               members, offsets, _i32(self.schedule.n_batches), _i32(self.schedule.n_nodes),
+               _i32(self.tile_cells), _i32(self.buffers), _i64(n_cells), _i64(cell_base),
+               *pivots), stream, self.smem)
+
+    def describe(self) -> str:
+        s = self.schedule
+        return (f"{self.tile_cells} cells per block, {self.lanes} lanes per cell, {s.batch} "
+                f"nodes per step: {s.n_batches} steps for {s.n_nodes} nodes, {self.buffers} tile "
+                f"buffer{'s' if self.buffers > 1 else ''}, {self.smem} B shared memory")
+
+
+def tiled_variants(batch, lanes, cell) -> list[tuple[int, int]]:
+    """(batch, lanes) pairs to try, from the options (validated) or the defaults for
+    ``cell`` (:meth:`SharedTiles.preferred`)."""
+    valid = [(kb * v, kb) for kb, v in TILED_VARIANTS]
+    if batch is None and lanes is None:
+        return SharedTiles.preferred(cell)
+    chosen = [(b, l) for b, l in valid
+              if (batch is None or b == batch) and (lanes is None or l == lanes)]
+    if not chosen:
+        raise ValueError(f"(batch, lanes) must be one of {sorted(valid)}; got batch={batch!r}, "
+                         f"lanes={lanes!r}")
+    return sorted(chosen, key=lambda bl: -bl[1])[:1] if lanes is None else chosen[:1]
+
+
+def tile_cells_option(options: dict):
+    """The ``tile_cells`` option: ``None`` or a positive int."""
+    tc = options.pop("tile_cells", None)
+    if tc is not None and (isinstance(tc, bool) or not isinstance(tc, (int, np.integer)) or tc < 1):
+        raise ValueError(f"tile_cells must be a positive int, got {tc!r}")
+    return tc
+
+
 class Tiled(Strategy):
     """Canonical values staged through shared memory by tiles of cells (hines_tiled.cu).
 
@@ -568,83 +697,37 @@ class Tiled(Strategy):
     name = "tiled"
     native_is_canonical = True
     options = ("tile_cells", "batch", "lanes", "buffers")
-    THREADS = 64  # default block size of the shared-structure kernel (fastest in the sweep)
-    #: (batch, lanes) tried in turn when not given: the first whose tile fits is used
-    #: ((8, 8) was the fastest on the H200 sweep of benchmarks/results/h200).
-    DEFAULTS = ((8, 8), (16, 16), (4, 4), (2, 2), (1, 1))
 
     def __init__(self, part, dtype, device, options, budget):
         super().__init__(part, dtype, device, options, budget)
         item = np.dtype(dtype).itemsize
         self.limit = device_properties(device)["smem_per_block_optin"]
         batch, lanes = options.pop("batch", None), options.pop("lanes", None)
-        tc = options.pop("tile_cells", None)
-        if tc is not None and (isinstance(tc, bool) or not isinstance(tc, (int, np.integer))
-                               or tc < 1):
-            raise ValueError(f"tile_cells must be a positive int, got {tc!r}")
+        tc = tile_cells_option(options)
         self._resident_blocks = None  # buffers=2: the persistent grid, set at the first solve
         buffers = options.pop("buffers", None)
         if buffers not in (None, 1, 2) or isinstance(buffers, bool):
             raise ValueError(f"buffers must be 1 or 2, got {buffers!r}")
         if part.mono:
-            self._plan_mono(self._variants(batch, lanes), buffers or 1, tc, item)
+            self.tiles = SharedTiles.plan(part.cell, tiled_variants(batch, lanes, part.cell),
+                                          buffers or 1, tc, item, self.limit)
+            self.batch, self.lanes = self.tiles.batch, self.tiles.lanes
+            self.tile_cells, self.smem = self.tiles.tile_cells, self.tiles.smem
         else:
             if buffers not in (None, 1):
                 raise ValueError("buffers=2 is for shared structures (MonoBatch) only")
-            self.buffers = 1
             self.batch = self.lanes = 1
             per_node = 4 + item * (3 if part.symmetric else 4)  # d, rhs, u, (l), parent
             if part.n * per_node > self.limit:
-                raise ValueError(self._too_big(part.n, part.n * per_node))
+                raise ValueError(f"strategy 'tiled' needs {part.n * per_node} bytes of shared "
+                                 f"memory for cells of {part.n} nodes but a block may use "
+                                 f"{self.limit}; use 'interleaved'")
             if tc is not None and tc > 32:
                 raise ValueError(f"tile_cells must be at most 32 for per-cell structures, got {tc}")
             self.tile_cells = int(tc or 4)
             self.tile_first, nodes = self._tiles(part, self.tile_cells, self.limit // per_node)
             self.max_nodes = nodes
             self.smem = nodes * per_node
-
-    @staticmethod
-    def _variants(batch, lanes) -> list[tuple[int, int]]:
-        """(batch, lanes) pairs to try, from the options (validated) or the defaults."""
-        valid = [(kb * v, kb) for kb, v in TILED_VARIANTS]
-        if batch is None and lanes is None:
-            return list(Tiled.DEFAULTS)
-        chosen = [(b, l) for b, l in valid
-                  if (batch is None or b == batch) and (lanes is None or l == lanes)]
-        if not chosen:
-            raise ValueError(f"(batch, lanes) must be one of {sorted(valid)}; got batch={batch!r}, "
-                             f"lanes={lanes!r}")
-        return sorted(chosen, key=lambda bl: -bl[1])[:1] if lanes is None else chosen[:1]
-
-    def _plan_mono(self, variants, buffers: int, tc, item: int) -> None:
-        """Choose nodes per step (batch), lanes per cell and cells per block for a shared cell
-        (``buffers`` tile buffers per block): the first variant whose smallest tile fits."""
-        need = None
-        for batch, lanes in variants:
-            schedule = tiled_schedule(self.part.cell, batch)
-            fixed = schedule.jp.size * (8 + 2 * item) + 4 * self.part.n  # schedule, slot table
-            per_cell = 2 * schedule.slot_stride * item * buffers
-            granule = 32 // lanes
-            fit = min((self.limit - fixed) // per_cell, 512 // lanes) // granule * granule
-            if fit >= granule:
-                break
-            need = fixed + granule * per_cell
-        else:
-            raise ValueError(self._too_big(self.part.n, need))
-        self.buffers = buffers
-        if tc is None:
-            tc = min(fit, max(granule, self.THREADS // lanes))
-        elif tc % granule or tc > fit:
-            raise ValueError(f"tile_cells={tc} must be a multiple of {granule} (32 // lanes) and "
-                             f"at most {fit} for these cells (shared memory: "
-                             f"{fixed + tc * per_cell} bytes needed, {self.limit} per block; "
-                             f"at most 512 threads)")
-        self.batch, self.lanes, self.schedule, self.tile_cells = batch, lanes, schedule, int(tc)
-        self.smem = fixed + self.tile_cells * per_cell
-
-    def _too_big(self, n: int, need: int) -> str:
-        return (f"strategy 'tiled' needs {need} bytes of shared memory for cells of {n} nodes "
-                f"but a block may use {self.limit}; use 'interleaved'")
 
     @staticmethod
     def _tiles(part: Part, tc: int, max_nodes: int):
@@ -668,18 +751,13 @@ class Tiled(Strategy):
     def structure_bytes(self):
         p = self.part
         if p.mono:
-            return self.schedule.jp.size * (4 + 2 * self.dtype.itemsize)
+            return self.tiles.structure_bytes(self.dtype.itemsize)
         return p.n_nodes * (4 + 2 * self.dtype.itemsize) + 12 * p.n_cells
 
     def _host_arrays(self):
         p = self.part
         if p.mono:
-            s = self.schedule
-            cw = 32 // self.lanes  # cells per warp: a slot's words are cw apart
-            offsets = np.stack([(s.jp & 0xFFFF) * cw, (s.jp >> 16) * cw], axis=1)
-            return {"jp": np.ascontiguousarray(offsets, dtype=np.int32),
-                    "l": s.l.astype(self.dtype), "u": s.u.astype(self.dtype),
-                    "node": s.node, "slot": s.slot}
+            return self.tiles.host_arrays(self.dtype)
         u = p.u.astype(self.dtype)
         return {"parent": p.parent, "u": u, "l": u if p.symmetric else p.l.astype(self.dtype),
                 "offsets": p.offsets, "tiles": self.tile_first}
@@ -689,20 +767,13 @@ class Tiled(Strategy):
         if p.n_cells == 0:
             return
         if p.mono:
-            fn = kernel(self.device, "hines_tiled.cu",
-                        f"hines_tiled_mono<{{T}}, {self.lanes}, {self.batch // self.lanes}>",
-                        self.dtype)
-            _allow_smem(fn, self.smem, carveout=True)
-            s = self.schedule
-            threads = self.tile_cells * self.lanes
-            tiles = -(-p.n_cells // self.tile_cells)
-            if self.buffers == 2 and self._resident_blocks is None:  # once: a device query
-                self._resident_blocks = self._resident(fn, threads)
-            grid = tiles if self.buffers == 1 else min(tiles, self._resident_blocks)
-            _call(fn, (grid,), (threads,),
-                  (d, rhs, dev["jp"], dev["l"], dev["u"], dev["node"], dev["slot"],
-                   _i32(s.n_batches), _i32(p.n), _i32(self.tile_cells), _i32(self.buffers),
-                   _i64(p.n_cells), _i64(p.cell_start), *pivots), stream, self.smem)
+            t = self.tiles
+            fn = kernel(self.device, "hines_tiled.cu", t.template, self.dtype)
+            tiles = -(-p.n_cells // t.tile_cells)
+            if t.buffers == 2 and self._resident_blocks is None:  # once: a device query
+                self._resident_blocks = self._resident(fn, t.threads)
+            grid = tiles if t.buffers == 1 else min(tiles, self._resident_blocks)
+            t.launch(fn, grid, d, rhs, dev, NULL, NULL, p.n_cells, p.cell_start, pivots, stream)
         else:
             fn = kernel(self.device, "hines_tiled.cu", "hines_tiled_multi<{T}>", self.dtype)
             _allow_smem(fn, self.smem, carveout=True)
@@ -725,11 +796,7 @@ class Tiled(Strategy):
 
     def describe(self):
         if self.part.mono:
-            s = self.schedule
-            return (f"tiled ({self.tile_cells} cells per block, {self.lanes} lanes per cell, "
-                    f"{s.batch} nodes per step: {s.n_batches} steps for {s.n_nodes} nodes, "
-                    f"{self.buffers} tile buffer{'s' if self.buffers > 1 else ''}, "
-                    f"{self.smem} B shared memory)")
+            return f"tiled ({self.tiles.describe()})"
         return (f"tiled ({self.tile_first.size - 1} tiles of <= {self.tile_cells} cells, "
                 f"{self.smem} B shared memory)")
 

@@ -21,7 +21,11 @@
 // of 300 nodes per SM, about one warp's worth of lanes, each running a long dependency chain.
 // The forward sweep runs the steps in reverse.
 //
-// Tiles: tile t holds cells t*tc .. t*tc+tc-1. Block b solves tiles b, b + gridDim.x, ...
+// Cells: position q of the launch is cell q of the part with its values at q*n (a MonoBatch),
+// or, with `members` (the `grouped` strategy: one launch per class of cells sharing one
+// matrix), cell members[q] with its values at offsets[members[q]] (canonical order of a
+// per-cell structure). Tiles: tile t holds positions t*tc .. t*tc+tc-1. Block b solves tiles
+// b, b + gridDim.x, ...
 // With nbuf = 1 the host launches one block per tile (stage, solve, write back). With
 // nbuf = 2 the host launches only as many blocks as stay resident and each block keeps two
 // tile buffers: the next tile's loads are in flight (cp.async group) while the current tile
@@ -36,14 +40,25 @@
 // adjacent words: no bank conflicts. Schedule entry: jp = (slot * CW, parent slot * CW), l,
 // u (0 for the root and dummies), node (for error reports). Block: tc * KB <= 512 threads.
 
-// Start copying the nc cells of a tile (first value g0) into buffer `sv`: node i of cell c
+// The part's cell at launch position q, and where its values start.
+__device__ __forceinline__ long long hb_member(const int* members, long long q) {
+    return members ? static_cast<long long>(members[q]) : q;
+}
+__device__ __forceinline__ long long hb_member_start(const int* members,
+                                                     const long long* offsets, long long q,
+                                                     int n) {
+    return members ? offsets[members[q]] : q * n;
+}
+
+// Start copying the nc cells of a tile (first position q0) into buffer `sv`: node i of cell c
 // goes to slot sslot[i] of c, and the dummy / root-parent slots are set. Thread t always
 // serves cell position t % CW of a warp's cells (CW divides the block size) and nodes t / CW,
 // t / CW + stride, ..., so that CW adjacent lanes write CW adjacent slots.
 template <typename T, int CW>
 __device__ __forceinline__ void hb_tile_stage(typename hb_pair<T>::type* sv, const T* d,
-                                              const T* rhs, const int* sslot, long long g0,
-                                              int nc, int n, int S, int W) {
+                                              const T* rhs, const int* sslot,
+                                              const int* members, const long long* offsets,
+                                              long long q0, int nc, int n, int S, int W) {
     using T2 = typename hb_pair<T>::type;
     const int tid = threadIdx.x, nthreads = blockDim.x;
     const int groups = (nc + CW - 1) / CW;  // warps' cell groups holding real cells
@@ -52,8 +67,9 @@ __device__ __forceinline__ void hb_tile_stage(typename hb_pair<T>::type* sv, con
     for (int w = 0; w < groups; ++w) {
         const int c = w * CW + my_cw;
         if (c >= nc) continue;
-        const T* gd = d + g0 + static_cast<long long>(c) * n;
-        const T* gr = rhs + g0 + static_cast<long long>(c) * n;
+        const long long g = hb_member_start(members, offsets, q0 + c, n);
+        const T* gd = d + g;
+        const T* gr = rhs + g;
         T* base = reinterpret_cast<T*>(sv + w * CW * S + my_cw);
         for (int i = i0; i < n; i += stride) {
             T* at = base + 2 * CW * sslot[i];
@@ -73,8 +89,9 @@ __device__ __forceinline__ void hb_tile_stage(typename hb_pair<T>::type* sv, con
 // Write x (the second word of each slot) of the tile's nc cells back over rhs, as staged.
 template <typename T, int CW>
 __device__ __forceinline__ void hb_tile_store(const typename hb_pair<T>::type* sv, T* rhs,
-                                              const int* sslot, long long g0, int nc, int n,
-                                              int S) {
+                                              const int* sslot, const int* members,
+                                              const long long* offsets, long long q0, int nc,
+                                              int n, int S) {
     const int tid = threadIdx.x;
     const int groups = (nc + CW - 1) / CW;
     const int stride = blockDim.x / CW;
@@ -82,7 +99,7 @@ __device__ __forceinline__ void hb_tile_store(const typename hb_pair<T>::type* s
     for (int w = 0; w < groups; ++w) {
         const int c = w * CW + my_cw;
         if (c >= nc) continue;
-        T* gr = rhs + g0 + static_cast<long long>(c) * n;
+        T* gr = rhs + hb_member_start(members, offsets, q0 + c, n);
         const T* base = reinterpret_cast<const T*>(sv + w * CW * S + my_cw) + 1;
         for (int i = i0; i < n; i += stride) gr[i] = base[2 * CW * sslot[i]];
     }
@@ -178,6 +195,7 @@ __global__ void __launch_bounds__(512)
 hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ sched_jp,
                  const T* __restrict__ sched_l, const T* __restrict__ sched_u,
                  const int* __restrict__ sched_node, const int* __restrict__ node_slot,
+                 const int* __restrict__ members, const long long* __restrict__ offsets,
                  int n_batches, int n, int tc, int nbuf, long long n_cells, long long cell_base,
                  unsigned long long* __restrict__ flag, T* __restrict__ bad_value) {
     using T2 = typename hb_pair<T>::type;
@@ -206,9 +224,11 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
         return static_cast<int>(
             min(static_cast<long long>(tc), n_cells - static_cast<long long>(t) * tc));
     };
-    auto first_value = [&](int t) { return static_cast<long long>(t) * tc * n; };
-    if (tile < n_tiles)  // 2. the first tile (each group of cp.async below is one tile)
-        hb_tile_stage<T, CW>(sv, d, rhs, sslot, first_value(tile), cells_of(tile), n, S, W);
+    auto stage = [&](T2* buf, int t) {
+        hb_tile_stage<T, CW>(buf, d, rhs, sslot, members, offsets,
+                             static_cast<long long>(t) * tc, cells_of(t), n, S, W);
+    };
+    if (tile < n_tiles) stage(sv, tile);  // 2. the first tile (each cp.async group: one tile)
     hb_cp_async_commit();
     const int lane = tid & 31;
     const int cw = lane % CW, k = lane / CW;
@@ -219,9 +239,7 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
         const int nc = cells_of(tile);
         const int next = tile + gridDim.x;
         if (nbuf == 2) {  // the next tile's loads go out now and land during the sweeps
-            if (next < n_tiles)
-                hb_tile_stage<T, CW>(sv + ((it + 1) & 1) * tc * S, d, rhs, sslot,
-                                     first_value(next), cells_of(next), n, S, W);
+            if (next < n_tiles) stage(sv + ((it + 1) & 1) * tc * S, next);
             hb_cp_async_commit();
             hb_cp_async_wait_prior();
         } else {
@@ -241,15 +259,15 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
                 bad_pivot = value;
             }
         }
-        if (cell < nc && k == 0)
-            hb_report(flag, bad_value + c0 + cell, cell_base + c0 + cell, bad, bad_pivot);
+        if (cell < nc && k == 0) {
+            const long long c = hb_member(members, c0 + cell);
+            hb_report(flag, bad_value + c, cell_base + c, bad, bad_pivot);
+        }
         __syncthreads();
-        hb_tile_store<T, CW>(buf, rhs, sslot, c0 * n, nc, n, S);  // 5. x back over rhs
+        hb_tile_store<T, CW>(buf, rhs, sslot, members, offsets, c0, nc, n, S);  // 5. x back
         __syncthreads();  // this buffer is staged again next (nbuf 1) or after next (nbuf 2)
         if (nbuf == 1) {
-            if (next < n_tiles)
-                hb_tile_stage<T, CW>(sv, d, rhs, sslot, first_value(next), cells_of(next), n, S,
-                                     W);
+            if (next < n_tiles) stage(sv, next);
             hb_cp_async_commit();
         }
     }

@@ -1,0 +1,92 @@
+"""The ``grouped`` strategy on the device: cells with the same matrix solved as a shared
+structure, class by class (its accuracy on every batch kind is in test_gpu_accuracy.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hinesbatch
+from hinesbatch.errors import SingularSystemError
+from hinesbatch.solvers.gpu import grouped
+from hinesbatch.tree import random_trees as rt
+from hinesbatch.tree.structure import HinesStructure, MonoBatch
+
+from gpu_cases import REAL_CELLS, cell_rel_error, hines_values, real_cell, serial_reference
+
+pytestmark = pytest.mark.gpu
+
+
+def _mix(rng, copies: int = 40) -> HinesStructure:
+    """Copies of the six real test cells in a random order (six classes, never adjacent)."""
+    cells = [real_cell(*c) for c in REAL_CELLS for _ in range(copies)]
+    return HinesStructure.concatenate([cells[i] for i in rng.permutation(len(cells))])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_copies_give_bitwise_the_shared_structure_result(dtype, seed, cp):
+    """The cells of one class go through the same kernel and schedule as a MonoBatch of their
+    cell: bit for bit the same solution, whatever their order in the batch."""
+    rng = np.random.default_rng(seed)
+    cell = real_cell("morph_ca1_n120.swc", 1)
+    mono = MonoBatch(cell, 301)
+    d, rhs = hines_values(mono, rng, dtype)
+    shared = hinesbatch.plan(mono, backend="gpu", strategy="tiled").solve(cp.asarray(d),
+                                                                          cp.asarray(rhs)).get()
+    other = real_cell("ko20x-07.CNG.swc", 1)
+    cells = [cell] * 301 + [other] * 50
+    order = rng.permutation(len(cells))
+    batch = HinesStructure.concatenate([cells[i] for i in order])
+    row = np.empty(len(cells), np.int64)  # cell of the batch -> row of the MonoBatch
+    row[np.flatnonzero(order < 301)] = order[order < 301]
+    dd, rr = hines_values(batch, rng, dtype)
+    for c in np.flatnonzero(order < 301):
+        a = batch.cell_offsets[c]
+        dd[a:a + cell.n_nodes], rr[a:a + cell.n_nodes] = d[row[c]], rhs[row[c]]
+    plan = hinesbatch.plan(batch, backend="gpu", strategy="grouped")
+    x = plan.solve(cp.asarray(dd), cp.asarray(rr)).get()
+    for c in np.flatnonzero(order < 301):
+        a = batch.cell_offsets[c]
+        assert np.array_equal(x[a:a + cell.n_nodes], shared[row[c]]), f"cell {c}"
+    assert cell_rel_error(batch, x, serial_reference(batch, dd, rr)) < (
+        1e-12 if dtype == np.float64 else 1e-5)
+    assert "2 classes" in plan.describe()
+
+
+def test_deterministic_and_singular_pivot_like_serial(seed, cp):
+    rng = np.random.default_rng(seed)
+    batch = _mix(rng)
+    d, rhs = hines_values(batch, rng, np.float64)
+    plan = hinesbatch.plan(batch, backend="gpu", strategy="grouped")
+    first = plan.solve(cp.asarray(d), cp.asarray(rhs)).get()
+    for _ in range(3):
+        assert np.array_equal(plan.solve(cp.asarray(d), cp.asarray(rhs)).get(), first)
+    cells = np.sort(rng.choice(batch.n_cells, 3, replace=False))
+    for c in cells:  # zero the pivot of a leaf (a leaf's pivot is its d)
+        parent = batch.cell(int(c)).parent
+        leaves = np.setdiff1d(np.arange(parent.size), parent[parent >= 0])
+        d[batch.cell_offsets[c] + rng.choice(leaves)] = 0.0
+    with pytest.raises(SingularSystemError) as cpu:
+        hinesbatch.plan(batch, backend="serial").solve(d, rhs)
+    with pytest.raises(SingularSystemError) as gpu:
+        plan.solve(cp.asarray(d), cp.asarray(rhs))
+    assert (gpu.value.cell, gpu.value.node) == (cpu.value.cell, cpu.value.node) and \
+        gpu.value.cell == cells[0]
+
+
+def test_auto_groups_copies_and_not_distinct_matrices(seed, cp):
+    rng = np.random.default_rng(seed)
+    batch = _mix(rng)
+    plan = hinesbatch.plan(batch, backend="gpu")
+    assert "strategy grouped" in plan.describe() and "6 classes" in plan.describe()
+    scale = rng.uniform(0.9, 1.1, batch.n_cells)
+    distinct = HinesStructure.concatenate([
+        HinesStructure(batch.cell(c).parent, batch.cell(c).u * scale[c])
+        for c in range(batch.n_cells)])
+    assert "strategy grouped" not in hinesbatch.plan(distinct, backend="gpu").describe()
+
+
+def test_too_many_classes_is_a_clear_error(monkeypatch, cp):
+    monkeypatch.setattr(grouped, "MAX_CLASSES", 3)
+    batch = HinesStructure.concatenate([rt.random_tree(20, rng=k) for k in range(5)])
+    with pytest.raises(ValueError, match="5 classes .at most 3.*'fine' or 'auto'"):
+        hinesbatch.plan(batch, backend="gpu", strategy="grouped")
