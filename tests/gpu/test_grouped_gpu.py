@@ -7,7 +7,9 @@ import pytest
 
 import hinesbatch
 from hinesbatch.errors import SingularSystemError
-from hinesbatch.solvers.gpu import grouped
+from hinesbatch.solvers.gpu import grouped, layout_solver
+from hinesbatch.solvers.gpu.device import device_properties
+from hinesbatch.solvers.gpu.strategies import SharedTiles
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.structure import HinesStructure, MonoBatch
 
@@ -83,6 +85,28 @@ def test_auto_groups_copies_and_not_distinct_matrices(seed, cp):
         HinesStructure(batch.cell(c).parent, batch.cell(c).u * scale[c])
         for c in range(batch.n_cells)])
     assert "strategy grouped" not in hinesbatch.plan(distinct, backend="gpu").describe()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_large_cells_fill_one_block_when_the_batch_fills_the_device(dtype, seed, cp):
+    """1,600-node bushy cells get 32 lanes each (the width rule); with enough cells to fill
+    every SM, one block takes as many cells as it holds (more than the default two). The
+    same path serves a large class of ``grouped``."""
+    rng = np.random.default_rng(seed)
+    cell = rt.random_tree(1600, rng=rng, branch_probability=0.5)
+    structure = MonoBatch(cell, 8 * device_properties(0)["sm_count"] + 3)  # a partial tile
+    d, rhs = hines_values(structure, rng, dtype)
+    for strategy, batch in (("tiled", structure),
+                            ("grouped", HinesStructure.concatenate([cell] * structure.n_cells))):
+        plan = hinesbatch.plan(batch, backend="gpu", strategy=strategy)
+        impl = layout_solver(plan, dtype)._parts[0].strategy
+        tiles = impl.tiles if strategy == "tiled" else impl.tiles[0]
+        assert tiles.lanes == 32 and tiles.tile_cells > SharedTiles.THREADS // 32, plan.describe()
+        x = plan.solve(cp.asarray(d.reshape(batch.values_shape)),
+                       cp.asarray(rhs.reshape(batch.values_shape))).get()
+        err = cell_rel_error(structure, x.reshape(structure.values_shape),
+                             serial_reference(structure, d, rhs))
+        assert err < (1e-12 if dtype == np.float64 else 1e-5), f"{strategy}: {err:.2e}"
 
 
 def test_too_many_classes_is_a_clear_error(monkeypatch, cp):

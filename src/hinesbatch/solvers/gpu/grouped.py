@@ -49,7 +49,7 @@ class Grouped(Strategy):
 
         super().__init__(part, dtype, device, options, budget)
         item = self.dtype.itemsize
-        limit = device_properties(device)["smem_per_block_optin"]
+        props = device_properties(device)
         batch, lanes = options.pop("batch", None), options.pop("lanes", None)
         tc = tile_cells_option(options)
         classes = cell_shapes(part_structure(part), couplings=True)
@@ -62,7 +62,7 @@ class Grouped(Strategy):
         for k in range(classes.n_shapes):
             cell = reps.cell(k)
             self.tiles.append(SharedTiles.plan(cell, tiled_variants(batch, lanes, cell), 1, tc,
-                                               item, limit, "grouped"))
+                                               item, props, int(classes.counts[k]), "grouped"))
         self.counts = classes.counts.astype(np.int64)
         self.first = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
         # members: the part's cells class by class (ascending within a class)

@@ -572,6 +572,7 @@ class SharedTiles:
     WIDTHS = (8, 16, 32)
     WIDEN = 0.65
     THREADS = 64  # default block size (fastest in the sweep)
+    BIG_BLOCK_LANES = 32  # from this width on, one block may take all the cells it holds
 
     @classmethod
     def preferred(cls, cell) -> list[tuple[int, int]]:
@@ -590,15 +591,21 @@ class SharedTiles:
         return [(width, width)] + [v for v in cls.DEFAULTS if v != (width, width)]
 
     @classmethod
-    def plan(cls, cell, variants, buffers: int, tc, item: int, limit: int,
+    def plan(cls, cell, variants, buffers: int, tc, item: int, props: dict, n_cells: int,
              strategy: str = "tiled") -> "SharedTiles":
         """Choose among ``variants`` ((batch, lanes) pairs) the first whose smallest tile of
-        ``cell`` fits in ``limit`` bytes of shared memory, and cells per block (``tc``, or
-        the default); ``ValueError`` naming ``strategy`` when nothing fits."""
+        ``cell`` fits in a block's shared memory (``props``: :func:`.device_properties`), and
+        cells per block: ``tc``, or by default ``THREADS // lanes``, except with 16 or more
+        lanes (which the width rule gives to large cells, whose steps are latency-bound):
+        then as many as one block holds, when that puts at least 1.5 times as many cells on
+        an SM and the ``n_cells`` cells fill every SM's resident slots even with the default
+        (fewer cells spread over more SMs in small blocks). ``ValueError`` naming
+        ``strategy`` when nothing fits."""
+        limit, per_sm = props["smem_per_block_optin"], props["smem_per_sm"]
         need = None
         for batch, lanes in variants:
             schedule = tiled_schedule(cell, batch)
-            fixed = schedule.jp.size * (8 + 2 * item) + 4 * cell.n_nodes  # schedule, slots
+            fixed = cls._schedule_smem(schedule, item)
             per_cell = 2 * schedule.slot_stride * item * buffers
             granule = 32 // lanes
             fit = min((limit - fixed) // per_cell, 512 // lanes) // granule * granule
@@ -611,12 +618,29 @@ class SharedTiles:
                              f"'interleaved'")
         if tc is None:
             tc = min(fit, max(granule, cls.THREADS // lanes))
+            resident = cls._cells_per_sm(tc, lanes, fixed, per_cell, per_sm)
+            if (lanes >= cls.BIG_BLOCK_LANES and n_cells >= resident * props["sm_count"] and
+                    cls._cells_per_sm(fit, lanes, fixed, per_cell, per_sm) >= 1.5 * resident):
+                tc = fit
         elif tc % granule or tc > fit:
             raise ValueError(f"tile_cells={tc} must be a multiple of {granule} (32 // lanes) and "
                              f"at most {fit} for cells of {cell.n_nodes} nodes (shared memory: "
                              f"{fixed + tc * per_cell} bytes needed, {limit} per block; at most "
                              f"512 threads)")
         return cls(batch, lanes, schedule, int(tc), buffers, fixed + int(tc) * per_cell)
+
+    @staticmethod
+    def _cells_per_sm(tc: int, lanes: int, fixed: int, per_cell: int, per_sm: int) -> int:
+        """Cells resident on an SM with ``tc`` cells per block (shared memory with 1 KB
+        reserved per block, 2048 threads, 32 blocks)."""
+        blocks = min(per_sm // (fixed + tc * per_cell + 1024), 2048 // (tc * lanes), 32)
+        return blocks * tc
+
+    @staticmethod
+    def _schedule_smem(schedule: Schedule, item: int) -> int:
+        """Shared memory of the schedule in a block: slot pairs (int2), ``l`` and ``u`` per
+        entry, and the slot table."""
+        return schedule.jp.size * (8 + 2 * item) + 4 * schedule.n_nodes
 
     @property
     def template(self) -> str:
@@ -710,7 +734,8 @@ class Tiled(Strategy):
             raise ValueError(f"buffers must be 1 or 2, got {buffers!r}")
         if part.mono:
             self.tiles = SharedTiles.plan(part.cell, tiled_variants(batch, lanes, part.cell),
-                                          buffers or 1, tc, item, self.limit)
+                                          buffers or 1, tc, item, device_properties(device),
+                                          part.n_cells)
             self.batch, self.lanes = self.tiles.batch, self.tiles.lanes
             self.tile_cells, self.smem = self.tiles.tile_cells, self.tiles.smem
         else:
