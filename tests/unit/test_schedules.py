@@ -210,7 +210,8 @@ def test_cell_shapes_survive_hash_collisions(monkeypatch):
     honest = cell_shapes(s).shape_of_cell
     monkeypatch.setattr(shapes_module, "_hash_cells",
                         lambda values, offsets, *args: np.zeros((2, offsets.size - 1), np.int64))
-    np.testing.assert_array_equal(cell_shapes(s).shape_of_cell, honest)
+    fresh = HinesStructure.concatenate(cells)  # not the cached result of s
+    np.testing.assert_array_equal(cell_shapes(fresh).shape_of_cell, honest)
     assert honest.max() == 3
 
 
@@ -252,8 +253,18 @@ def test_cell_classes_survive_hash_collisions(monkeypatch):
     honest = cell_shapes(s, couplings=True).shape_of_cell
     monkeypatch.setattr(shapes_module, "_hash_cells",
                         lambda values, offsets, *args: np.zeros((2, offsets.size - 1), np.int64))
-    np.testing.assert_array_equal(cell_shapes(s, couplings=True).shape_of_cell, honest)
+    fresh = HinesStructure.concatenate(cells)  # not the cached result of s
+    np.testing.assert_array_equal(cell_shapes(fresh, couplings=True).shape_of_cell, honest)
     assert honest.tolist() == [0, 1, 2] * 4
+
+
+def test_cell_shapes_are_kept_with_the_structure():
+    """Computed once per structure and grouping; the cached arrays cannot be changed."""
+    s = HinesStructure.concatenate([rt.random_tree(30, rng=k % 2) for k in range(6)])
+    first = cell_shapes(s)
+    assert cell_shapes(s) is first and cell_shapes(s, couplings=True) is not first
+    with pytest.raises(ValueError):
+        first.shape_of_cell[0] = 5
 
 
 def test_programs_replicate_one_plan_per_shape(real):

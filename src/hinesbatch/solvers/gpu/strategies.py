@@ -736,12 +736,9 @@ class Tiled(Strategy):
             self.tiles = SharedTiles.plan(part.cell, tiled_variants(batch, lanes, part.cell),
                                           buffers or 1, tc, item, device_properties(device),
                                           part.n_cells)
-            self.batch, self.lanes = self.tiles.batch, self.tiles.lanes
-            self.tile_cells, self.smem = self.tiles.tile_cells, self.tiles.smem
         else:
             if buffers not in (None, 1):
                 raise ValueError("buffers=2 is for shared structures (MonoBatch) only")
-            self.batch = self.lanes = 1
             per_node = 4 + item * (3 if part.symmetric else 4)  # d, rhs, u, (l), parent
             if part.n * per_node > self.limit:
                 raise ValueError(f"strategy 'tiled' needs {part.n * per_node} bytes of shared "
@@ -812,7 +809,7 @@ class Tiled(Strategy):
         """Blocks of ``fn`` that stay resident on the whole device at once (the persistent
         grid of ``buffers=2``): limited by shared memory, threads and registers per SM."""
         props = device_properties(self.device)
-        by_smem = props["smem_per_sm"] // (self.smem + 1024)  # 1 KB reserved per block
+        by_smem = props["smem_per_sm"] // (self.tiles.smem + 1024)  # 1 KB reserved per block
         warps = -(-threads // 32)
         regs_per_warp = -(-max(1, fn.num_regs) * 32 // 256) * 256
         by_regs = (65536 // regs_per_warp) // warps

@@ -69,8 +69,22 @@ class CellShapes:
 
 def cell_shapes(structure, *, couplings: bool = False) -> CellShapes:
     """Group the cells of ``structure`` (HinesStructure or MonoBatch) by tree shape, or with
-    ``couplings`` by tree and couplings (the same matrix; see the module docstring)."""
+    ``couplings`` by tree and couplings (the same matrix; see the module docstring).
+
+    A structure never changes, so the result is kept in its cache (arrays read-only): the
+    ``auto`` rule, the planners and the benchmark ask for it several times per batch."""
     s = as_batch(structure)
+    key = ("cell_shapes", bool(couplings))
+    if key not in s._cache:
+        shapes = _cell_shapes(s, couplings)
+        for a in (shapes.shape_of_cell, shapes.first_cell, shapes.counts, shapes.rank,
+                  shapes.value_start):
+            a.flags.writeable = False
+        s._cache[key] = shapes
+    return s._cache[key]
+
+
+def _cell_shapes(s, couplings: bool) -> CellShapes:
     if isinstance(s, MonoBatch):
         n = s.n_cells
         reps = (s.cell if couplings else _plain(s.cell.parent)) if n else _plain(np.zeros(0, np.int64))
