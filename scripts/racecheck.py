@@ -6,7 +6,8 @@
 
 (``scripts/gpu-check racecheck`` runs both.) Each case is a batch small enough for the
 sanitizer's slow replay but with several tiles, several warps per block and, for
-``tiled`` with two buffers, blocks that solve more than one tile. Every solution is checked
+``tiled`` with two buffers, blocks that solve more than one tile, and blocks of several
+groups (each with its own barrier). Every solution is checked
 against the serial CPU solver (fp64, 1e-12), so the run also fails on wrong answers; exit
 status 1 on any mismatch.
 """
@@ -42,8 +43,19 @@ CASES = [
     ("tiled mono 2000 nodes, 1 cell per tile, 2 buffers",
      lambda r: MonoBatch(rt.random_tree(2000, rng=r), 300), "tiled",
      {"batch": 32, "lanes": 32, "tile_cells": 1, "buffers": 2}),
+    # three groups per block, each with its own barrier; 70 tiles: a partial last block
+    ("tiled mono bushy, 3 groups per block", lambda r: MonoBatch(rt.random_tree(90, rng=r), 277),
+     "tiled", {"batch": 8, "lanes": 8, "tile_cells": 4, "groups": 3}),
+    ("tiled mono bushy, 2 groups of 2 buffers",
+     lambda r: MonoBatch(rt.random_tree(90, rng=r), 300), "tiled",
+     {"batch": 8, "lanes": 8, "tile_cells": 4, "groups": 2, "buffers": 2}),
     ("tiled per-cell", lambda r: rt.random_batch(90, rng=r, max_nodes=80), "tiled", {}),
     # three classes of copies, interleaved: cells found through the member lists
+    ("grouped copies of 3 cells, 2 groups per block",
+     lambda r: HinesStructure.concatenate([[rt.random_tree(70, rng=1), rt.chain(40, rng=2),
+                                            rt.random_tree(120, rng=3)][k]
+                                           for k in r.integers(0, 3, 150)]), "grouped",
+     {"groups": 2}),
     ("grouped copies of 3 cells",
      lambda r: HinesStructure.concatenate([[rt.random_tree(70, rng=1), rt.chain(40, rng=2),
                                             rt.random_tree(120, rng=3)][k]

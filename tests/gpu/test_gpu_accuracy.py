@@ -36,9 +36,13 @@ CONFIGS = [
     ("tiled", {"buffers": 1}),
     ("grouped", {}),
     ("grouped", {"batch": 4, "lanes": 4, "tile_cells": 8}),
+    ("grouped", {"groups": 2}),
     ("auto", {}),
 ]
-CONFIG_IDS = [s + "".join(f"-{k}{v}" for k, v in o.items()) for s, o in CONFIGS]
+#: Shared structures only: two tiles side by side in a block, one staged schedule.
+MONO_CONFIGS = CONFIGS + [("tiled", {"groups": 2})]
+CONFIG_IDS, MONO_CONFIG_IDS = ([s + "".join(f"-{k}{v}" for k, v in o.items()) for s, o in c]
+                               for c in (CONFIGS, MONO_CONFIGS))
 DTYPES = [np.float32, np.float64]
 
 MONO_RANDOM = ("bushy", "sparse", "chain", "single")
@@ -84,7 +88,7 @@ def check(structure, strategy, options, dtype, seed, cp, label):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
-@pytest.mark.parametrize("strategy,options", CONFIGS, ids=CONFIG_IDS)
+@pytest.mark.parametrize("strategy,options", MONO_CONFIGS, ids=MONO_CONFIG_IDS)
 @pytest.mark.parametrize("kind", MONO_RANDOM)
 def test_mono_random(kind, strategy, options, dtype, seed, cp):
     structure = mono_random(kind, np.random.default_rng(seed))
@@ -92,7 +96,7 @@ def test_mono_random(kind, strategy, options, dtype, seed, cp):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
-@pytest.mark.parametrize("strategy,options", CONFIGS, ids=CONFIG_IDS)
+@pytest.mark.parametrize("strategy,options", MONO_CONFIGS, ids=MONO_CONFIG_IDS)
 @pytest.mark.parametrize("name,nseg", REAL_CELLS, ids=[c[0].split(".")[0] for c in REAL_CELLS])
 def test_mono_real(name, nseg, strategy, options, dtype, seed, cp):
     structure = MonoBatch(real_cell(name, nseg), 257)
@@ -133,12 +137,15 @@ def test_block_shared_factor_slots(kind, options, dtype, seed, cp):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
 @pytest.mark.parametrize("buffers", (1, 2))
-def test_tiled_blocks_solving_many_tiles_each(buffers, dtype, seed, cp):
-    # 20000 cells of 300 nodes in tiles of 4: 5000 tiles. With buffers=2 a block holds two
-    # tiles of 4 * 2 * 309 * itemsize bytes (>= 2 * 9.9 KB), so at most 11 blocks fit an SM's
-    # 228 KB: the persistent grid (<= 11 * 132 blocks on an H200) has every block ping-pong
-    # through 3 or more tiles.
+@pytest.mark.parametrize("groups", (1, 3))
+def test_tiled_blocks_solving_many_tiles_each(groups, buffers, dtype, seed, cp):
+    # 20000 cells of 300 nodes in tiles of 4: 5000 tiles. With buffers=2 a group holds two
+    # tiles of 4 * 2 * 309 * itemsize bytes (>= 2 * 9.9 KB), so at most 11 one-group blocks
+    # (3 three-group blocks) fit an SM's 228 KB: the persistent grid (<= 11 * 132 groups on an
+    # H200) has every group ping-pong through 3 or more tiles; with groups=3 and buffers=1,
+    # 1667 blocks of three tiles, the last with one.
     rng = np.random.default_rng(seed)
     structure = MonoBatch(rt.random_tree(300, rng=rng), 20000)
-    check(structure, "tiled", {"buffers": buffers, "batch": 8, "lanes": 8, "tile_cells": 4},
+    check(structure, "tiled", {"buffers": buffers, "batch": 8, "lanes": 8, "tile_cells": 4,
+                               "groups": groups},
           dtype, seed, cp, "mono 20000 x 300 nodes")

@@ -9,7 +9,6 @@ import hinesbatch
 from hinesbatch.errors import SingularSystemError
 from hinesbatch.solvers.gpu import grouped, layout_solver
 from hinesbatch.solvers.gpu.device import device_properties
-from hinesbatch.solvers.gpu.strategies import SharedTiles
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.structure import HinesStructure, MonoBatch
 
@@ -88,20 +87,21 @@ def test_auto_groups_copies_and_not_distinct_matrices(seed, cp):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
-def test_large_cells_fill_one_block_when_the_batch_fills_the_device(dtype, seed, cp):
+def test_large_cells_share_a_block_in_groups(dtype, seed, cp):
     """1,600-node bushy cells get 32 lanes each (the width rule); with enough cells to fill
-    every SM, one block takes as many cells as it holds (more than the default two). The
-    same path serves a large class of ``grouped``."""
+    every SM, a block holds several groups of two cells, which share one staged schedule. The
+    same path serves a large class of ``grouped``. A partial last tile and a partial last
+    block."""
     rng = np.random.default_rng(seed)
     cell = rt.random_tree(1600, rng=rng, branch_probability=0.5)
-    structure = MonoBatch(cell, 8 * device_properties(0)["sm_count"] + 3)  # a partial tile
+    structure = MonoBatch(cell, 8 * device_properties(0)["sm_count"] + 3)
     d, rhs = hines_values(structure, rng, dtype)
     for strategy, batch in (("tiled", structure),
                             ("grouped", HinesStructure.concatenate([cell] * structure.n_cells))):
         plan = hinesbatch.plan(batch, backend="gpu", strategy=strategy)
         impl = layout_solver(plan, dtype)._parts[0].strategy
         tiles = impl.tiles if strategy == "tiled" else impl.tiles[0]
-        assert tiles.lanes == 32 and tiles.tile_cells > SharedTiles.THREADS // 32, plan.describe()
+        assert tiles.lanes == 32 and tiles.groups > 1, plan.describe()
         x = plan.solve(cp.asarray(d.reshape(batch.values_shape)),
                        cp.asarray(rhs.reshape(batch.values_shape))).get()
         err = cell_rel_error(structure, x.reshape(structure.values_shape),
@@ -114,3 +114,11 @@ def test_too_many_classes_is_a_clear_error(monkeypatch, cp):
     batch = HinesStructure.concatenate([rt.random_tree(20, rng=k) for k in range(5)])
     with pytest.raises(ValueError, match="5 classes .at most 3.*'fine' or 'auto'"):
         hinesbatch.plan(batch, backend="gpu", strategy="grouped")
+
+
+def test_tile_groups_are_for_shared_structures_only(cp):
+    batch = HinesStructure.concatenate([rt.random_tree(20, rng=k) for k in range(5)])
+    with pytest.raises(ValueError, match="groups is for shared structures"):
+        hinesbatch.plan(batch, backend="gpu", strategy="tiled", groups=2)
+    with pytest.raises(ValueError, match="groups must be a positive int"):
+        hinesbatch.plan(MonoBatch(batch.cell(0), 4), backend="gpu", strategy="tiled", groups=0)

@@ -85,11 +85,41 @@ def test_width_rule_widens_only_when_the_steps_fall():
     assert tiled_variants(16, None, bushy) == [(16, 16)]  # an option overrides the rule
 
 
-def test_one_block_rule_needs_32_lanes_and_a_batch_that_fills_the_device():
+def test_groups_for_large_cells_when_the_batch_fills_the_device():
     bushy = rt.random_tree(1600, rng=2, branch_probability=0.5)
-    plan = lambda n, variants=((32, 32),): SharedTiles.plan(  # noqa: E731
-        bushy, list(variants), 1, None, 8, H200, n)
-    small, large = plan(100), plan(100000)
-    assert small.tile_cells == SharedTiles.THREADS // 32  # default: few cells, more SMs
-    assert large.tile_cells > small.tile_cells and large.smem <= H200["smem_per_block_optin"]
-    assert plan(100000, ((16, 16),)).tile_cells == SharedTiles.THREADS // 16  # 16 lanes: default
+    plan = lambda n, groups=None: SharedTiles.plan(  # noqa: E731
+        bushy, [(32, 32)], 1, None, 8, H200, n, groups=groups)
+    small, large, one = plan(100), plan(100000), plan(100000, groups=1)
+    assert small.tile_cells == large.tile_cells == SharedTiles.THREADS // 32
+    assert small.groups == 1  # 50 tiles: one per block, spread over the SMs
+    assert large.groups > 1 and large.smem <= H200["smem_per_block_optin"]
+    per_sm = lambda t: H200["smem_per_sm"] // (t.smem + 1024) * t.groups  # noqa: E731
+    assert per_sm(large) >= SharedTiles.GROUPS_GAIN * per_sm(one)
+    assert large.threads == large.groups * 2 * 32 <= 512
+    assert large.blocks(100000) == -(-50000 // large.groups)
+    assert plan(101, groups=1).blocks(101) == 51  # a partial last tile
+    most = (H200["smem_per_block_optin"] - one.smem) // (one.smem - SharedTiles._schedule_smem(
+        one.schedule, 8)) + 1
+    with pytest.raises(ValueError, match=f"groups={most + 1} must be at most {most}"):
+        plan(100000, groups=most + 1)
+
+
+def test_one_group_when_groups_gain_little():
+    # 313-node ca1-like cell at 8 lanes: 4 one-group blocks of 8 cells hold 32 per SM, one
+    # block of 5 groups 40 (1.25x): measured slower, so one group.
+    cell = rt.random_tree(313, rng=5, branch_probability=0.1)
+    t = SharedTiles.plan(cell, [(8, 8)], 1, None, 8, H200, 256000)
+    assert t.groups == 1 and t.tile_cells == 8
+    props = dict(H200)
+    assert SharedTiles.default_groups(10_000, 41_000, 64, 5, props, 10**5) == 1
+    # a schedule as large as two tiles: 3 groups per block hold 1.5x the tiles of one
+    assert SharedTiles.default_groups(58_000, 55_000, 64, 3, props, 10**5) == 3
+    assert SharedTiles.default_groups(58_000, 55_000, 64, 3, props, 2 * 132) == 2  # few tiles
+
+
+def test_groups_option_is_checked(h200):
+    part = split(HinesStructure.concatenate(_pool() * 3), 1)[0]
+    with pytest.raises(ValueError, match="groups must be a positive int"):
+        Grouped(part, np.float64, 0, {"groups": 0}, 1 << 30)
+    g = Grouped(part, np.float64, 0, {"groups": 2}, 1 << 30)
+    assert {t.groups for t in g.tiles} == {2} and "2-2 tiles per block" in g.describe()

@@ -34,14 +34,14 @@ STREAMS = 4
 class Grouped(Strategy):
     """Cells with the same matrix solved together as a shared structure (module docstring).
 
-    Options ``batch``, ``lanes`` and ``tile_cells`` are ``tiled``'s, applied to every class
-    (a ``tile_cells`` that does not fit some class is refused); by default each class gets
-    ``tiled``'s default for its cell.
+    Options ``batch``, ``lanes``, ``tile_cells`` and ``groups`` are ``tiled``'s, applied to
+    every class (a ``tile_cells`` or ``groups`` that does not fit some class is refused); by
+    default each class gets ``tiled``'s default for its cell.
     """
 
     name = "grouped"
     native_is_canonical = True
-    options = ("tile_cells", "batch", "lanes")
+    options = ("tile_cells", "groups", "batch", "lanes")
 
     def __init__(self, part, dtype, device, options, budget):
         from ...tree.schedules import cell_shapes
@@ -52,6 +52,7 @@ class Grouped(Strategy):
         props = device_properties(device)
         batch, lanes = options.pop("batch", None), options.pop("lanes", None)
         tc = tile_cells_option(options)
+        groups = tile_cells_option(options, "groups")
         classes = cell_shapes(part_structure(part), couplings=True)
         if classes.n_shapes > MAX_CLASSES:
             raise ValueError(f"strategy 'grouped' launches one kernel per class of cells with the "
@@ -62,7 +63,8 @@ class Grouped(Strategy):
         for k in range(classes.n_shapes):
             cell = reps.cell(k)
             self.tiles.append(SharedTiles.plan(cell, tiled_variants(batch, lanes, cell), 1, tc,
-                                               item, props, int(classes.counts[k]), "grouped"))
+                                               item, props, int(classes.counts[k]), "grouped",
+                                               groups))
         self.counts = classes.counts.astype(np.int64)
         self.first = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
         # members: the part's cells class by class (ascending within a class)
@@ -110,7 +112,7 @@ class Grouped(Strategy):
             fn = kernel(self.device, "hines_tiled.cu", t.template, self.dtype)
             count, first = int(self.counts[k]), int(self.first[k])
             arrays = {key: dev[(k, key)] for key in ("jp", "l", "u", "node", "slot")}
-            t.launch(fn, -(-count // t.tile_cells), d, rhs, arrays, members[first:],
+            t.launch(fn, t.blocks(count), d, rhs, arrays, members[first:],
                      dev["offsets"], count, p.cell_start, pivots, streams[i % len(streams)])
         for s, e in zip(streams, joins):
             e.record(s)
@@ -127,7 +129,9 @@ class Grouped(Strategy):
                 f"each; per class tiled's shared-structure kernel, (lanes, nodes per step) "
                 f"{', '.join(f'({a}, {b})' for a, b in variants)}, "
                 f"{min(t.tile_cells for t in self.tiles)}-"
-                f"{max(t.tile_cells for t in self.tiles)} cells per block, {min(smem)}-{max(smem)} "
+                f"{max(t.tile_cells for t in self.tiles)} cells per tile, "
+                f"{min(t.groups for t in self.tiles)}-{max(t.groups for t in self.tiles)} tiles "
+                f"per block, {min(smem)}-{max(smem)} "
                 f"B shared memory; {min(STREAMS, len(self.tiles))} streams)")
 
 

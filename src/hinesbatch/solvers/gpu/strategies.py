@@ -555,13 +555,16 @@ class Flat(Strategy):
 class SharedTiles:
     """How ``hines_tiled_mono`` solves cells that share one structure (``tiled`` on a
     MonoBatch, every class of ``grouped``): ``batch`` nodes per elimination step, ``lanes``
-    lanes per cell, the step schedule, ``tile_cells`` cells per block, ``buffers`` tile
-    buffers per block and the block's shared memory in bytes."""
+    lanes per cell, the step schedule, ``tile_cells`` cells per tile, ``groups`` groups of
+    threads per block (each solves its own tiles, with its own barrier; the block stages the
+    schedule once for all), ``buffers`` tile buffers per group and the block's shared memory
+    in bytes."""
 
     batch: int
     lanes: int
     schedule: Schedule
     tile_cells: int
+    groups: int
     buffers: int
     smem: int
 
@@ -571,8 +574,8 @@ class SharedTiles:
     #: factor by which the next width must cut the steps to be taken.
     WIDTHS = (8, 16, 32)
     WIDEN = 0.65
-    THREADS = 64  # default block size (fastest in the sweep)
-    BIG_BLOCK_LANES = 32  # from this width on, one block may take all the cells it holds
+    THREADS = 64  # default threads per group (tile_cells = THREADS // lanes)
+    MAX_GROUPS = 15  # named barriers 1..15 (0 is __syncthreads's)
 
     @classmethod
     def preferred(cls, cell) -> list[tuple[int, int]]:
@@ -592,16 +595,13 @@ class SharedTiles:
 
     @classmethod
     def plan(cls, cell, variants, buffers: int, tc, item: int, props: dict, n_cells: int,
-             strategy: str = "tiled") -> "SharedTiles":
+             strategy: str = "tiled", groups=None) -> "SharedTiles":
         """Choose among ``variants`` ((batch, lanes) pairs) the first whose smallest tile of
-        ``cell`` fits in a block's shared memory (``props``: :func:`.device_properties`), and
-        cells per block: ``tc``, or by default ``THREADS // lanes``, except with 16 or more
-        lanes (which the width rule gives to large cells, whose steps are latency-bound):
-        then as many as one block holds, when that puts at least 1.5 times as many cells on
-        an SM and the ``n_cells`` cells fill every SM's resident slots even with the default
-        (fewer cells spread over more SMs in small blocks). ``ValueError`` naming
-        ``strategy`` when nothing fits."""
-        limit, per_sm = props["smem_per_block_optin"], props["smem_per_sm"]
+        ``cell`` fits in a block's shared memory (``props``: :func:`.device_properties`);
+        cells per tile: ``tc``, by default ``THREADS // lanes``; groups per block:
+        ``groups``, by default :meth:`default_groups`. ``ValueError`` naming ``strategy``
+        when nothing fits, or when ``tc`` or ``groups`` does not."""
+        limit = props["smem_per_block_optin"]
         need = None
         for batch, lanes in variants:
             schedule = tiled_schedule(cell, batch)
@@ -618,23 +618,53 @@ class SharedTiles:
                              f"'interleaved'")
         if tc is None:
             tc = min(fit, max(granule, cls.THREADS // lanes))
-            resident = cls._cells_per_sm(tc, lanes, fixed, per_cell, per_sm)
-            if (lanes >= cls.BIG_BLOCK_LANES and n_cells >= resident * props["sm_count"] and
-                    cls._cells_per_sm(fit, lanes, fixed, per_cell, per_sm) >= 1.5 * resident):
-                tc = fit
         elif tc % granule or tc > fit:
             raise ValueError(f"tile_cells={tc} must be a multiple of {granule} (32 // lanes) and "
                              f"at most {fit} for cells of {cell.n_nodes} nodes (shared memory: "
                              f"{fixed + tc * per_cell} bytes needed, {limit} per block; at most "
                              f"512 threads)")
-        return cls(batch, lanes, schedule, int(tc), buffers, fixed + int(tc) * per_cell)
+        most = max(1, min((limit - fixed) // (tc * per_cell), 512 // (tc * lanes),
+                          cls.MAX_GROUPS))
+        if groups is None:
+            groups = cls.default_groups(fixed, tc * per_cell, tc * lanes, most, props,
+                                        -(-n_cells // tc))
+        elif groups > most:
+            raise ValueError(f"groups={groups} must be at most {most} for tiles of {tc} cells of "
+                             f"{cell.n_nodes} nodes (shared memory: "
+                             f"{fixed + groups * tc * per_cell} bytes needed, {limit} per block; "
+                             f"at most 512 threads and {cls.MAX_GROUPS} groups)")
+        return cls(batch, lanes, schedule, int(tc), int(groups), buffers,
+                   fixed + int(groups * tc) * per_cell)
 
-    @staticmethod
-    def _cells_per_sm(tc: int, lanes: int, fixed: int, per_cell: int, per_sm: int) -> int:
-        """Cells resident on an SM with ``tc`` cells per block (shared memory with 1 KB
-        reserved per block, 2048 threads, 32 blocks)."""
-        blocks = min(per_sm // (fixed + tc * per_cell + 1024), 2048 // (tc * lanes), 32)
-        return blocks * tc
+    #: Groups per block are taken only when they put at least this many times the tiles of
+    #: one-group blocks on an SM (measured: see :meth:`default_groups`).
+    GROUPS_GAIN = 1.3
+
+    @classmethod
+    def default_groups(cls, fixed: int, tile_bytes: int, tile_threads: int, most: int,
+                       props: dict, tiles: int) -> int:
+        """Groups per block: the number (up to ``most``) that puts the most tiles on an SM,
+        counting shared memory (``fixed`` bytes of schedule per block, ``tile_bytes`` per
+        tile, 1 KB reserved per block), 2048 threads and 32 blocks; one group unless that
+        gains :data:`GROUPS_GAIN` times the tiles, and no more groups than leave every SM a
+        block when the batch has few ``tiles``. On the H200 (fp64, 17 real cells as ~15000
+        copies each; docs/gpu.md): large cells, whose schedule is tens of KB, gain 1.5x the
+        cells per SM and run 1.2-1.25x faster; at equal cells, one-group blocks were up to 5%
+        faster (313 nodes: 4 blocks of 8 cells 1.74 ms, 1 block of 4 groups 1.82 ms), and
+        5 groups (1.25x the cells) still 3% slower."""
+        def tiles_per_sm(g: int) -> int:
+            blocks = min(props["smem_per_sm"] // (fixed + g * tile_bytes + 1024),
+                         2048 // (g * tile_threads), 32)
+            return blocks * g
+
+        best = max(range(1, most + 1), key=lambda g: (tiles_per_sm(g), -g))
+        if tiles_per_sm(best) < cls.GROUPS_GAIN * tiles_per_sm(1):
+            best = 1
+        return max(1, min(best, tiles // props["sm_count"]))
+
+    def blocks(self, n_cells: int) -> int:
+        """Blocks that solve ``n_cells`` cells with one tile per group (``buffers=1``)."""
+        return -(-(-(-n_cells // self.tile_cells)) // self.groups)
 
     @staticmethod
     def _schedule_smem(schedule: Schedule, item: int) -> int:
@@ -648,7 +678,7 @@ class SharedTiles:
 
     @property
     def threads(self) -> int:
-        return self.tile_cells * self.lanes
+        return self.groups * self.tile_cells * self.lanes
 
     def structure_bytes(self, item: int) -> int:
         return self.schedule.jp.size * (8 + 2 * item + 4) + 4 * self.schedule.n_nodes
@@ -675,9 +705,10 @@ class SharedTiles:
 
     def describe(self) -> str:
         s = self.schedule
-        return (f"{self.tile_cells} cells per block, {self.lanes} lanes per cell, {s.batch} "
-                f"nodes per step: {s.n_batches} steps for {s.n_nodes} nodes, {self.buffers} tile "
-                f"buffer{'s' if self.buffers > 1 else ''}, {self.smem} B shared memory")
+        return (f"{self.groups} group{'s' if self.groups > 1 else ''} of {self.tile_cells} "
+                f"cell{'s' if self.tile_cells > 1 else ''} per block, {self.lanes} lanes per cell, {s.batch} nodes per step: "
+                f"{s.n_batches} steps for {s.n_nodes} nodes, {self.buffers} tile "
+                f"buffer{'s' if self.buffers > 1 else ''} per group, {self.smem} B shared memory")
 
 
 def tiled_variants(batch, lanes, cell) -> list[tuple[int, int]]:
@@ -694,11 +725,11 @@ def tiled_variants(batch, lanes, cell) -> list[tuple[int, int]]:
     return sorted(chosen, key=lambda bl: -bl[1])[:1] if lanes is None else chosen[:1]
 
 
-def tile_cells_option(options: dict):
-    """The ``tile_cells`` option: ``None`` or a positive int."""
-    tc = options.pop("tile_cells", None)
+def tile_cells_option(options: dict, name: str = "tile_cells"):
+    """The ``tile_cells`` (or ``groups``) option: ``None`` or a positive int."""
+    tc = options.pop(name, None)
     if tc is not None and (isinstance(tc, bool) or not isinstance(tc, (int, np.integer)) or tc < 1):
-        raise ValueError(f"tile_cells must be a positive int, got {tc!r}")
+        raise ValueError(f"{name} must be a positive int, got {tc!r}")
     return tc
 
 
@@ -707,9 +738,10 @@ class Tiled(Strategy):
 
     Shared structure: ``lanes`` lanes of a warp work on one cell and eliminate ``batch``
     independent nodes per step of the schedule (:mod:`.schedule`), ``batch // lanes`` each;
-    ``tile_cells`` cells per block (a multiple of ``32 // lanes``); ``buffers=1`` (default)
-    launches one block per tile, ``buffers=2`` only the blocks that stay resident, each loading
-    its next tile while it solves the current one. Two buffers halve the tiles an SM holds,
+    ``tile_cells`` cells per tile (a multiple of ``32 // lanes``), ``groups`` tiles solved
+    side by side in a block, which stages the schedule once for them; ``buffers=1``
+    (default) launches one block per ``groups`` tiles, ``buffers=2`` only the blocks that stay
+    resident, each group loading its next tile while it solves the current one. Two buffers halve the tiles an SM holds,
     and the kernel is bound by shared-memory traffic, not by device memory: on the H200 the
     best two-buffer configuration took 1.25 ms against 1.04 ms for the best one-buffer one
     (256000 cells of 313 nodes; 0.245 against 0.140 ms for 3000 of 1405 nodes), although at a
@@ -720,7 +752,7 @@ class Tiled(Strategy):
 
     name = "tiled"
     native_is_canonical = True
-    options = ("tile_cells", "batch", "lanes", "buffers")
+    options = ("tile_cells", "groups", "batch", "lanes", "buffers")
 
     def __init__(self, part, dtype, device, options, budget):
         super().__init__(part, dtype, device, options, budget)
@@ -728,6 +760,7 @@ class Tiled(Strategy):
         self.limit = device_properties(device)["smem_per_block_optin"]
         batch, lanes = options.pop("batch", None), options.pop("lanes", None)
         tc = tile_cells_option(options)
+        groups = tile_cells_option(options, "groups")
         self._resident_blocks = None  # buffers=2: the persistent grid, set at the first solve
         buffers = options.pop("buffers", None)
         if buffers not in (None, 1, 2) or isinstance(buffers, bool):
@@ -735,10 +768,12 @@ class Tiled(Strategy):
         if part.mono:
             self.tiles = SharedTiles.plan(part.cell, tiled_variants(batch, lanes, part.cell),
                                           buffers or 1, tc, item, device_properties(device),
-                                          part.n_cells)
+                                          part.n_cells, groups=groups)
         else:
             if buffers not in (None, 1):
                 raise ValueError("buffers=2 is for shared structures (MonoBatch) only")
+            if groups not in (None, 1):
+                raise ValueError("groups is for shared structures (MonoBatch) only")
             per_node = 4 + item * (3 if part.symmetric else 4)  # d, rhs, u, (l), parent
             if part.n * per_node > self.limit:
                 raise ValueError(f"strategy 'tiled' needs {part.n * per_node} bytes of shared "
@@ -791,10 +826,10 @@ class Tiled(Strategy):
         if p.mono:
             t = self.tiles
             fn = kernel(self.device, "hines_tiled.cu", t.template, self.dtype)
-            tiles = -(-p.n_cells // t.tile_cells)
+            blocks = t.blocks(p.n_cells)
             if t.buffers == 2 and self._resident_blocks is None:  # once: a device query
                 self._resident_blocks = self._resident(fn, t.threads)
-            grid = tiles if t.buffers == 1 else min(tiles, self._resident_blocks)
+            grid = blocks if t.buffers == 1 else min(blocks, self._resident_blocks)
             t.launch(fn, grid, d, rhs, dev, NULL, NULL, p.n_cells, p.cell_start, pivots, stream)
         else:
             fn = kernel(self.device, "hines_tiled.cu", "hines_tiled_multi<{T}>", self.dtype)

@@ -24,21 +24,34 @@
 // Cells: position q of the launch is cell q of the part with its values at q*n (a MonoBatch),
 // or, with `members` (the `grouped` strategy: one launch per class of cells sharing one
 // matrix), cell members[q] with its values at offsets[members[q]] (canonical order of a
-// per-cell structure). Tiles: tile t holds positions t*tc .. t*tc+tc-1. Block b solves tiles
-// b, b + gridDim.x, ...
-// With nbuf = 1 the host launches one block per tile (stage, solve, write back). With
-// nbuf = 2 the host launches only as many blocks as stay resident and each block keeps two
+// per-cell structure). Tiles: tile t holds positions t*tc .. t*tc+tc-1.
+// Groups: a block of G * tc * KB threads holds G groups of tc * KB threads (whole warps), each
+// with its own tile buffer(s) and its own barrier (named barrier 1 + g), so the groups stage,
+// solve and write back independently while the schedule is staged once for all of them: a
+// large cell's schedule (tens of KB) is then not repeated in every tile's block, and more
+// cells fit on an SM. Group g of block b solves tiles b*G + g, then + gridDim.x * G, ...
+// With nbuf = 1 the host launches one block per G tiles (stage, solve, write back). With
+// nbuf = 2 the host launches only as many blocks as stay resident and each group keeps two
 // tile buffers: the next tile's loads are in flight (cp.async group) while the current tile
 // is solved, so the SM's memory traffic no longer stops during the sweeps, and the schedule
 // is staged once per block instead of once per tile.
 //
-// Shared memory: l[NS] u[NS] | (d, rhs)[nbuf*tc*S] pairs | jp[NS] (int2) slot[n],
+// Shared memory: l[NS] u[NS] | (d, rhs)[G*nbuf*tc*S] pairs | jp[NS] (int2) slot[n],
 // NS = n_batches*W. A node lives in slot slot[i] (nodes in schedule order, so a step's nodes
 // are adjacent); slots n..n+W-1 are the dummies' (d = 1, rhs = 0, which stay so), slot n+W
 // the root's "parent" (0, 0); S = n + W + 1. The CW cells of a warp are interleaved slot by
 // slot (address (s * CW + cell) in the warp's region), so the 32 lanes of a step read 32
 // adjacent words: no bank conflicts. Schedule entry: jp = (slot * CW, parent slot * CW), l,
-// u (0 for the root and dummies), node (for error reports). Block: tc * KB <= 512 threads.
+// u (0 for the root and dummies), node (for error reports). Block: G * tc * KB <= 512 threads,
+// G <= 15. Registers: at most 64 per thread with one node per lane and step (V = 1), 128
+// with more (the V = 2 variants spilled at 64). Shared memory, not registers, bounds the
+// blocks resident on an SM, except for the smallest cells.
+
+// Barrier of group g's gt threads (named barrier 1 + g; 0 is __syncthreads's). It orders the
+// group's shared-memory accesses as __syncthreads does the block's.
+__device__ __forceinline__ void hb_group_sync(int g, int gt) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(g + 1), "r"(gt) : "memory");
+}
 
 // The part's cell at launch position q, and where its values start.
 __device__ __forceinline__ long long hb_member(const int* members, long long q) {
@@ -51,16 +64,17 @@ __device__ __forceinline__ long long hb_member_start(const int* members,
 }
 
 // Start copying the nc cells of a tile (first position q0) into buffer `sv`: node i of cell c
-// goes to slot sslot[i] of c, and the dummy / root-parent slots are set. Thread t always
+// goes to slot sslot[i] of c, and the dummy / root-parent slots are set, by the nthreads threads
+// of a group (tid: the thread's index in it). Thread t always
 // serves cell position t % CW of a warp's cells (CW divides the block size) and nodes t / CW,
 // t / CW + stride, ..., so that CW adjacent lanes write CW adjacent slots.
 template <typename T, int CW>
 __device__ __forceinline__ void hb_tile_stage(typename hb_pair<T>::type* sv, const T* d,
                                               const T* rhs, const int* sslot,
                                               const int* members, const long long* offsets,
-                                              long long q0, int nc, int n, int S, int W) {
+                                              long long q0, int nc, int n, int S, int W,
+                                              int tid, int nthreads) {
     using T2 = typename hb_pair<T>::type;
-    const int tid = threadIdx.x, nthreads = blockDim.x;
     const int groups = (nc + CW - 1) / CW;  // warps' cell groups holding real cells
     const int stride = nthreads / CW;
     const int my_cw = tid % CW, i0 = tid / CW;
@@ -86,15 +100,15 @@ __device__ __forceinline__ void hb_tile_stage(typename hb_pair<T>::type* sv, con
     }
 }
 
-// Write x (the second word of each slot) of the tile's nc cells back over rhs, as staged.
+// Write x (the second word of each slot) of the tile's nc cells back over rhs, as staged (by
+// the nthreads threads of a group).
 template <typename T, int CW>
 __device__ __forceinline__ void hb_tile_store(const typename hb_pair<T>::type* sv, T* rhs,
                                               const int* sslot, const int* members,
                                               const long long* offsets, long long q0, int nc,
-                                              int n, int S) {
-    const int tid = threadIdx.x;
+                                              int n, int S, int tid, int nthreads) {
     const int groups = (nc + CW - 1) / CW;
-    const int stride = blockDim.x / CW;
+    const int stride = nthreads / CW;
     const int my_cw = tid % CW, i0 = tid / CW;
     for (int w = 0; w < groups; ++w) {
         const int c = w * CW + my_cw;
@@ -191,7 +205,7 @@ __device__ __forceinline__ int hb_tile_sweeps(typename hb_pair<T>::type* cv, con
 }
 
 template <typename T, int KB, int V>
-__global__ void __launch_bounds__(512)
+__global__ void __launch_bounds__(512, V > 1 ? 1 : 2)
 hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ sched_jp,
                  const T* __restrict__ sched_l, const T* __restrict__ sched_u,
                  const int* __restrict__ sched_node, const int* __restrict__ node_slot,
@@ -207,12 +221,12 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
     T* sl = reinterpret_cast<T*>(hb_smem_tm);
     T* su = sl + NS;
     T2* sv = reinterpret_cast<T2*>(su + NS);  // (d, rhs) of each slot, then (m, y), then (m, x)
-    int2* sjp = reinterpret_cast<int2*>(sv + nbuf * tc * S);
-    int* sslot = reinterpret_cast<int*>(sjp + NS);
     const int tid = threadIdx.x, nthreads = blockDim.x;
+    const int gt = tc * KB, groups = nthreads / gt;  // a group: gt threads, its own tiles
+    int2* sjp = reinterpret_cast<int2*>(sv + groups * nbuf * tc * S);
+    int* sslot = reinterpret_cast<int*>(sjp + NS);
     const int n_tiles = static_cast<int>((n_cells + tc - 1) / tc);
-    int tile = blockIdx.x;
-    for (int k = tid; k < NS; k += nthreads) {  // 1. the schedule and the slot table
+    for (int k = tid; k < NS; k += nthreads) {  // 1. the schedule and the slot table, once
         hb_cp_async(sjp + k, sched_jp + k);
         hb_cp_async(sl + k, sched_l + k);
         hb_cp_async(su + k, sched_u + k);
@@ -220,24 +234,28 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
     for (int k = tid; k < n; k += nthreads) hb_cp_async(sslot + k, node_slot + k);
     hb_cp_async_wait_all();
     __syncthreads();
+    const int g = tid / gt, gtid = tid - g * gt;  // this thread's group, its index there
+    sv += g * nbuf * tc * S;                      // the group's tile buffer(s)
+    const int stride = gridDim.x * groups;
+    int tile = blockIdx.x * groups + g;
     auto cells_of = [&](int t) {
         return static_cast<int>(
             min(static_cast<long long>(tc), n_cells - static_cast<long long>(t) * tc));
     };
     auto stage = [&](T2* buf, int t) {
         hb_tile_stage<T, CW>(buf, d, rhs, sslot, members, offsets,
-                             static_cast<long long>(t) * tc, cells_of(t), n, S, W);
+                             static_cast<long long>(t) * tc, cells_of(t), n, S, W, gtid, gt);
     };
     if (tile < n_tiles) stage(sv, tile);  // 2. the first tile (each cp.async group: one tile)
     hb_cp_async_commit();
     const int lane = tid & 31;
     const int cw = lane % CW, k = lane / CW;
-    const int cell = (tid >> 5) * CW + cw;
-    for (int it = 0; tile < n_tiles; ++it, tile += gridDim.x) {
+    const int cell = (gtid >> 5) * CW + cw;
+    for (int it = 0; tile < n_tiles; ++it, tile += stride) {
         T2* buf = sv + (nbuf == 2 ? (it & 1) : 0) * tc * S;
         const long long c0 = static_cast<long long>(tile) * tc;
         const int nc = cells_of(tile);
-        const int next = tile + gridDim.x;
+        const int next = tile + stride;
         if (nbuf == 2) {  // the next tile's loads go out now and land during the sweeps
             if (next < n_tiles) stage(sv + ((it + 1) & 1) * tc * S, next);
             hb_cp_async_commit();
@@ -245,10 +263,10 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
         } else {
             hb_cp_async_wait_all();
         }
-        __syncthreads();
+        hb_group_sync(g, gt);
         // 3. sweeps, 4. the cell's failure: largest node of its lanes
         T bad_pivot;
-        int bad = hb_tile_sweeps<T, KB, V>(buf + (tid >> 5) * CW * S + cw, sjp, sl, su,
+        int bad = hb_tile_sweeps<T, KB, V>(buf + (gtid >> 5) * CW * S + cw, sjp, sl, su,
                                            sched_node, n_batches, k, &bad_pivot);
 #pragma unroll
         for (int off = KB / 2; off > 0; off >>= 1) {
@@ -263,9 +281,9 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
             const long long c = hb_member(members, c0 + cell);
             hb_report(flag, bad_value + c, cell_base + c, bad, bad_pivot);
         }
-        __syncthreads();
-        hb_tile_store<T, CW>(buf, rhs, sslot, members, offsets, c0, nc, n, S);  // 5. x back
-        __syncthreads();  // this buffer is staged again next (nbuf 1) or after next (nbuf 2)
+        hb_group_sync(g, gt);
+        hb_tile_store<T, CW>(buf, rhs, sslot, members, offsets, c0, nc, n, S, gtid, gt);  // 5.
+        hb_group_sync(g, gt);  // this buffer is staged again next (nbuf 1) or after next (nbuf 2)
         if (nbuf == 1) {
             if (next < n_tiles) stage(sv, next);
             hb_cp_async_commit();
