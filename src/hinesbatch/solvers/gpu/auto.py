@@ -8,7 +8,8 @@ The rule (second version, set from ``hinesbatch bench multi`` and ``bench hines`
   to 256,000 cells of 200 to 1,405 nodes. Exception: a cell whose longest root-to-leaf path
   holds more than half its nodes (long unbranched chains leave tiled's lanes idle) in a batch
   of at least :data:`DEEP_MIN_CELLS` cells gets ``interleaved`` (Fig. 14's 2-level binary
-  trees of 510 nodes, 25,600 cells: tiled 1.58 ms, interleaved 0.92 ms, best 0.88 ms);
+  trees of 510 nodes, 256,000 cells: tiled 6.67 ms, interleaved 4.38 ms; at 25,600 cells,
+  since tiled's blocks hold several groups of tiles, tiled 0.72 ms, interleaved 0.95 ms);
 * per-cell structures whose cells fall into few classes of cells with the same matrix (at
   most :data:`GROUPED_MAX_CLASSES` classes, at least :data:`GROUPED_MIN_CELLS` cells per
   class on average: a batch built from a few morphologies) get ``grouped``: every class
@@ -41,8 +42,8 @@ UNIFORM_SPREAD = 1.5
 #: A shared cell is "deep" when its longest root-to-leaf path holds more than this fraction.
 DEEP_FRACTION = 0.5
 #: Deep shared cells switch to ``interleaved`` from this many cells (measured: tiled still
-#: fastest at 2,560, slower at 25,600; the threshold between them is not measured).
-DEEP_MIN_CELLS = 8192
+#: fastest at 25,600, slower at 256,000; the threshold between them is not measured).
+DEEP_MIN_CELLS = 65536
 #: ``grouped`` for per-cell batches of at most this many classes of cells with one matrix ...
 GROUPED_MAX_CLASSES = 64
 #: ... holding at least this many cells per class on average.

@@ -74,9 +74,10 @@ class GpuBackend:
         Check for zero or non-finite pivots (one 8-byte device-to-host read per device and
         solve, which also waits for the solve to finish). ``False`` keeps ``solve`` fully
         asynchronous.
-    threads, bs, tile_cells, batch, lanes, buffers : int
+    threads, bs, tile_cells, groups, batch, lanes, buffers : int
         Strategy options (threads per block; cells per block of the block layouts; cells
-        per tile, nodes per elimination step, lanes per cell and tile buffers of ``tiled``;
+        per tile, tiles per block, nodes per elimination step, lanes per cell and tile
+        buffers of ``tiled``;
         docs/gpu.md lists them all, with those of ``levels``, ``fine`` and ``dhs``).
     """
 

@@ -636,8 +636,10 @@ class SharedTiles:
         return cls(batch, lanes, schedule, int(tc), int(groups), buffers,
                    fixed + int(groups * tc) * per_cell)
 
-    #: Groups per block are taken only when they put at least this many times the tiles of
-    #: one-group blocks on an SM (measured: see :meth:`default_groups`).
+    #: Groups per block are taken only when one-group blocks leave fewer than this many warps
+    #: on an SM (the sweeps are then bound by latency) ...
+    GROUPS_BELOW_WARPS = 8
+    #: ... and when they put at least this many times the tiles on an SM.
     GROUPS_GAIN = 1.3
 
     @classmethod
@@ -645,18 +647,22 @@ class SharedTiles:
                        props: dict, tiles: int) -> int:
         """Groups per block: the number (up to ``most``) that puts the most tiles on an SM,
         counting shared memory (``fixed`` bytes of schedule per block, ``tile_bytes`` per
-        tile, 1 KB reserved per block), 2048 threads and 32 blocks; one group unless that
-        gains :data:`GROUPS_GAIN` times the tiles, and no more groups than leave every SM a
-        block when the batch has few ``tiles``. On the H200 (fp64, 17 real cells as ~15000
-        copies each; docs/gpu.md): large cells, whose schedule is tens of KB, gain 1.5x the
-        cells per SM and run 1.2-1.25x faster; at equal cells, one-group blocks were up to 5%
-        faster (313 nodes: 4 blocks of 8 cells 1.74 ms, 1 block of 4 groups 1.82 ms), and
-        5 groups (1.25x the cells) still 3% slower."""
+        tile, 1 KB reserved per block), 2048 threads and 32 blocks; but one group when
+        one-group blocks already keep :data:`GROUPS_BELOW_WARPS` warps on an SM or groups
+        gain less than :data:`GROUPS_GAIN` times the tiles; and no more groups than leave
+        every SM a block when the batch has few ``tiles``. Measured on the H200 (fp64,
+        docs/gpu.md): cells whose schedule is tens of KB (1,681 nodes; Fig. 14's binary
+        trees, 341 steps) run 1.2-1.9x faster with 1.5-2x the cells per SM; with 8 warps or
+        more per SM, bigger blocks were slower even with more cells (313 nodes: 4 blocks of 8
+        cells 1.74 ms, one block of 5 groups, 1.25x the cells, 1.79 ms; 200 nodes, 76 steps:
+        one block of 8 groups, 1.6x the cells, 25% slower)."""
         def tiles_per_sm(g: int) -> int:
             blocks = min(props["smem_per_sm"] // (fixed + g * tile_bytes + 1024),
                          2048 // (g * tile_threads), 32)
             return blocks * g
 
+        if tiles_per_sm(1) * tile_threads >= 32 * cls.GROUPS_BELOW_WARPS:
+            return 1
         best = max(range(1, most + 1), key=lambda g: (tiles_per_sm(g), -g))
         if tiles_per_sm(best) < cls.GROUPS_GAIN * tiles_per_sm(1):
             best = 1
