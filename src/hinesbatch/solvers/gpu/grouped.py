@@ -21,7 +21,8 @@ import numpy as np
 
 from .compile import kernel
 from .device import cupy_module, device_properties
-from .strategies import STRATEGIES, SharedTiles, Strategy, tile_cells_option, tiled_variants
+from .strategies import (STRATEGIES, SharedTiles, Strategy, optional_positive_int,
+                         tiled_variants)
 
 __all__ = ["Grouped", "MAX_CLASSES", "STREAMS"]
 
@@ -51,8 +52,8 @@ class Grouped(Strategy):
         item = self.dtype.itemsize
         props = device_properties(device)
         batch, lanes = options.pop("batch", None), options.pop("lanes", None)
-        tc = tile_cells_option(options)
-        groups = tile_cells_option(options, "groups")
+        tc = optional_positive_int(options, "tile_cells")
+        groups = optional_positive_int(options, "groups")
         classes = cell_shapes(part_structure(part), couplings=True)
         if classes.n_shapes > MAX_CLASSES:
             raise ValueError(f"strategy 'grouped' launches one kernel per class of cells with the "

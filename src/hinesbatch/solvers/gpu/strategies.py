@@ -652,9 +652,9 @@ class SharedTiles:
         gain less than :data:`GROUPS_GAIN` times the tiles; and no more groups than leave
         every SM a block when the batch has few ``tiles``. Measured on the H200 (fp64,
         docs/gpu.md): cells whose schedule is tens of KB (1,681 nodes; Fig. 14's binary
-        trees, 341 steps) run 1.2-1.9x faster with 1.5-2x the cells per SM; with 8 warps or
+        trees, 341 steps) run 1.2-2.0x faster with 1.5-2x the cells per SM; with 8 warps or
         more per SM, bigger blocks were slower even with more cells (313 nodes: 4 blocks of 8
-        cells 1.74 ms, one block of 5 groups, 1.25x the cells, 1.79 ms; 200 nodes, 76 steps:
+        cells 1.74 ms, one block of 5 groups, 1.25x the cells, 1.79 ms; 200 nodes, 67 steps:
         one block of 8 groups, 1.6x the cells, 25% slower)."""
         def tiles_per_sm(g: int) -> int:
             blocks = min(props["smem_per_sm"] // (fixed + g * tile_bytes + 1024),
@@ -712,7 +712,8 @@ class SharedTiles:
     def describe(self) -> str:
         s = self.schedule
         return (f"{self.groups} group{'s' if self.groups > 1 else ''} of {self.tile_cells} "
-                f"cell{'s' if self.tile_cells > 1 else ''} per block, {self.lanes} lanes per cell, {s.batch} nodes per step: "
+                f"cell{'s' if self.tile_cells > 1 else ''} per block, {self.lanes} lanes per "
+                f"cell, {s.batch} nodes per step: "
                 f"{s.n_batches} steps for {s.n_nodes} nodes, {self.buffers} tile "
                 f"buffer{'s' if self.buffers > 1 else ''} per group, {self.smem} B shared memory")
 
@@ -731,8 +732,8 @@ def tiled_variants(batch, lanes, cell) -> list[tuple[int, int]]:
     return sorted(chosen, key=lambda bl: -bl[1])[:1] if lanes is None else chosen[:1]
 
 
-def tile_cells_option(options: dict, name: str = "tile_cells"):
-    """The ``tile_cells`` (or ``groups``) option: ``None`` or a positive int."""
+def optional_positive_int(options: dict, name: str):
+    """Pop option ``name`` (``tile_cells``, ``groups``): ``None`` or a positive int."""
     tc = options.pop(name, None)
     if tc is not None and (isinstance(tc, bool) or not isinstance(tc, (int, np.integer)) or tc < 1):
         raise ValueError(f"{name} must be a positive int, got {tc!r}")
@@ -747,12 +748,12 @@ class Tiled(Strategy):
     ``tile_cells`` cells per tile (a multiple of ``32 // lanes``), ``groups`` tiles solved
     side by side in a block, which stages the schedule once for them; ``buffers=1``
     (default) launches one block per ``groups`` tiles, ``buffers=2`` only the blocks that stay
-    resident, each group loading its next tile while it solves the current one. Two buffers halve the tiles an SM holds,
-    and the kernel is bound by shared-memory traffic, not by device memory: on the H200 the
-    best two-buffer configuration took 1.25 ms against 1.04 ms for the best one-buffer one
-    (256000 cells of 313 nodes; 0.245 against 0.140 ms for 3000 of 1405 nodes), although at a
-    few equal (batch, lanes, threads) two buffers were up to 6% (17%) faster
-    (benchmarks/results/h200/hines_tiled.md). Per-cell structures: one lane per cell,
+    resident, each group loading its next tile while it solves the current one. Two buffers
+    halve the tiles an SM holds, and the kernel is bound by shared-memory traffic, not by
+    device memory: on the H200 the best two-buffer configuration took 1.25 ms against 1.04 ms
+    for the best one-buffer one (256000 cells of 313 nodes; 0.245 against 0.140 ms for 3000
+    of 1405 nodes), although at a few equal (batch, lanes, threads) two buffers were up to 6%
+    (17%) faster (benchmarks/results/h200/hines_tiled.md). Per-cell structures: one lane per cell,
     ``tile_cells`` cells per one-warp block.
     """
 
@@ -765,8 +766,8 @@ class Tiled(Strategy):
         item = np.dtype(dtype).itemsize
         self.limit = device_properties(device)["smem_per_block_optin"]
         batch, lanes = options.pop("batch", None), options.pop("lanes", None)
-        tc = tile_cells_option(options)
-        groups = tile_cells_option(options, "groups")
+        tc = optional_positive_int(options, "tile_cells")
+        groups = optional_positive_int(options, "groups")
         self._resident_blocks = None  # buffers=2: the persistent grid, set at the first solve
         buffers = options.pop("buffers", None)
         if buffers not in (None, 1, 2) or isinstance(buffers, bool):
