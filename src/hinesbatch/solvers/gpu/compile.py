@@ -42,7 +42,8 @@ KERNELS: dict[str, tuple[str, ...]] = {
         "hines_block_shared<{T}, true>", "hines_block_shared<{T}, false>",
     ),
     "hines_tiled.cu": (
-        *(f"hines_tiled_mono<{{T}}, {kb}, {v}>" for kb, v in TILED_VARIANTS),
+        *(f"hines_tiled_mono<{{T}}, {kb}, {v}, {g}>" for kb, v in TILED_VARIANTS
+          for g in ("false", "true")),
         "hines_tiled_multi<{T}>",
     ),
     "hines_factors.cu": (

@@ -641,13 +641,20 @@ class SharedTiles:
     GROUPS_BELOW_WARPS = 8
     #: ... and when they put at least this many times the tiles on an SM.
     GROUPS_GAIN = 1.3
+    #: Barriers an SM holds, and those a block of several groups reserves (its barrier ids are
+    #: in a register, so ptxas reserves all 16): at most 4 such blocks per SM, against 32
+    #: one-group blocks, which use ``__syncthreads`` only. Measured on the H200
+    #: (benchmarks/experiments/barriers/: 1, 2, 4, 8, 16 barriers -> 32, 32, 16, 8, 4 blocks).
+    SM_BARRIERS = 64
+    GROUP_BARRIERS = 16
 
     @classmethod
     def default_groups(cls, fixed: int, tile_bytes: int, tile_threads: int, most: int,
                        props: dict, tiles: int) -> int:
         """Groups per block: the number (up to ``most``) that puts the most tiles on an SM,
         counting shared memory (``fixed`` bytes of schedule per block, ``tile_bytes`` per
-        tile, 1 KB reserved per block), 2048 threads and 32 blocks; but one group when
+        tile, 1 KB reserved per block), 2048 threads, 32 blocks and the SM's barriers
+        (:data:`SM_BARRIERS`); but one group when
         one-group blocks already keep :data:`GROUPS_BELOW_WARPS` warps on an SM or groups
         gain less than :data:`GROUPS_GAIN` times the tiles; and no more groups than leave
         every SM a block when the batch has few ``tiles``. Measured on the H200 (fp64,
@@ -658,7 +665,8 @@ class SharedTiles:
         one block of 8 groups, 1.6x the cells, 25% slower)."""
         def tiles_per_sm(g: int) -> int:
             blocks = min(props["smem_per_sm"] // (fixed + g * tile_bytes + 1024),
-                         2048 // (g * tile_threads), 32)
+                         2048 // (g * tile_threads), 32,
+                         cls.SM_BARRIERS // (cls.GROUP_BARRIERS if g > 1 else 1))
             return blocks * g
 
         if tiles_per_sm(1) * tile_threads >= 32 * cls.GROUPS_BELOW_WARPS:
@@ -680,7 +688,8 @@ class SharedTiles:
 
     @property
     def template(self) -> str:
-        return f"hines_tiled_mono<{{T}}, {self.lanes}, {self.batch // self.lanes}>"
+        several = "true" if self.groups > 1 else "false"  # one group: __syncthreads only
+        return f"hines_tiled_mono<{{T}}, {self.lanes}, {self.batch // self.lanes}, {several}>"
 
     @property
     def threads(self) -> int:

@@ -26,7 +26,8 @@
 // matrix), cell members[q] with its values at offsets[members[q]] (canonical order of a
 // per-cell structure). Tiles: tile t holds positions t*tc .. t*tc+tc-1.
 // Groups: a block of G * tc * KB threads holds G groups of tc * KB threads (whole warps), each
-// with its own tile buffer(s) and its own barrier (named barrier 1 + g), so the groups stage,
+// with its own tile buffer(s) and its own barrier (named barrier 1 + g; the GROUPS = false
+// instantiation, for one group per block, uses __syncthreads only), so the groups stage,
 // solve and write back independently while the schedule is staged once for all of them: a
 // large cell's schedule (tens of KB) is then not repeated in every tile's block, and more
 // cells fit on an SM. Group g of block b solves tiles b*G + g, then + gridDim.x * G, ...
@@ -47,10 +48,19 @@
 // with more (the V = 2 variants spilled at 64). Shared memory, not registers, bounds the
 // blocks resident on an SM, except for the smallest cells.
 
-// Barrier of group g's gt threads (named barrier 1 + g; 0 is __syncthreads's). It orders the
-// group's shared-memory accesses as __syncthreads does the block's.
+// Barrier of group g's gt threads. With several groups (GROUPS): named barrier 1 + g (0 is
+// __syncthreads's); it orders the group's shared-memory accesses as __syncthreads does the
+// block's. A barrier id held in a register makes ptxas reserve all 16 of a block's barriers,
+// and an SM holds only so many barriers: on the H200 that capped one-group blocks of small
+// cells at a few per SM (benchmarks/experiments/barriers/), so one-group blocks are a
+// separate instantiation that uses __syncthreads only (1 barrier).
+template <bool GROUPS>
 __device__ __forceinline__ void hb_group_sync(int g, int gt) {
-    asm volatile("bar.sync %0, %1;\n" ::"r"(g + 1), "r"(gt) : "memory");
+    if constexpr (GROUPS) {
+        asm volatile("bar.sync %0, %1;\n" ::"r"(g + 1), "r"(gt) : "memory");
+    } else {
+        __syncthreads();
+    }
 }
 
 // The part's cell at launch position q, and where its values start.
@@ -204,7 +214,7 @@ __device__ __forceinline__ int hb_tile_sweeps(typename hb_pair<T>::type* cv, con
     return bad;
 }
 
-template <typename T, int KB, int V>
+template <typename T, int KB, int V, bool GROUPS>
 __global__ void __launch_bounds__(512, V > 1 ? 1 : 2)
 hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ sched_jp,
                  const T* __restrict__ sched_l, const T* __restrict__ sched_u,
@@ -222,7 +232,7 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
     T* su = sl + NS;
     T2* sv = reinterpret_cast<T2*>(su + NS);  // (d, rhs) of each slot, then (m, y), then (m, x)
     const int tid = threadIdx.x, nthreads = blockDim.x;
-    const int gt = tc * KB, groups = nthreads / gt;  // a group: gt threads, its own tiles
+    const int gt = tc * KB, groups = GROUPS ? nthreads / gt : 1;  // a group: gt threads
     int2* sjp = reinterpret_cast<int2*>(sv + groups * nbuf * tc * S);
     int* sslot = reinterpret_cast<int*>(sjp + NS);
     const int n_tiles = static_cast<int>((n_cells + tc - 1) / tc);
@@ -234,7 +244,7 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
     for (int k = tid; k < n; k += nthreads) hb_cp_async(sslot + k, node_slot + k);
     hb_cp_async_wait_all();
     __syncthreads();
-    const int g = tid / gt, gtid = tid - g * gt;  // this thread's group, its index there
+    const int g = GROUPS ? tid / gt : 0, gtid = tid - g * gt;  // the thread's group, index
     sv += g * nbuf * tc * S;                      // the group's tile buffer(s)
     const int stride = gridDim.x * groups;
     int tile = blockIdx.x * groups + g;
@@ -263,7 +273,7 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
         } else {
             hb_cp_async_wait_all();
         }
-        hb_group_sync(g, gt);
+        hb_group_sync<GROUPS>(g, gt);
         // 3. sweeps, 4. the cell's failure: largest node of its lanes
         T bad_pivot;
         int bad = hb_tile_sweeps<T, KB, V>(buf + (gtid >> 5) * CW * S + cw, sjp, sl, su,
@@ -281,9 +291,9 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
             const long long c = hb_member(members, c0 + cell);
             hb_report(flag, bad_value + c, cell_base + c, bad, bad_pivot);
         }
-        hb_group_sync(g, gt);
+        hb_group_sync<GROUPS>(g, gt);
         hb_tile_store<T, CW>(buf, rhs, sslot, members, offsets, c0, nc, n, S, gtid, gt);  // 5.
-        hb_group_sync(g, gt);  // this buffer is staged again next (nbuf 1) or after next (nbuf 2)
+        hb_group_sync<GROUPS>(g, gt);  // the buffer is staged again next (nbuf 1) or after next
         if (nbuf == 1) {
             if (next < n_tiles) stage(sv, next);
             hb_cp_async_commit();
