@@ -142,10 +142,23 @@ def test_tiled_blocks_solving_many_tiles_each(groups, buffers, dtype, seed, cp):
     # 20000 cells of 300 nodes in tiles of 4: 5000 tiles. With buffers=2 a group holds two
     # tiles of 4 * 2 * 309 * itemsize bytes (>= 2 * 9.9 KB), so at most 11 one-group blocks
     # (3 three-group blocks) fit an SM's 228 KB: the persistent grid (<= 11 * 132 groups on an
-    # H200) has every group ping-pong through 3 or more tiles; with groups=3 and buffers=1,
-    # 1667 blocks of three tiles, the last with one.
+    # H200) has every group ping-pong through 3 or more tiles; with groups=3 and buffers=1 the
+    # grid is persistent too (<= 4 three-group blocks per SM), each group solving 4-5 tiles
+    # after a staggered start.
     rng = np.random.default_rng(seed)
     structure = MonoBatch(rt.random_tree(300, rng=rng), 20000)
     check(structure, "tiled", {"buffers": buffers, "batch": 8, "lanes": 8, "tile_cells": 4,
                                "groups": groups},
           dtype, seed, cp, "mono 20000 x 300 nodes")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+@pytest.mark.parametrize("n_cells", (26, 30))
+def test_tiled_groups_left_without_a_tile(n_cells, dtype, seed, cp):
+    # 7 or 8 tiles of 4 cells (the last one partial) in blocks of 3 groups: the last block's
+    # groups 1-2 (or 2) have no tile, so they must neither wait for a group before them in the
+    # staggered start nor stage anything.
+    rng = np.random.default_rng(seed)
+    structure = MonoBatch(rt.random_tree(120, rng=rng), n_cells)
+    check(structure, "tiled", {"batch": 8, "lanes": 8, "tile_cells": 4, "groups": 3},
+          dtype, seed, cp, f"mono {n_cells} x 120 nodes")

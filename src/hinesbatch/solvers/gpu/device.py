@@ -9,8 +9,8 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["cupy_module", "availability", "device_ids", "device_properties", "suits_gpu",
-           "GPU_MIN_UNKNOWNS"]
+__all__ = ["cupy_module", "availability", "device_ids", "device_properties", "blocks_per_sm",
+           "suits_gpu", "GPU_MIN_UNKNOWNS", "SM_BARRIERS"]
 
 #: Below this many unknowns a kernel launch and its synchronisation cost more than the CPU's
 #: whole solve (one 923-node cell: about 5 us serial on a CPU core), so ``auto`` stays on the
@@ -103,3 +103,27 @@ def device_properties(device: int) -> dict:
         "cc": (int(props["major"]), int(props["minor"])),
         "l2_bytes": int(props.get("l2CacheSize", 0)),
     }
+
+
+#: Hardware barriers a multiprocessor holds for its resident blocks: a block that uses 1, 2,
+#: 4, 8 or 16 of them (ptxas reports it) lets 32, 32, 16, 8 or 4 blocks reside (H200,
+#: measured: benchmarks/experiments/barriers/). The occupancy API does not count them.
+SM_BARRIERS = 64
+
+
+def blocks_per_sm(fn, threads: int, smem: int, props: dict, barriers: int = 1) -> int:
+    """Blocks of kernel ``fn`` (``threads`` threads, ``smem`` bytes of dynamic shared memory,
+    ``barriers`` hardware barriers) that one multiprocessor holds at once: its registers,
+    shared memory (``props``: :func:`device_properties`; the runtime reserves 1 KB per
+    block), 2048 threads, 32 blocks and :data:`SM_BARRIERS`. 2 when the kernel's attributes
+    cannot be read (grids sized by this loop over their work, so a low guess stays correct)."""
+    try:
+        regs = int(fn.num_regs)
+        static = int(fn.shared_size_bytes)
+    except Exception:
+        return 2
+    warps = -(-threads // 32)
+    per_warp = -(-max(1, regs) * 32 // 256) * 256
+    by_regs = 65536 // (per_warp * warps)
+    by_smem = props.get("smem_per_sm", 233472) // (smem + static + 1024)
+    return max(1, min(by_regs, by_smem, 2048 // threads, 32, SM_BARRIERS // barriers))

@@ -50,7 +50,7 @@ class Grouped(Strategy):
 
         super().__init__(part, dtype, device, options, budget)
         item = self.dtype.itemsize
-        props = device_properties(device)
+        props = self.props = device_properties(device)
         batch, lanes = options.pop("batch", None), options.pop("lanes", None)
         tc = optional_positive_int(options, "tile_cells")
         groups = optional_positive_int(options, "groups")
@@ -113,7 +113,7 @@ class Grouped(Strategy):
             fn = kernel(self.device, "hines_tiled.cu", t.template, self.dtype)
             count, first = int(self.counts[k]), int(self.first[k])
             arrays = {key: dev[(k, key)] for key in ("jp", "l", "u", "node", "slot")}
-            t.launch(fn, t.blocks(count), d, rhs, arrays, members[first:],
+            t.launch(fn, t.grid(fn, self.props, count), d, rhs, arrays, members[first:],
                      dev["offsets"], count, p.cell_start, pivots, streams[i % len(streams)])
         for s, e in zip(streams, joins):
             e.record(s)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .compile import FACTOR_PER_CELL_AHEAD, FACTOR_VARIANTS, TILED_VARIANTS, kernel
-from .device import cupy_module, device_properties
+from .device import SM_BARRIERS, blocks_per_sm, cupy_module, device_properties
 from .parts import Part
 from .schedule import FLAG_BITS, Schedule, factor_pflags, factor_schedule, tiled_schedule
 
@@ -636,55 +636,61 @@ class SharedTiles:
         return cls(batch, lanes, schedule, int(tc), int(groups), buffers,
                    fixed + int(groups * tc) * per_cell)
 
-    #: Groups per block are taken only when one-group blocks leave fewer than this many warps
-    #: on an SM (the sweeps are then bound by latency) ...
-    GROUPS_BELOW_WARPS = 8
-    #: ... and when they put at least this many times the tiles on an SM.
-    GROUPS_GAIN = 1.3
-    #: Barriers an SM holds, and those a block of several groups reserves (its barrier ids are
-    #: in a register, so ptxas reserves all 16): at most 4 such blocks per SM, against 32
-    #: one-group blocks, which use ``__syncthreads`` only. Measured on the H200
-    #: (benchmarks/experiments/barriers/: 1, 2, 4, 8, 16 barriers -> 32, 32, 16, 8, 4 blocks).
-    SM_BARRIERS = 64
+    #: Threads of a block of several groups at most (the groups rule, :meth:`default_groups`).
+    GROUP_BLOCK_THREADS = 256
+    #: Hardware barriers a block of several groups reserves (its barrier ids are in a
+    #: register, so ptxas reserves all 16): at most 4 such blocks per SM
+    #: (:data:`.device.SM_BARRIERS`), against 32 one-group blocks (``__syncthreads`` only).
     GROUP_BARRIERS = 16
 
     @classmethod
     def default_groups(cls, fixed: int, tile_bytes: int, tile_threads: int, most: int,
                        props: dict, tiles: int) -> int:
-        """Groups per block: the number (up to ``most``) that puts the most tiles on an SM,
+        """Groups per block (up to ``most``): the number that puts the most tiles on an SM,
         counting shared memory (``fixed`` bytes of schedule per block, ``tile_bytes`` per
         tile, 1 KB reserved per block), 2048 threads, 32 blocks and the SM's barriers
-        (:data:`SM_BARRIERS`); but one group when
-        one-group blocks already keep :data:`GROUPS_BELOW_WARPS` warps on an SM or groups
-        gain less than :data:`GROUPS_GAIN` times the tiles; and no more groups than leave
-        every SM a block when the batch has few ``tiles``. Measured on the H200 (fp64,
-        docs/gpu.md): cells whose schedule is tens of KB (1,681 nodes; Fig. 14's binary
-        trees, 341 steps) run 1.2-2.0x faster with 1.5-2x the cells per SM; with 8 warps or
-        more per SM, bigger blocks were slower even with more cells (313 nodes: 4 blocks of 8
-        cells 1.74 ms, one block of 5 groups, 1.25x the cells, 1.79 ms; 200 nodes, 67 steps:
-        one block of 8 groups, 1.6x the cells, 25% slower)."""
+        (:data:`.device.SM_BARRIERS`), among blocks of at most :data:`GROUP_BLOCK_THREADS`
+        threads, the most groups at a tie; and no more groups than leave every SM a block
+        when the batch has few ``tiles``. Measured on the H200 (fp64, 16 cells of 59-1681
+        nodes, groups 1-15; benchmarks/experiments/staggered_groups/): with the persistent
+        grid and the staggered start, several groups beat one-group blocks at equal tiles
+        per SM (313 nodes, 4 tiles: 0.96 against 1.03 ms for 256000 cells; 341 nodes: 0.082
+        against 0.093 ms for 15000) and by far with more tiles (1,681 nodes: 0.37 against
+        0.53 ms); larger blocks lost on small cells (200 nodes, one block of 8 groups of 64
+        threads: 1.22x the best). This rule lands within 1.09x of the best on all 16."""
         def tiles_per_sm(g: int) -> int:
             blocks = min(props["smem_per_sm"] // (fixed + g * tile_bytes + 1024),
                          2048 // (g * tile_threads), 32,
-                         cls.SM_BARRIERS // (cls.GROUP_BARRIERS if g > 1 else 1))
+                         SM_BARRIERS // (cls.GROUP_BARRIERS if g > 1 else 1))
             return blocks * g
 
-        if tiles_per_sm(1) * tile_threads >= 32 * cls.GROUPS_BELOW_WARPS:
-            return 1
-        best = max(range(1, most + 1), key=lambda g: (tiles_per_sm(g), -g))
-        if tiles_per_sm(best) < cls.GROUPS_GAIN * tiles_per_sm(1):
-            best = 1
+        fits = [g for g in range(1, most + 1)
+                if g == 1 or g * tile_threads <= cls.GROUP_BLOCK_THREADS]
+        best = max(fits, key=lambda g: (tiles_per_sm(g), g))
         return max(1, min(best, tiles // props["sm_count"]))
 
     def blocks(self, n_cells: int) -> int:
-        """Blocks that solve ``n_cells`` cells with one tile per group (``buffers=1``)."""
+        """Blocks that solve ``n_cells`` cells with one tile per group."""
         return -(-(-(-n_cells // self.tile_cells)) // self.groups)
 
-    @staticmethod
-    def _schedule_smem(schedule: Schedule, item: int) -> int:
+    def grid(self, fn, props: dict, n_cells: int) -> int:
+        """Blocks to launch for ``n_cells`` cells: one per ``groups`` tiles with one group and
+        one buffer; otherwise only the blocks resident on the device at once (a persistent
+        grid), whose groups go on to further tiles: with two buffers a group loads its next
+        tile during the sweeps, and several groups start out of phase (the kernel's staggered
+        start), so that one group's loads overlap the others' sweeps."""
+        blocks = self.blocks(n_cells)
+        if self.buffers == 1 and self.groups == 1:
+            return blocks
+        barriers = self.GROUP_BARRIERS if self.groups > 1 else 1
+        resident = blocks_per_sm(fn, self.threads, self.smem, props, barriers)
+        return min(blocks, resident * props["sm_count"])
+
+    @classmethod
+    def _schedule_smem(cls, schedule: Schedule, item: int) -> int:
         """Shared memory of the schedule in a block: slot pairs (int2), ``l`` and ``u`` per
-        entry, and the slot table."""
-        return schedule.jp.size * (8 + 2 * item) + 4 * schedule.n_nodes
+        entry, the slot table, and the groups' start flags."""
+        return schedule.jp.size * (8 + 2 * item) + 4 * schedule.n_nodes + 4 * cls.MAX_GROUPS
 
     @property
     def template(self) -> str:
@@ -755,9 +761,10 @@ class Tiled(Strategy):
     Shared structure: ``lanes`` lanes of a warp work on one cell and eliminate ``batch``
     independent nodes per step of the schedule (:mod:`.schedule`), ``batch // lanes`` each;
     ``tile_cells`` cells per tile (a multiple of ``32 // lanes``), ``groups`` tiles solved
-    side by side in a block, which stages the schedule once for them; ``buffers=1``
-    (default) launches one block per ``groups`` tiles, ``buffers=2`` only the blocks that stay
-    resident, each group loading its next tile while it solves the current one. Two buffers
+    side by side in a block, which stages the schedule once for them; with one group and
+    ``buffers=1`` (default) one block per tile is launched; otherwise only the blocks that stay
+    resident, whose groups go on to further tiles (several groups start out of phase; with
+    ``buffers=2`` a group loads its next tile while it solves the current one). Two buffers
     halve the tiles an SM holds, and the kernel is bound by shared-memory traffic, not by
     device memory: on the H200 the best two-buffer configuration took 1.25 ms against 1.04 ms
     for the best one-buffer one (256000 cells of 313 nodes; 0.245 against 0.140 ms for 3000
@@ -777,7 +784,6 @@ class Tiled(Strategy):
         batch, lanes = options.pop("batch", None), options.pop("lanes", None)
         tc = optional_positive_int(options, "tile_cells")
         groups = optional_positive_int(options, "groups")
-        self._resident_blocks = None  # buffers=2: the persistent grid, set at the first solve
         buffers = options.pop("buffers", None)
         if buffers not in (None, 1, 2) or isinstance(buffers, bool):
             raise ValueError(f"buffers must be 1 or 2, got {buffers!r}")
@@ -842,10 +848,7 @@ class Tiled(Strategy):
         if p.mono:
             t = self.tiles
             fn = kernel(self.device, "hines_tiled.cu", t.template, self.dtype)
-            blocks = t.blocks(p.n_cells)
-            if t.buffers == 2 and self._resident_blocks is None:  # once: a device query
-                self._resident_blocks = self._resident(fn, t.threads)
-            grid = blocks if t.buffers == 1 else min(blocks, self._resident_blocks)
+            grid = t.grid(fn, device_properties(self.device), p.n_cells)
             t.launch(fn, grid, d, rhs, dev, NULL, NULL, p.n_cells, p.cell_start, pivots, stream)
         else:
             fn = kernel(self.device, "hines_tiled.cu", "hines_tiled_multi<{T}>", self.dtype)
@@ -855,17 +858,6 @@ class Tiled(Strategy):
                    _i32(self.max_nodes), _i64(p.cell_start), *pivots), stream, self.smem)
 
     solve_native = solve_canonical
-
-    def _resident(self, fn, threads: int) -> int:
-        """Blocks of ``fn`` that stay resident on the whole device at once (the persistent
-        grid of ``buffers=2``): limited by shared memory, threads and registers per SM."""
-        props = device_properties(self.device)
-        by_smem = props["smem_per_sm"] // (self.tiles.smem + 1024)  # 1 KB reserved per block
-        warps = -(-threads // 32)
-        regs_per_warp = -(-max(1, fn.num_regs) * 32 // 256) * 256
-        by_regs = (65536 // regs_per_warp) // warps
-        per_sm = max(1, min(by_smem, 2048 // threads, by_regs, 32))
-        return per_sm * props["sm_count"]
 
     def describe(self):
         if self.part.mono:

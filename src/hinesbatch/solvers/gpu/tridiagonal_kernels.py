@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import compile as _compile
-from .device import cupy_module, device_properties
+from .device import blocks_per_sm, cupy_module, device_properties
 
 __all__ = ["CHUNK_CONFIGS", "SEGMENT_ROWS", "THREADS", "KERNELS", "ThomasLaunch",
            "ChunkedLaunch", "chunk_config", "reset_flags", "tile_smem_bytes", "NULL"]
@@ -186,7 +186,7 @@ class ChunkedLaunch:
         grid = self._grid.get(key)
         if grid is None:
             props = device_properties(self.device)
-            resident = _resident_blocks(fn, self.smem, props)
+            resident = blocks_per_sm(fn, THREADS, self.smem, props)
             grid = self._grid[key] = max(1, min(self.tiles, resident * props["sm_count"]))
         return grid
 
@@ -240,19 +240,3 @@ def tile_smem_bytes(g: int, l: int, itemsize: int) -> int:
     size serves every staging mode."""
     sb = THREADS // g
     return 5 * sb * (g * (l + 1) + 1) * itemsize + 2 * sb * 4
-
-
-def _resident_blocks(fn, smem: int, props: dict) -> int:
-    """Blocks of ``fn`` (THREADS threads, ``smem`` bytes of dynamic shared memory) that one
-    multiprocessor holds at once, from its register and shared-memory use (Hopper limits)."""
-    try:
-        regs = int(fn.num_regs)
-        static = int(fn.shared_size_bytes)
-    except Exception:  # attribute query unavailable: a safe guess (the grid loops anyway)
-        return 2
-    warps = THREADS // 32
-    per_warp = -(-regs * 32 // 256) * 256
-    by_regs = 65536 // max(1, per_warp * warps)
-    per_block = smem + static + 1024  # the runtime reserves 1 KB per block
-    by_smem = props.get("smem_per_sm", 233472) // per_block
-    return max(1, min(by_regs, by_smem, 2048 // THREADS, 32))

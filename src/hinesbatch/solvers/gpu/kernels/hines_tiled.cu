@@ -31,13 +31,16 @@
 // solve and write back independently while the schedule is staged once for all of them: a
 // large cell's schedule (tens of KB) is then not repeated in every tile's block, and more
 // cells fit on an SM. Group g of block b solves tiles b*G + g, then + gridDim.x * G, ...
-// With nbuf = 1 the host launches one block per G tiles (stage, solve, write back). With
+// With nbuf = 1 and one group the host launches one block per tile (stage, solve, write
+// back). With several groups it launches only the blocks that stay resident (a persistent
+// grid: the schedule is staged once per block, not per G tiles), and the groups start out of
+// phase (below), so that one group's loads and stores overlap the others' sweeps. With
 // nbuf = 2 the host launches only as many blocks as stay resident and each group keeps two
 // tile buffers: the next tile's loads are in flight (cp.async group) while the current tile
 // is solved, so the SM's memory traffic no longer stops during the sweeps, and the schedule
 // is staged once per block instead of once per tile.
 //
-// Shared memory: l[NS] u[NS] | (d, rhs)[G*nbuf*tc*S] pairs | jp[NS] (int2) slot[n],
+// Shared memory: l[NS] u[NS] | (d, rhs)[G*nbuf*tc*S] pairs | jp[NS] (int2) slot[n] started[G],
 // NS = n_batches*W. A node lives in slot slot[i] (nodes in schedule order, so a step's nodes
 // are adjacent); slots n..n+W-1 are the dummies' (d = 1, rhs = 0, which stay so), slot n+W
 // the root's "parent" (0, 0); S = n + W + 1. The CW cells of a warp are interleaved slot by
@@ -242,12 +245,24 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
         hb_cp_async(su + k, sched_u + k);
     }
     for (int k = tid; k < n; k += nthreads) hb_cp_async(sslot + k, node_slot + k);
+    int* started = sslot + n;  // GROUPS: started[g] = 1 once group g has its first tile staged
+    if (GROUPS && tid < groups) started[tid] = 0;
     hb_cp_async_wait_all();
     __syncthreads();
     const int g = GROUPS ? tid / gt : 0, gtid = tid - g * gt;  // the thread's group, index
     sv += g * nbuf * tc * S;                      // the group's tile buffer(s)
     const int stride = gridDim.x * groups;
     int tile = blockIdx.x * groups + g;
+    if (GROUPS && g > 0 && tile < n_tiles) {
+        // Staggered start: group g stages its first tile once group g - 1 has its own, so the
+        // groups, whose tiles take equal times, stay out of phase, and the block's loads and
+        // stores overlap other groups' sweeps instead of all groups waiting on memory at once
+        // (the host launches a persistent grid of such blocks). Group g - 1 has a tile too.
+        if (gtid == 0) {
+            while (atomicOr(started + g - 1, 0) == 0) __nanosleep(200);
+        }
+        hb_group_sync<GROUPS>(g, gt);
+    }
     auto cells_of = [&](int t) {
         return static_cast<int>(
             min(static_cast<long long>(tc), n_cells - static_cast<long long>(t) * tc));
@@ -274,6 +289,7 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
             hb_cp_async_wait_all();
         }
         hb_group_sync<GROUPS>(g, gt);
+        if (GROUPS && it == 0 && gtid == 0) atomicExch(started + g, 1);
         // 3. sweeps, 4. the cell's failure: largest node of its lanes
         T bad_pivot;
         int bad = hb_tile_sweeps<T, KB, V>(buf + (gtid >> 5) * CW * S + cw, sjp, sl, su,
