@@ -674,11 +674,13 @@ class SharedTiles:
         return -(-(-(-n_cells // self.tile_cells)) // self.groups)
 
     def grid(self, fn, props: dict, n_cells: int) -> int:
-        """Blocks to launch for ``n_cells`` cells: one per ``groups`` tiles with one group and
-        one buffer; otherwise only the blocks resident on the device at once (a persistent
+        """Blocks to launch for ``n_cells`` cells: one per tile with one group and one
+        buffer; otherwise only the blocks resident on the device at once (a persistent
         grid), whose groups go on to further tiles: with two buffers a group loads its next
         tile during the sweeps, and several groups start out of phase (the kernel's staggered
-        start), so that one group's loads overlap the others' sweeps."""
+        start), so that one group's loads overlap the others' sweeps. Blocks need not all be
+        resident for the result: tiles are independent, and a group waits only for the groups
+        of its own block."""
         blocks = self.blocks(n_cells)
         if self.buffers == 1 and self.groups == 1:
             return blocks
