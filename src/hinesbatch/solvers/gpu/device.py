@@ -9,8 +9,8 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["cupy_module", "availability", "device_ids", "device_properties", "blocks_per_sm",
-           "suits_gpu", "GPU_MIN_UNKNOWNS", "SM_BARRIERS"]
+__all__ = ["cupy_module", "availability", "device_ids", "device_properties", "resident_blocks",
+           "blocks_per_sm", "suits_gpu", "GPU_MIN_UNKNOWNS", "SM_BARRIERS"]
 
 #: Below this many unknowns a kernel launch and its synchronisation cost more than the CPU's
 #: whole solve (one 923-node cell: about 5 us serial on a CPU core), so ``auto`` stays on the
@@ -111,19 +111,27 @@ def device_properties(device: int) -> dict:
 SM_BARRIERS = 64
 
 
-def blocks_per_sm(fn, threads: int, smem: int, props: dict, barriers: int = 1) -> int:
-    """Blocks of kernel ``fn`` (``threads`` threads, ``smem`` bytes of dynamic shared memory,
-    ``barriers`` hardware barriers) that one multiprocessor holds at once: its registers,
-    shared memory (``props``: :func:`device_properties`; the runtime reserves 1 KB per
-    block), 2048 threads, 32 blocks and :data:`SM_BARRIERS`. 2 when the kernel's attributes
-    cannot be read (grids sized by this loop over their work, so a low guess stays correct)."""
-    try:
-        regs = int(fn.num_regs)
-        static = int(fn.shared_size_bytes)
-    except Exception:
-        return 2
+def resident_blocks(threads: int, smem: int, props: dict, *, barriers: int = 1, regs: int = 0,
+                    static: int = 0) -> int:
+    """Blocks of ``threads`` threads, ``smem`` bytes of dynamic (``static`` of static) shared
+    memory, ``regs`` registers per thread and ``barriers`` hardware barriers that one
+    multiprocessor holds at once: registers, shared memory (``props``:
+    :func:`device_properties`; the runtime reserves 1 KB per block), 2048 threads, 32 blocks
+    and :data:`SM_BARRIERS`; at least 1."""
     warps = -(-threads // 32)
     per_warp = -(-max(1, regs) * 32 // 256) * 256
     by_regs = 65536 // (per_warp * warps)
     by_smem = props.get("smem_per_sm", 233472) // (smem + static + 1024)
     return max(1, min(by_regs, by_smem, 2048 // threads, 32, SM_BARRIERS // barriers))
+
+
+def blocks_per_sm(fn, threads: int, smem: int, props: dict, barriers: int = 1) -> int:
+    """:func:`resident_blocks` of compiled kernel ``fn`` (its registers and static shared
+    memory); 2 when its attributes cannot be read (grids sized by this loop over their work,
+    so a low guess stays correct)."""
+    try:
+        regs = int(fn.num_regs)
+        static = int(fn.shared_size_bytes)
+    except Exception:
+        return 2
+    return resident_blocks(threads, smem, props, barriers=barriers, regs=regs, static=static)

@@ -74,6 +74,7 @@ class Grouped(Strategy):
         work = np.array([t.schedule.n_batches * c for t, c in zip(self.tiles, self.counts)])
         self.order = np.argsort(-work, kind="stable")
         self._streams = None  # (streams, their join events, the fork event), at the first solve
+        self._launches = None  # per class in launch order: kernel, grid, arrays; first solve
 
     def structure_bytes(self):
         return (sum(t.structure_bytes(self.dtype.itemsize) for t in self.tiles)
@@ -107,17 +108,26 @@ class Grouped(Strategy):
         if p.n_cells == 0:
             return
         streams, joins = self._fork(stream)
-        members = dev["members"]
-        for i, k in enumerate(self.order.tolist()):
-            t = self.tiles[k]
-            fn = kernel(self.device, "hines_tiled.cu", t.template, self.dtype)
-            count, first = int(self.counts[k]), int(self.first[k])
-            arrays = {key: dev[(k, key)] for key in ("jp", "l", "u", "node", "slot")}
-            t.launch(fn, t.grid(fn, self.props, count), d, rhs, arrays, members[first:],
-                     dev["offsets"], count, p.cell_start, pivots, streams[i % len(streams)])
+        for i, (t, fn, grid, arrays, members, count) in enumerate(self._class_launches(dev)):
+            t.launch(fn, grid, d, rhs, arrays, members, dev["offsets"], count, p.cell_start,
+                     pivots, streams[i % len(streams)])
         for s, e in zip(streams, joins):
             e.record(s)
             stream.wait_event(e)
+
+    def _class_launches(self, dev) -> list:
+        """Per class, in launch order: its plan, kernel, grid, schedule arrays, member list and
+        cell count (built once: the grids need the kernels' attributes, device queries)."""
+        if self._launches is None:
+            self._launches = []
+            for k in self.order.tolist():
+                t = self.tiles[k]
+                fn = kernel(self.device, "hines_tiled.cu", t.template, self.dtype)
+                count, first = int(self.counts[k]), int(self.first[k])
+                arrays = {key: dev[(k, key)] for key in ("jp", "l", "u", "node", "slot")}
+                self._launches.append((t, fn, t.grid(fn, self.props, count), arrays,
+                                       dev["members"][first:], count))
+        return self._launches
 
     solve_native = solve_canonical
 

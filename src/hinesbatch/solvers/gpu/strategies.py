@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .compile import FACTOR_PER_CELL_AHEAD, FACTOR_VARIANTS, TILED_VARIANTS, kernel
-from .device import SM_BARRIERS, blocks_per_sm, cupy_module, device_properties
+from .device import blocks_per_sm, cupy_module, device_properties, resident_blocks
 from .parts import Part
 from .schedule import FLAG_BITS, Schedule, factor_pflags, factor_schedule, tiled_schedule
 
@@ -648,10 +648,9 @@ class SharedTiles:
                        props: dict, tiles: int) -> int:
         """Groups per block (up to ``most``): the number that puts the most tiles on an SM,
         counting shared memory (``fixed`` bytes of schedule per block, ``tile_bytes`` per
-        tile, 1 KB reserved per block), 2048 threads, 32 blocks and the SM's barriers
-        (:data:`.device.SM_BARRIERS`), among blocks of at most :data:`GROUP_BLOCK_THREADS`
-        threads, the most groups at a tie; and no more groups than leave every SM a block
-        when the batch has few ``tiles``. Measured on the H200 (fp64, 16 cells of 59-1681
+        tile; :func:`.device.resident_blocks`, registers not counted), among blocks of at most
+        :data:`GROUP_BLOCK_THREADS` threads, the most groups at a tie; and no more groups than
+        leave every SM a block when the batch has few ``tiles``. Measured on the H200 (fp64, 16 cells of 59-1681
         nodes, groups 1-15; benchmarks/experiments/staggered_groups/): with the persistent
         grid and the staggered start, several groups beat one-group blocks at equal tiles
         per SM (313 nodes, 4 tiles: 0.96 against 1.03 ms for 256000 cells; 341 nodes: 0.082
@@ -659,10 +658,8 @@ class SharedTiles:
         0.53 ms); larger blocks lost on small cells (200 nodes, one block of 8 groups of 64
         threads: 1.22x the best). This rule lands within 1.09x of the best on all 16."""
         def tiles_per_sm(g: int) -> int:
-            blocks = min(props["smem_per_sm"] // (fixed + g * tile_bytes + 1024),
-                         2048 // (g * tile_threads), 32,
-                         SM_BARRIERS // (cls.GROUP_BARRIERS if g > 1 else 1))
-            return blocks * g
+            return g * resident_blocks(g * tile_threads, fixed + g * tile_bytes, props,
+                                       barriers=cls.GROUP_BARRIERS if g > 1 else 1)
 
         fits = [g for g in range(1, most + 1)
                 if g == 1 or g * tile_threads <= cls.GROUP_BLOCK_THREADS]
@@ -786,6 +783,7 @@ class Tiled(Strategy):
         batch, lanes = options.pop("batch", None), options.pop("lanes", None)
         tc = optional_positive_int(options, "tile_cells")
         groups = optional_positive_int(options, "groups")
+        self._grid = None  # shared structure: blocks per launch, set at the first solve
         buffers = options.pop("buffers", None)
         if buffers not in (None, 1, 2) or isinstance(buffers, bool):
             raise ValueError(f"buffers must be 1 or 2, got {buffers!r}")
@@ -850,8 +848,10 @@ class Tiled(Strategy):
         if p.mono:
             t = self.tiles
             fn = kernel(self.device, "hines_tiled.cu", t.template, self.dtype)
-            grid = t.grid(fn, device_properties(self.device), p.n_cells)
-            t.launch(fn, grid, d, rhs, dev, NULL, NULL, p.n_cells, p.cell_start, pivots, stream)
+            if self._grid is None:  # once: the kernel's attributes are device queries
+                self._grid = t.grid(fn, device_properties(self.device), p.n_cells)
+            t.launch(fn, self._grid, d, rhs, dev, NULL, NULL, p.n_cells, p.cell_start, pivots,
+                     stream)
         else:
             fn = kernel(self.device, "hines_tiled.cu", "hines_tiled_multi<{T}>", self.dtype)
             _allow_smem(fn, self.smem, carveout=True)
