@@ -43,7 +43,8 @@ def test_classes_member_lists_and_launch_order(h200):
         assert len(kinds) == 1  # one pool cell (one matrix) per class
         cell = pool[kinds.pop()]
         assert tiles.schedule.n_nodes == cell.n_nodes
-        assert np.array_equal(tiles.schedule.u, tiled_schedule(cell, tiles.batch).u)
+        assert np.array_equal(tiles.schedule.u, tiled_schedule(
+            cell, tiles.batch, lanes=tiles.lanes, item=8).u)
     assert sorted(g.members.tolist()) == list(range(batch.n_cells))
     work = [t.schedule.n_batches * c for t, c in zip(g.tiles, g.counts)]
     assert [work[k] for k in g.order] == sorted(work, reverse=True)

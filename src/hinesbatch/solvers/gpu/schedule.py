@@ -59,6 +59,8 @@ class Schedule:
     slot : int32[n_nodes]
         Where each node lives in shared memory: nodes in schedule order, so that the nodes
         of a step are adjacent and a warp's accesses to them are free of bank conflicts.
+    stage : int32[n_nodes]
+        The nodes in the order the kernel stages (and writes back) a cell's values.
     """
 
     batch: int
@@ -69,6 +71,7 @@ class Schedule:
     u: np.ndarray
     node: np.ndarray
     slot: np.ndarray
+    stage: np.ndarray
 
     @property
     def n_batches(self) -> int:
@@ -121,8 +124,77 @@ def _batches(parent: np.ndarray, batch: int) -> list[list[int]]:
     return batches
 
 
-def tiled_schedule(cell, batch: int) -> Schedule:
-    """The batched schedule of a one-cell :class:`~hinesbatch.tree.HinesStructure`.
+def _spread_parents(steps: list[list[int]], parent: np.ndarray, batch: int, phase: int,
+                    lanes: int) -> list[list[int]]:
+    """The nodes of each step reordered so that each run of ``phase`` entries (the lanes that
+    one shared-memory wavefront serves, aligned) has parents in distinct slot residues
+    (mod ``phase``) where the parents allow it: their loads and stores then meet no bank
+    conflicts. Steps are ordered from the last (the root's) to the first, so a step's
+    parents have their slots; each node of a run takes the residue that the parents of its
+    children's steps, and the nodes staged with it (its run of ``lanes`` node indices,
+    :func:`_stage_order`), have least of, so that those can be spread in turn."""
+    n = parent.size
+    starts = np.concatenate([[0], np.cumsum([len(nodes) for nodes in steps])])
+    step_of = np.empty(n, dtype=np.int64)
+    for b, nodes in enumerate(steps):
+        step_of[nodes] = b
+    child_steps: list[list[int]] = [[] for _ in range(n)]
+    for j in np.flatnonzero(parent >= 0).tolist():
+        child_steps[int(parent[j])].append(int(step_of[j]))
+    load = np.zeros((len(steps), phase), dtype=np.int64)  # residues of each step's parents
+    staged = np.zeros((-(-n // lanes), phase), dtype=np.int64)  # of each staging run
+    slot = np.empty(n, dtype=np.int64)
+    out: list[list[int]] = [[] for _ in steps]
+    for b in range(len(steps) - 1, -1, -1):
+        buckets: list[list[int]] = [[] for _ in range(phase)]
+        for j in steps[b]:
+            p = int(parent[j])
+            buckets[int(slot[p]) % phase if p >= 0 else (n + batch) % phase].append(j)
+        order = out[b]
+        while len(order) < len(steps[b]):
+            run = []  # one node from each of the fullest buckets, then duplicates
+            while len(run) < phase and any(buckets):
+                for r in sorted(range(phase), key=lambda r: -len(buckets[r])):
+                    if buckets[r] and len(run) < phase:
+                        run.append(buckets[r].pop())
+            base = int(starts[b]) + len(order)
+            free = list(range(len(run)))  # positions; residue (base + i) % phase
+            for j in sorted(run, key=lambda j: -len(child_steps[j])):
+                i = min(free, key=lambda i: staged[j // lanes, (base + i) % phase] + sum(
+                    load[c, (base + i) % phase] for c in child_steps[j]))
+                free.remove(i)
+                slot[j] = base + i
+                staged[j // lanes, (base + i) % phase] += 1
+                for c in child_steps[j]:
+                    load[c, (base + i) % phase] += 1
+            placed = sorted(run, key=lambda j: slot[j])
+            order.extend(placed)
+    return out
+
+
+def _stage_order(slot: np.ndarray, lanes: int, phase: int) -> np.ndarray:
+    """Nodes in the order the kernel stages them: within each aligned run of ``lanes``
+    nodes (one warp's loads of a cell: the same memory sectors in any order), dealt out by
+    slot residue over the wavefronts that store them, so that each gets its share of every
+    residue (``2 * phase`` nodes per wavefront)."""
+    n = slot.size
+    order = np.arange(n)
+    if phase <= 1:
+        return order
+    waves = max(1, lanes // (2 * phase))
+    for g0 in range(0, n, lanes):
+        run = order[g0:g0 + lanes]
+        by_residue = run[np.argsort(slot[run] % phase, kind="stable")]
+        order[g0:g0 + run.size] = np.concatenate([by_residue[w::waves] for w in range(waves)])
+    return order
+
+
+def tiled_schedule(cell, batch: int, *, lanes: int = 1, item: int = 8) -> Schedule:
+    """The batched schedule of a one-cell :class:`~hinesbatch.tree.HinesStructure`, for
+    ``lanes`` lanes per cell and values of ``item`` bytes: a step's nodes are ordered, and
+    the nodes' staging order chosen, so that the kernel's shared-memory accesses to parents
+    and to staged values spread over the banks (:func:`_spread_parents`,
+    :func:`_stage_order`); the steps themselves do not depend on ``lanes`` or ``item``.
 
     Raises ``ValueError`` when the cell has too many nodes for 16-bit slot indices.
     """
@@ -131,7 +203,12 @@ def tiled_schedule(cell, batch: int) -> Schedule:
     if n + batch + 1 >= MAX_SLOTS:
         raise ValueError(f"the tiled strategy handles cells of fewer than {MAX_SLOTS - batch - 1} "
                          f"nodes; this cell has {n}")
+    # One wavefront serves 128 bytes: the (d, rhs) pairs of a slot for the 32 // lanes cells
+    # of a warp take 64 * item // lanes of them, so `phase` slots fit side by side.
+    phase = max(1, 2 * lanes // item)
     groups = _batches(parent, batch)
+    if phase > 1:
+        groups = _spread_parents(groups, parent, batch, phase, lanes)
     order = np.asarray([j for nodes in groups for j in nodes], dtype=np.int64)
     slot = np.empty(n, dtype=np.int64)
     slot[order] = np.arange(n)  # a step's nodes sit side by side in shared memory
@@ -155,7 +232,8 @@ def tiled_schedule(cell, batch: int) -> Schedule:
                 jp[b, k] = (n + k) | ((n + k) << 16)
     return Schedule(batch, n, n + batch + 1, jp.reshape(-1).astype(np.int32),
                     lv.reshape(-1), uv.reshape(-1), node.reshape(-1).astype(np.int32),
-                    slot.astype(np.int32))
+                    slot.astype(np.int32),
+                    _stage_order(slot, lanes, phase).astype(np.int32))
 
 
 # -- the schedule of block-shared with keep="factors" (kernels/hines_factors.cu) -----------------

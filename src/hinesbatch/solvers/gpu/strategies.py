@@ -604,7 +604,7 @@ class SharedTiles:
         limit = props["smem_per_block_optin"]
         need = None
         for batch, lanes in variants:
-            schedule = tiled_schedule(cell, batch)
+            schedule = tiled_schedule(cell, batch, lanes=lanes, item=item)
             fixed = cls._schedule_smem(schedule, item)
             per_cell = 2 * schedule.slot_stride * item * buffers
             granule = 32 // lanes
@@ -688,7 +688,7 @@ class SharedTiles:
     @classmethod
     def _schedule_smem(cls, schedule: Schedule, item: int) -> int:
         """Shared memory of the schedule in a block: slot pairs (int2), ``l`` and ``u`` per
-        entry, the slot table, and the groups' start flags."""
+        entry, the staging table, and the groups' start flags."""
         return schedule.jp.size * (8 + 2 * item) + 4 * schedule.n_nodes + 4 * cls.MAX_GROUPS
 
     @property
@@ -705,12 +705,14 @@ class SharedTiles:
 
     def host_arrays(self, dtype) -> dict:
         """The schedule as the kernel reads it (slot offsets pre-multiplied by the cells per
-        warp, whose words are interleaved slot by slot)."""
+        warp, whose words are interleaved slot by slot; the staging table: node | slot << 16
+        in staging order)."""
         s = self.schedule
         cw = 32 // self.lanes
         offsets = np.stack([(s.jp & 0xFFFF) * cw, (s.jp >> 16) * cw], axis=1)
         return {"jp": np.ascontiguousarray(offsets, dtype=np.int32), "l": s.l.astype(dtype),
-                "u": s.u.astype(dtype), "node": s.node, "slot": s.slot}
+                "u": s.u.astype(dtype), "node": s.node,
+                "stage": (s.stage | (s.slot[s.stage] << 16)).astype(np.int32)}
 
     def launch(self, fn, grid: int, d, rhs, arrays: dict, members, offsets, n_cells: int,
                cell_base: int, pivots, stream) -> None:
@@ -718,7 +720,7 @@ class SharedTiles:
         ``rhs`` when ``members`` is ``NULL``) with ``grid`` blocks."""
         _allow_smem(fn, self.smem, carveout=True)
         _call(fn, (grid,), (self.threads,),
-              (d, rhs, arrays["jp"], arrays["l"], arrays["u"], arrays["node"], arrays["slot"],
+              (d, rhs, arrays["jp"], arrays["l"], arrays["u"], arrays["node"], arrays["stage"],
                members, offsets, _i32(self.schedule.n_batches), _i32(self.schedule.n_nodes),
                _i32(self.tile_cells), _i32(self.buffers), _i64(n_cells), _i64(cell_base),
                *pivots), stream, self.smem)

@@ -40,13 +40,15 @@
 // is solved, so the SM's memory traffic no longer stops during the sweeps, and the schedule
 // is staged once per block instead of once per tile.
 //
-// Shared memory: l[NS] u[NS] | (d, rhs)[G*nbuf*tc*S] pairs | jp[NS] (int2) slot[n] started[G],
-// NS = n_batches*W. A node lives in slot slot[i] (nodes in schedule order, so a step's nodes
-// are adjacent); slots n..n+W-1 are the dummies' (d = 1, rhs = 0, which stay so), slot n+W
-// the root's "parent" (0, 0); S = n + W + 1. The CW cells of a warp are interleaved slot by
-// slot (address (s * CW + cell) in the warp's region), so the 32 lanes of a step read 32
-// adjacent words: no bank conflicts. Schedule entry: jp = (slot * CW, parent slot * CW), l,
-// u (0 for the root and dummies), node (for error reports). Block: G * tc * KB <= 512 threads,
+// Shared memory: l[NS] u[NS] | (d, rhs)[G*nbuf*tc*S] pairs | jp[NS] (int2) stage[n]
+// started[G], NS = n_batches*W. Nodes live in slots in schedule order, so a step's nodes are
+// adjacent; slots n..n+W-1 are the dummies' (d = 1, rhs = 0, which stay so), slot n+W the
+// root's "parent" (0, 0); S = n + W + 1. The CW cells of a warp are interleaved slot by slot
+// (address (s * CW + cell) in the warp's region), so the 32 lanes of a step read adjacent
+// words: no bank conflicts. Parents are scattered: the host orders each step's nodes so that
+// the lanes one wavefront serves have parents in distinct banks where it can, and the
+// staging order likewise (hinesbatch.solvers.gpu.schedule). Schedule entry: jp = (slot * CW,
+// parent slot * CW), l, u (0 for the root and dummies), node (for error reports). Block: G * tc * KB <= 512 threads,
 // G <= 15. Registers: at most 64 per thread with one node per lane and step (V = 1), 128
 // with more (the V = 2 variants spilled at 64). Shared memory, not registers, bounds the
 // blocks resident on an SM, except for the smallest cells.
@@ -76,14 +78,16 @@ __device__ __forceinline__ long long hb_member_start(const int* members,
     return members ? offsets[members[q]] : q * n;
 }
 
-// Start copying the nc cells of a tile (first position q0) into buffer `sv`: node i of cell c
-// goes to slot sslot[i] of c, and the dummy / root-parent slots are set, by the nthreads threads
-// of a group (tid: the thread's index in it). Thread t always
-// serves cell position t % CW of a warp's cells (CW divides the block size) and nodes t / CW,
-// t / CW + stride, ..., so that CW adjacent lanes write CW adjacent slots.
+// Start copying the nc cells of a tile (first position q0) into buffer `sv`, and set the dummy
+// / root-parent slots, by the nthreads threads of a group (tid: the thread's index in it).
+// sstage[i] = node | slot << 16: the nodes in staging order (the host's order within each
+// run of 32 / CW nodes, which a warp loads at once from the same memory sectors, spreads
+// their slots over the shared-memory banks). Thread t always serves cell position t % CW of
+// a warp's cells (CW divides the block size) and entries t / CW, t / CW + stride, ..., so
+// that CW adjacent lanes write CW adjacent words.
 template <typename T, int CW>
 __device__ __forceinline__ void hb_tile_stage(typename hb_pair<T>::type* sv, const T* d,
-                                              const T* rhs, const int* sslot,
+                                              const T* rhs, const int* sstage,
                                               const int* members, const long long* offsets,
                                               long long q0, int nc, int n, int S, int W,
                                               int tid, int nthreads) {
@@ -99,9 +103,10 @@ __device__ __forceinline__ void hb_tile_stage(typename hb_pair<T>::type* sv, con
         const T* gr = rhs + g;
         T* base = reinterpret_cast<T*>(sv + w * CW * S + my_cw);
         for (int i = i0; i < n; i += stride) {
-            T* at = base + 2 * CW * sslot[i];
-            hb_cp_async(at, gd + i);
-            hb_cp_async(at + 1, gr + i);
+            const unsigned e = static_cast<unsigned>(sstage[i]), node = e & 0xFFFFu;
+            T* at = base + 2 * CW * (e >> 16);
+            hb_cp_async(at, gd + node);
+            hb_cp_async(at + 1, gr + node);
         }
     }
     for (int k = tid; k < nc * (W + 1); k += nthreads) {
@@ -117,7 +122,7 @@ __device__ __forceinline__ void hb_tile_stage(typename hb_pair<T>::type* sv, con
 // the nthreads threads of a group).
 template <typename T, int CW>
 __device__ __forceinline__ void hb_tile_store(const typename hb_pair<T>::type* sv, T* rhs,
-                                              const int* sslot, const int* members,
+                                              const int* sstage, const int* members,
                                               const long long* offsets, long long q0, int nc,
                                               int n, int S, int tid, int nthreads) {
     const int groups = (nc + CW - 1) / CW;
@@ -128,7 +133,10 @@ __device__ __forceinline__ void hb_tile_store(const typename hb_pair<T>::type* s
         if (c >= nc) continue;
         T* gr = rhs + hb_member_start(members, offsets, q0 + c, n);
         const T* base = reinterpret_cast<const T*>(sv + w * CW * S + my_cw) + 1;
-        for (int i = i0; i < n; i += stride) gr[i] = base[2 * CW * sslot[i]];
+        for (int i = i0; i < n; i += stride) {
+            const unsigned e = static_cast<unsigned>(sstage[i]);
+            gr[e & 0xFFFFu] = base[2 * CW * (e >> 16)];
+        }
     }
 }
 
@@ -221,7 +229,7 @@ template <typename T, int KB, int V, bool GROUPS>
 __global__ void __launch_bounds__(512, V > 1 ? 1 : 2)
 hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ sched_jp,
                  const T* __restrict__ sched_l, const T* __restrict__ sched_u,
-                 const int* __restrict__ sched_node, const int* __restrict__ node_slot,
+                 const int* __restrict__ sched_node, const int* __restrict__ node_stage,
                  const int* __restrict__ members, const long long* __restrict__ offsets,
                  int n_batches, int n, int tc, int nbuf, long long n_cells, long long cell_base,
                  unsigned long long* __restrict__ flag, T* __restrict__ bad_value) {
@@ -237,15 +245,15 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
     const int tid = threadIdx.x, nthreads = blockDim.x;
     const int gt = tc * KB, groups = GROUPS ? nthreads / gt : 1;  // a group: gt threads
     int2* sjp = reinterpret_cast<int2*>(sv + groups * nbuf * tc * S);
-    int* sslot = reinterpret_cast<int*>(sjp + NS);
+    int* sstage = reinterpret_cast<int*>(sjp + NS);  // node | slot << 16, staging order
     const int n_tiles = static_cast<int>((n_cells + tc - 1) / tc);
-    for (int k = tid; k < NS; k += nthreads) {  // 1. the schedule and the slot table, once
+    for (int k = tid; k < NS; k += nthreads) {  // 1. the schedule and the staging table, once
         hb_cp_async(sjp + k, sched_jp + k);
         hb_cp_async(sl + k, sched_l + k);
         hb_cp_async(su + k, sched_u + k);
     }
-    for (int k = tid; k < n; k += nthreads) hb_cp_async(sslot + k, node_slot + k);
-    int* started = sslot + n;  // GROUPS: started[g] = 1 once group g has its first tile staged
+    for (int k = tid; k < n; k += nthreads) hb_cp_async(sstage + k, node_stage + k);
+    int* started = sstage + n;  // GROUPS: started[g] = 1 once group g has its first tile staged
     if (GROUPS && tid < groups) started[tid] = 0;
     hb_cp_async_wait_all();
     __syncthreads();
@@ -268,7 +276,7 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
             min(static_cast<long long>(tc), n_cells - static_cast<long long>(t) * tc));
     };
     auto stage = [&](T2* buf, int t) {
-        hb_tile_stage<T, CW>(buf, d, rhs, sslot, members, offsets,
+        hb_tile_stage<T, CW>(buf, d, rhs, sstage, members, offsets,
                              static_cast<long long>(t) * tc, cells_of(t), n, S, W, gtid, gt);
     };
     if (tile < n_tiles) stage(sv, tile);  // 2. the first tile (each cp.async group: one tile)
@@ -308,7 +316,7 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
             hb_report(flag, bad_value + c, cell_base + c, bad, bad_pivot);
         }
         hb_group_sync<GROUPS>(g, gt);
-        hb_tile_store<T, CW>(buf, rhs, sslot, members, offsets, c0, nc, n, S, gtid, gt);  // 5.
+        hb_tile_store<T, CW>(buf, rhs, sstage, members, offsets, c0, nc, n, S, gtid, gt);  // 5.
         hb_group_sync<GROUPS>(g, gt);  // the buffer is staged again next (nbuf 1) or after next
         if (nbuf == 1) {
             if (next < n_tiles) stage(sv, next);
