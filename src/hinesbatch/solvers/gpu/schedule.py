@@ -14,7 +14,9 @@ schedule groups the nodes into *batches* of ``batch`` nodes that do not depend o
 Nodes are picked by list scheduling, deepest first (the longest chain to the root is the
 critical path). Batches are padded with dummy slots ``n .. n+batch-1`` (an identity row
 that is its own parent, so it stays ``d = 1, rhs = 0``); the root's parent is slot
-``n + batch``. Real nodes are stored in schedule order (:attr:`Schedule.slot`). The forward
+``n + batch``. Real nodes are stored in schedule order (:attr:`Schedule.slot`), each step's
+nodes in the order that spreads the kernel's accesses to their parents over the
+shared-memory banks (:func:`tiled_schedule` with ``lanes``). The forward
 sweep runs the batches in reverse: a parent's batch comes later in the backward order,
 hence earlier in the forward one.
 

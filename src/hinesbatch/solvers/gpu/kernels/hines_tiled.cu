@@ -48,10 +48,10 @@
 // words: no bank conflicts. Parents are scattered: the host orders each step's nodes so that
 // the lanes one wavefront serves have parents in distinct banks where it can, and the
 // staging order likewise (hinesbatch.solvers.gpu.schedule). Schedule entry: jp = (slot * CW,
-// parent slot * CW), l, u (0 for the root and dummies), node (for error reports). Block: G * tc * KB <= 512 threads,
-// G <= 15. Registers: at most 64 per thread with one node per lane and step (V = 1), 128
-// with more (the V = 2 variants spilled at 64). Shared memory, not registers, bounds the
-// blocks resident on an SM, except for the smallest cells.
+// parent slot * CW), l, u (0 for the root and dummies), node (for error reports). Block:
+// G * tc * KB <= 512 threads, G <= 15. Registers: at most 64 per thread with one node per
+// lane and step (V = 1), 128 with more (the V = 2 variants spilled at 64). Shared memory, not
+// registers, bounds the blocks resident on an SM, except for the smallest cells.
 
 // Barrier of group g's gt threads. With several groups (GROUPS): named barrier 1 + g (0 is
 // __syncthreads's); it orders the group's shared-memory accesses as __syncthreads does the
