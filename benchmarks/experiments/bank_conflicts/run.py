@@ -25,7 +25,7 @@ from pathlib import Path
 
 import cupy
 
-from hinesbatch.bench._multi_cases import FOCUS, real_cells, real_mix
+from hinesbatch.bench._multi_cases import FOCUS, goal_c_cell, real_cells, real_mix
 from hinesbatch.solvers.gpu import schedule as schedule_module
 from hinesbatch.solvers.gpu import strategies
 from hinesbatch.solvers.gpu.strategies import SharedTiles
@@ -67,9 +67,7 @@ def main(path):
              "1681 nodes x 15015": (MonoBatch(cells["v_e_purk2.CNG.swc"], 15015), "tiled"),
              "881 nodes x 15006": (MonoBatch(cells["EC3-80604.CNG.swc"], 15006), "tiled"),
              "59 nodes x 15034": (MonoBatch(cells["Gad1-F-600000.CNG.swc"], 15034), "tiled"),
-             "ca1 nseg=8 (1405 nodes) x 3000": None}
-    from hinesbatch.bench._multi_cases import goal_c_cell
-    cases["ca1 nseg=8 (1405 nodes) x 3000"] = (MonoBatch(goal_c_cell(), 3000), "tiled")
+             "ca1 nseg=8 (1405 nodes) x 3000": (MonoBatch(goal_c_cell(), 3000), "tiled")}
     rows = []
     for ordered in (False, True):
         for take in (False, True) if TAKE else (False,):

@@ -53,26 +53,45 @@ def resident_grid(t, fn, props, count):
                * props["sm_count"])
 
 
-def _restorer(work, d0, r0):
-    def restore(i):
-        cupy.copyto(work[i][0], d0)
-        cupy.copyto(work[i][1], r0)
-    return restore
+class Prepared:
+    """A plan of ``strategy`` on ``structure`` solved once (so its launches are built), with
+    input sets in rotation: :meth:`median_ms` times a solve function of the set index."""
+
+    def __init__(self, structure, strategy: str, l2: int):
+        d, rhs = values(structure)
+        self.d0, self.r0 = cupy.asarray(d), cupy.asarray(rhs)
+        self.impl = layout_solver(make_plan(structure, backend="gpu", strategy=strategy,
+                                            check_pivots=False), np.float64)
+        self.strategy = self.impl._parts[0].strategy
+        self.pivots = self.impl._parts[0].pivots
+        self.sets = rotation_sets(2 * self.d0.nbytes, l2, cap=8)
+        self.work = [(cupy.empty_like(self.d0), cupy.empty_like(self.r0))
+                     for _ in range(self.sets)]
+        self.impl.solve(*self.work[0])
+
+    def _restore(self, i):
+        cupy.copyto(self.work[i][0], self.d0)
+        cupy.copyto(self.work[i][1], self.r0)
+
+    def median_ms(self, solve) -> float:
+        return statistics.median(event_times(cupy, solve, self._restore, sets=self.sets,
+                                             repeats=7))
+
+    def x_sum(self) -> float:
+        """A checksum of the last timed solution (arrangements must agree bit for bit)."""
+        return float(np.nansum(cupy.asnumpy(self.work[-1][1])))
+
+    def close(self):
+        del self.d0, self.r0, self.work
+        free_memory(cupy)
 
 
 def mix_times(mix, arrangements, l2):
     """Median ms of ``grouped`` on ``mix`` for each arrangement: name -> function(launches,
     props) returning [(launch index, grid, stream index, take tiles)] in launch order."""
-    d, rhs = values(mix)
-    d0, r0 = cupy.asarray(d), cupy.asarray(rhs)
-    impl = layout_solver(make_plan(mix, backend="gpu", strategy="grouped", check_pivots=False),
-                         np.float64)
-    g = impl._parts[0].strategy
-    sets = rotation_sets(2 * d0.nbytes, l2, cap=8)
-    work = [(cupy.empty_like(d0), cupy.empty_like(r0)) for _ in range(sets)]
-    impl.solve(*work[0])  # builds the launches
+    run = Prepared(mix, "grouped", l2)
+    g = run.strategy
     launches, props, dev = g._launches, g.props, g._arrays()
-    pivots = impl._parts[0].pivots
     taken = cupy.zeros(2 * len(launches), np.int32)
     out = {}
     for name, arrange in arrangements.items():
@@ -83,7 +102,7 @@ def mix_times(mix, arrangements, l2):
         fork = cupy.cuda.Event(block=False, disable_timing=True)
 
         def solve(i, order=order, streams=streams, joins=joins, fork=fork):
-            dd, rr = work[i]
+            dd, rr = run.work[i]
             stream = cupy.cuda.get_current_stream()
             fork.record(stream)
             for s in streams:
@@ -91,48 +110,37 @@ def mix_times(mix, arrangements, l2):
             for k, grid, s, take in order:
                 t, fn, _, arrays, members, count = launches[k]
                 extra = (taken[2 * k:],) if take else ()
-                t.launch(fn, grid, dd, rr, arrays, members, dev["offsets"], count, 0, pivots,
-                         streams[s], *extra)
+                t.launch(fn, grid, dd, rr, arrays, members, dev["offsets"], count, 0,
+                         run.pivots, streams[s], *extra)
             for s, e in zip(streams, joins):
                 e.record(s)
                 stream.wait_event(e)
 
-        ms = statistics.median(event_times(cupy, solve, _restorer(work, d0, r0), sets=sets,
-                                           repeats=7))
+        ms = run.median_ms(solve)
         out[name] = {"ms": ms, "launches": [(int(k), int(gr), int(s), bool(t))
                                             for k, gr, s, t in order],
-                     "x_sum": float(np.nansum(cupy.asnumpy(work[-1][1]))),
-                     "counters_left_zero": not bool(taken.any())}
+                     "x_sum": run.x_sum(), "counters_left_zero": not bool(taken.any())}
         print("mix", name, round(ms, 4), flush=True)
-    del d0, r0, work
-    free_memory(cupy)
+    run.close()
     return out
 
 
 def tiled_times(batch, l2):
     """Median ms of ``tiled`` on a MonoBatch with fixed tile shares and taking tiles."""
-    d, rhs = values(batch)
-    d0, r0 = cupy.asarray(d), cupy.asarray(rhs)
-    impl = layout_solver(make_plan(batch, backend="gpu", strategy="tiled", check_pivots=False),
-                         np.float64)
-    st = impl._parts[0].strategy
-    sets = rotation_sets(2 * d0.nbytes, l2, cap=8)
-    work = [(cupy.empty_like(d0), cupy.empty_like(r0)) for _ in range(sets)]
-    impl.solve(*work[0])
+    run = Prepared(batch, "tiled", l2)
+    st = run.strategy
     t, dev, grid = st.tiles, st._arrays(), st._grid
     fn = kernel(0, "hines_tiled.cu", t.template, np.float64)
     taken = cupy.zeros(2, np.int32)
-    out = {"describe": impl.describe()}
+    out = {"describe": run.impl.describe()}
     for name, extra in (("fixed shares", ()), ("taking tiles", (taken,))):
         def solve(i, extra=extra):
-            t.launch(fn, grid, work[i][0], work[i][1], dev, NULL, NULL, batch.n_cells, 0,
-                     impl._parts[0].pivots, cupy.cuda.get_current_stream(), *extra)
-        out[name] = statistics.median(event_times(cupy, solve, _restorer(work, d0, r0),
-                                                  sets=sets, repeats=7))
-        out[name + " x_sum"] = float(np.nansum(cupy.asnumpy(work[-1][1])))
+            t.launch(fn, grid, run.work[i][0], run.work[i][1], dev, NULL, NULL, batch.n_cells,
+                     0, run.pivots, cupy.cuda.get_current_stream(), *extra)
+        out[name] = run.median_ms(solve)
+        out[name + " x_sum"] = run.x_sum()
     out["counter_left_zero"] = not bool(taken.any())
-    del d0, r0, work
-    free_memory(cupy)
+    run.close()
     return out
 
 
@@ -157,19 +165,14 @@ def main(path):
         row = {"nodes": cell.n_nodes, "cells": count}
         row["ms"], row["describe"] = timed(MonoBatch(cell, count), "tiled", {}, l2)
         row["ms_4x"], _ = timed(MonoBatch(cell, 4 * count), "tiled", {}, l2)
-        alone[k] = row["ms"]
+        alone[(cell.n_nodes, count)] = row["ms"]  # a class: its cell's size and count
         out["classes"].append(row)
         print(row["nodes"], count, round(row["ms"], 4), round(row["ms_4x"], 4), flush=True)
     out["sum alone"] = sum(alone.values())
     props = device_properties(0)
 
-    def order_to_class(launches):  # launch position -> class index (grouped's order)
-        return [next(k for k in range(classes.n_shapes)
-                     if classes.representatives.cell(k).n_nodes == t.schedule.n_nodes
-                     and int(classes.counts[k]) == count) for t, *_, count in launches]
-
     def measured(launches):
-        return [alone[k] for k in order_to_class(launches)]
+        return [alone[(t.schedule.n_nodes, count)] for t, *_, count in launches]
 
     def model(launches):  # steps x cells per resident cell: latency-bound sweeps
         out = []
