@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hinesbatch.solvers.gpu.schedule import tiled_schedule
+from hinesbatch.solvers.gpu.schedule import stage_geometry, tiled_schedule
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.structure import MonoBatch
 
@@ -22,7 +22,7 @@ SPREAD = ((8, 8, 8), (16, 8, 8), (16, 16, 8), (32, 32, 8), (8, 8, 4), (32, 16, 4
 
 def emulate(schedule, d, rhs):
     """Solve ``(n_cells, n)`` systems as hines_tiled_mono does (slots, batches, order)."""
-    kb, n, stride = schedule.batch, schedule.n_nodes, schedule.slot_stride
+    kb, n, stride = schedule.batch, schedule.n_nodes, schedule.n_nodes + schedule.batch + 1
     cells = d.shape[0]
     sd, sr = np.zeros((cells, stride)), np.zeros((cells, stride))
     sd[:, schedule.slot], sr[:, schedule.slot] = d, rhs  # staging: node i -> slot[i]
@@ -54,7 +54,9 @@ def _variants():
 def test_schedule_is_a_valid_elimination_order(name, cell, batch, lanes, item):
     s = tiled_schedule(cell, batch, lanes=lanes, item=item)
     n = cell.n_nodes
-    assert s.slot_stride == n + batch + 1
+    words = 128 // item  # a warp's cells' planes start on banks `phase` words apart
+    assert n + batch + 1 <= s.slot_stride < n + batch + 1 + words
+    assert s.slot_stride % words == _bank_phase(lanes, item) % words
     order = s.order()
     assert sorted(order.tolist()) == list(range(n))  # every node exactly once
     assert np.array_equal(s.slot[order], np.arange(n))  # stored in schedule order
@@ -83,10 +85,15 @@ def test_emulated_kernel_matches_dense_solve(name, cell, batch, lanes, item):
     assert np.linalg.norm(x - ref) <= 1e-12 * np.linalg.norm(ref)
 
 
+#: Share of the excess wavefronts over the ideal that ordering must remove (measured on the
+#: three cells: 25-78% for parents, 43-73% for staging one cell, see the test's printout).
+GAIN = 0.2
+
+
 def _bank_phase(lanes, item):
-    """Slots side by side in one 128-byte wavefront: the (d, rhs) pairs of a slot for the
-    32 // lanes cells of a warp take 64 * item // lanes bytes."""
-    return max(1, 2 * lanes // item)
+    """Slots side by side in one 128-byte wavefront of a sweep's one-word accesses: a warp's
+    32 // lanes cells each take that many consecutive entries of a step."""
+    return max(1, (128 // item) * lanes // 32)
 
 
 def _wavefronts(slots, phase, run):
@@ -99,39 +106,53 @@ def _wavefronts(slots, phase, run):
     return total
 
 
+@pytest.mark.parametrize("warp_cells", [False, True], ids=["one-cell", "warp-cells"])
 @pytest.mark.parametrize("batch,lanes,item", SPREAD)
 @pytest.mark.parametrize("name,cell", CELLS, ids=[c[0] for c in CELLS])
-def test_stage_order_permutes_within_a_warps_run(name, cell, batch, lanes, item):
-    s = tiled_schedule(cell, batch, lanes=lanes, item=item)
-    n = cell.n_nodes
+def test_stage_order_permutes_within_a_warps_run(name, cell, batch, lanes, item, warp_cells):
+    sc = 32 // lanes if warp_cells else 1
+    s = tiled_schedule(cell, batch, lanes=lanes, item=item, stage_cells=sc)
+    n, run = cell.n_nodes, 32 // sc
+    assert s.stage_cells == sc
     assert sorted(s.stage.tolist()) == list(range(n))
-    for r0 in range(0, n, lanes):  # a warp's loads touch the same node range
-        assert sorted(s.stage[r0:r0 + lanes].tolist()) == list(range(r0, min(n, r0 + lanes)))
+    for r0 in range(0, n, run):  # a warp's loads touch the same node range
+        assert sorted(s.stage[r0:r0 + run].tolist()) == list(range(r0, min(n, r0 + run)))
 
 
+def test_stage_cells_are_one_or_a_warps_cells():
+    assert stage_geometry(8, 8, 4) == (8, 4)  # 4 cells x 8 nodes; a wavefront: 4 x 4
+    assert stage_geometry(8, 8, 1) == (32, 16)  # 32 nodes of one cell; a wavefront: 16
+    with pytest.raises(ValueError, match="stage_cells must be 1 or 32 // lanes = 4"):
+        stage_geometry(8, 8, 2)
+
+
+@pytest.mark.parametrize("warp_cells", [False, True], ids=["one-cell", "warp-cells"])
 @pytest.mark.parametrize("batch,lanes,item", [(8, 8, 8), (16, 16, 8), (32, 32, 8), (8, 8, 4)])
-def test_spread_schedules_meet_fewer_bank_conflicts(batch, lanes, item):
+def test_spread_schedules_meet_fewer_bank_conflicts(batch, lanes, item, warp_cells):
     """On real cells, the ordered steps and staging need fewer wavefronts for the parents'
-    slots and for staging than plain schedule order (node order for staging): at least 40%
-    of the excess over the ideal goes (measured: 41-95%; partial steps keep some, since
-    their dummies' slots are fixed)."""
+    slots and for staging than plain schedule order (node order for staging): at least
+    ``GAIN`` of the excess over the ideal goes (partial steps keep some, since their
+    dummies' slots are fixed). A staging wavefront serves ``modulus`` nodes of each of the
+    cells a warp stages (:func:`stage_geometry`)."""
     from hinesbatch.bench._multi_cases import real_cells
 
-    phase = _bank_phase(lanes, item)
+    sc = 32 // lanes if warp_cells else 1
+    phase, (run, modulus) = _bank_phase(lanes, item), stage_geometry(lanes, item, sc)
     cells = real_cells()
     for name in ("morph_ca1_n120.swc", "v_e_purk2.CNG.swc", "EC3-80604.CNG.swc"):
         cell = cells[name]
-        plain, spread = tiled_schedule(cell, batch), tiled_schedule(cell, batch, lanes=lanes,
-                                                                    item=item)
+        plain = tiled_schedule(cell, batch)
+        spread = tiled_schedule(cell, batch, lanes=lanes, item=item, stage_cells=sc)
         assert plain.n_batches == spread.n_batches
         ideal = plain.jp.size // phase
         before = _wavefronts(plain.jp >> 16, phase, phase)
         after = _wavefronts(spread.jp >> 16, phase, phase)
-        assert ideal <= after <= before - 0.4 * (before - ideal), (name, ideal, after, before)
-        ideal = 2 * -(-cell.n_nodes // (2 * phase))
-        before = _wavefronts(plain.slot, phase, 2 * phase)
-        after = _wavefronts(spread.slot[spread.stage], phase, 2 * phase)
-        assert ideal <= after <= before - 0.4 * (before - ideal), (name, ideal, after, before)
+        assert ideal <= after <= before - GAIN * (before - ideal), (name, ideal, after, before)
+        ideal = sum(-(-min(run, cell.n_nodes - r0) // modulus)
+                    for r0 in range(0, cell.n_nodes, run))
+        before = _wavefronts(plain.slot, modulus, modulus)  # node order
+        after = _wavefronts(spread.slot[spread.stage], modulus, modulus)
+        assert ideal <= after <= before - GAIN * (before - ideal), (name, ideal, after, before)
 
 
 def test_batches_shorten_the_sweep():

@@ -124,7 +124,7 @@ class Grouped(Strategy):
                 t = self.tiles[k]
                 fn = kernel(self.device, "hines_tiled.cu", t.template, self.dtype)
                 count, first = int(self.counts[k]), int(self.first[k])
-                arrays = {key: dev[(k, key)] for key in ("jp", "l", "u", "node", "stage")}
+                arrays = {key: dev[(k, key)] for key in ("jp", "lu", "node", "stage")}
                 self._launches.append((t, fn, t.grid(fn, self.props, count), arrays,
                                        dev["members"][first:], count))
         return self._launches

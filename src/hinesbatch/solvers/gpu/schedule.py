@@ -16,7 +16,8 @@ critical path). Batches are padded with dummy slots ``n .. n+batch-1`` (an ident
 that is its own parent, so it stays ``d = 1, rhs = 0``); the root's parent is slot
 ``n + batch``. Real nodes are stored in schedule order (:attr:`Schedule.slot`), each step's
 nodes in the order that spreads the kernel's accesses to their parents over the
-shared-memory banks (:func:`tiled_schedule` with ``lanes``). The forward
+shared-memory banks, and the nodes are staged in an order that spreads their slots
+(:func:`tiled_schedule` with ``lanes`` and ``item``; :func:`bank_geometry`). The forward
 sweep runs the batches in reverse: a parent's batch comes later in the backward order,
 hence earlier in the forward one.
 
@@ -32,11 +33,41 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Schedule", "tiled_schedule", "FactorSchedule", "factor_schedule", "factor_flags",
+__all__ = ["Schedule", "bank_geometry", "stage_geometry", "tiled_schedule", "FactorSchedule", "factor_schedule", "factor_flags",
            "factor_pflags"]
 
 #: Slot indices are packed in 16 bits (node | parent << 16).
 MAX_SLOTS = 1 << 15
+
+
+def bank_geometry(lanes: int, item: int) -> tuple[int, int, int]:
+    """How ``hines_tiled_mono``'s shared-memory accesses meet the banks, for ``lanes`` lanes
+    per cell and values of ``item`` bytes: ``(words, phase, residue)``.
+
+    A tile keeps each cell's values in two planes (d then m; rhs then y then x), ``stride``
+    words per cell, so every access is one word per lane. One wavefront serves 128 bytes:
+    ``words = 128 // item`` lanes of a warp's 8-byte access (all 32 of a 4-byte one). In the
+    sweeps those lanes are ``phase = words * lanes // 32`` consecutive entries of a step for
+    each of the warp's ``32 // lanes`` cells (or one entry of ``words`` cells); with the cells'
+    planes ``stride = residue (mod words)`` words apart, the cells' words never share a bank
+    when the ``phase`` slots do not share a residue mod ``phase``."""
+    words = 128 // item
+    phase = max(1, words * lanes // 32)
+    return words, phase, phase % words
+
+
+def stage_geometry(lanes: int, item: int, stage_cells: int) -> tuple[int, int]:
+    """How a warp stages: ``stage_cells`` cells (1, or the ``32 // lanes`` cells of a sweep's
+    warp) side by side, lanes varying fastest over the cells, each a run of ``32 //
+    stage_cells`` consecutive nodes (a coalesced read). Returns ``(run, modulus)``: a
+    wavefront serves ``modulus`` nodes of each of the cells, which meet no bank conflict when
+    their slots have distinct residues mod ``modulus`` (the cells' planes are ``phase`` words
+    apart, :func:`bank_geometry`)."""
+    if stage_cells not in (1, max(1, 32 // lanes)):
+        raise ValueError(f"stage_cells must be 1 or 32 // lanes = {32 // lanes}, "
+                         f"got {stage_cells}")
+    words = 128 // item
+    return 32 // stage_cells, max(1, words // stage_cells)
 
 
 @dataclass(frozen=True)
@@ -50,7 +81,8 @@ class Schedule:
     n_nodes : int
         Nodes of the cell.
     slot_stride : int
-        Shared-memory slots per cell (``n_nodes + batch + 1``).
+        Shared-memory words per cell and plane: ``n_nodes + batch + 1`` slots, rounded up
+        so that the cells of a warp fall on distinct banks (:func:`bank_geometry`).
     jp : int32[n_batches * batch]
         ``slot of the node | slot of its parent << 16`` per entry (dummies: their own slot
         ``n + k`` twice; the root's parent: slot ``n + batch``).
@@ -62,7 +94,10 @@ class Schedule:
         Where each node lives in shared memory: nodes in schedule order, so that the nodes
         of a step are adjacent and a warp's accesses to them are free of bank conflicts.
     stage : int32[n_nodes]
-        The nodes in the order the kernel stages (and writes back) a cell's values.
+        The nodes in the order the kernel stages (and writes back) a cell's values: a
+        permutation within each run of ``32 // stage_cells`` nodes.
+    stage_cells : int
+        Cells a warp stages side by side (:func:`stage_geometry`).
     """
 
     batch: int
@@ -74,6 +109,7 @@ class Schedule:
     node: np.ndarray
     slot: np.ndarray
     stage: np.ndarray
+    stage_cells: int = 1
 
     @property
     def n_batches(self) -> int:
@@ -127,14 +163,15 @@ def _batches(parent: np.ndarray, batch: int) -> list[list[int]]:
 
 
 def _spread_parents(steps: list[list[int]], parent: np.ndarray, batch: int, phase: int,
-                    lanes: int) -> list[list[int]]:
+                    stage: tuple[int, int]) -> list[list[int]]:
     """The nodes of each step reordered so that each run of ``phase`` entries (the lanes that
     one shared-memory wavefront serves, aligned) has parents in distinct slot residues
     (mod ``phase``) where the parents allow it: their loads and stores then meet no bank
     conflicts. Steps are ordered from the last (the root's) to the first, so a step's
     parents have their slots; each node of a run takes the residue that the parents of its
-    children's steps, and the nodes staged with it (its run of ``lanes`` node indices,
-    :func:`_stage_order`), have least of, so that those can be spread in turn."""
+    children's steps, and the nodes staged with it (its run of node indices and residues
+    mod ``modulus``, ``stage = (run, modulus)``: :func:`_stage_order`), have least of, so
+    that those can be spread in turn."""
     n = parent.size
     starts = np.concatenate([[0], np.cumsum([len(nodes) for nodes in steps])])
     step_of = np.empty(n, dtype=np.int64)
@@ -144,7 +181,8 @@ def _spread_parents(steps: list[list[int]], parent: np.ndarray, batch: int, phas
     for j in np.flatnonzero(parent >= 0).tolist():
         child_steps[int(parent[j])].append(int(step_of[j]))
     load = np.zeros((len(steps), phase), dtype=np.int64)  # residues of each step's parents
-    staged = np.zeros((-(-n // lanes), phase), dtype=np.int64)  # of each staging run
+    run_length, modulus = stage
+    staged = np.zeros((-(-n // run_length), modulus), dtype=np.int64)  # of each staging run
     slot = np.empty(n, dtype=np.int64)
     out: list[list[int]] = [[] for _ in steps]
     for b in range(len(steps) - 1, -1, -1):
@@ -162,11 +200,11 @@ def _spread_parents(steps: list[list[int]], parent: np.ndarray, batch: int, phas
             base = int(starts[b]) + len(order)
             free = list(range(len(run)))  # positions; residue (base + i) % phase
             for j in sorted(run, key=lambda j: -len(child_steps[j])):
-                i = min(free, key=lambda i: staged[j // lanes, (base + i) % phase] + sum(
+                i = min(free, key=lambda i: staged[j // run_length, (base + i) % modulus] + sum(
                     load[c, (base + i) % phase] for c in child_steps[j]))
                 free.remove(i)
                 slot[j] = base + i
-                staged[j // lanes, (base + i) % phase] += 1
+                staged[j // run_length, (base + i) % modulus] += 1
                 for c in child_steps[j]:
                     load[c, (base + i) % phase] += 1
             placed = sorted(run, key=lambda j: slot[j])
@@ -174,29 +212,31 @@ def _spread_parents(steps: list[list[int]], parent: np.ndarray, batch: int, phas
     return out
 
 
-def _stage_order(slot: np.ndarray, lanes: int, phase: int) -> np.ndarray:
-    """Nodes in the order the kernel stages them: within each aligned run of ``lanes``
-    nodes (one warp's loads of a cell: the same memory sectors in any order), dealt out by
-    slot residue over the wavefronts that store them, so that each gets its share of every
-    residue (``2 * phase`` nodes per wavefront)."""
+def _stage_order(slot: np.ndarray, run: int, modulus: int) -> np.ndarray:
+    """Nodes in the order the kernel stages them: within each aligned run of ``run`` nodes
+    (one warp's loads of a cell: the same memory sectors in any order), dealt out by slot
+    residue mod ``modulus`` over the wavefronts that store them (``modulus`` nodes each), so
+    that each gets its share of every residue."""
     n = slot.size
     order = np.arange(n)
-    if phase <= 1:
+    waves = max(1, run // modulus)
+    if waves == 1:
         return order
-    waves = max(1, lanes // (2 * phase))
-    for g0 in range(0, n, lanes):
-        run = order[g0:g0 + lanes]
-        by_residue = run[np.argsort(slot[run] % phase, kind="stable")]
-        order[g0:g0 + run.size] = np.concatenate([by_residue[w::waves] for w in range(waves)])
+    for g0 in range(0, n, run):
+        part = order[g0:g0 + run]
+        by_residue = part[np.argsort(slot[part] % modulus, kind="stable")]
+        order[g0:g0 + part.size] = np.concatenate([by_residue[w::waves] for w in range(waves)])
     return order
 
 
-def tiled_schedule(cell, batch: int, *, lanes: int = 1, item: int = 8) -> Schedule:
+def tiled_schedule(cell, batch: int, *, lanes: int = 1, item: int = 8,
+                   stage_cells: int = 1) -> Schedule:
     """The batched schedule of a one-cell :class:`~hinesbatch.tree.HinesStructure`, for
-    ``lanes`` lanes per cell and values of ``item`` bytes: a step's nodes are ordered, and
-    the nodes' staging order chosen, so that the kernel's shared-memory accesses to parents
-    and to staged values spread over the banks (:func:`_spread_parents`,
-    :func:`_stage_order`); the steps themselves do not depend on ``lanes`` or ``item``.
+    ``lanes`` lanes per cell, values of ``item`` bytes and ``stage_cells`` cells staged side
+    by side (:func:`stage_geometry`): a step's nodes are ordered, and the nodes' staging
+    order chosen, so that the kernel's shared-memory accesses to parents and to staged values
+    spread over the banks (:func:`_spread_parents`, :func:`_stage_order`); the steps
+    themselves do not depend on ``lanes``, ``item`` or ``stage_cells``.
 
     Raises ``ValueError`` when the cell has too many nodes for 16-bit slot indices.
     """
@@ -205,12 +245,11 @@ def tiled_schedule(cell, batch: int, *, lanes: int = 1, item: int = 8) -> Schedu
     if n + batch + 1 >= MAX_SLOTS:
         raise ValueError(f"the tiled strategy handles cells of fewer than {MAX_SLOTS - batch - 1} "
                          f"nodes; this cell has {n}")
-    # One wavefront serves 128 bytes: the (d, rhs) pairs of a slot for the 32 // lanes cells
-    # of a warp take 64 * item // lanes of them, so `phase` slots fit side by side.
-    phase = max(1, 2 * lanes // item)
+    words, phase, residue = bank_geometry(lanes, item)
+    stage = stage_geometry(lanes, item, stage_cells)
     groups = _batches(parent, batch)
     if phase > 1:
-        groups = _spread_parents(groups, parent, batch, phase, lanes)
+        groups = _spread_parents(groups, parent, batch, phase, stage)
     order = np.asarray([j for nodes in groups for j in nodes], dtype=np.int64)
     slot = np.empty(n, dtype=np.int64)
     slot[order] = np.arange(n)  # a step's nodes sit side by side in shared memory
@@ -232,10 +271,11 @@ def tiled_schedule(cell, batch: int, *, lanes: int = 1, item: int = 8) -> Schedu
                     lv[b, k], uv[b, k] = lower[j], upper[j]
             else:
                 jp[b, k] = (n + k) | ((n + k) << 16)
-    return Schedule(batch, n, n + batch + 1, jp.reshape(-1).astype(np.int32),
+    stride = n + batch + 1 + (residue - (n + batch + 1)) % words
+    return Schedule(batch, n, stride, jp.reshape(-1).astype(np.int32),
                     lv.reshape(-1), uv.reshape(-1), node.reshape(-1).astype(np.int32),
-                    slot.astype(np.int32),
-                    _stage_order(slot, lanes, phase).astype(np.int32))
+                    slot.astype(np.int32), _stage_order(slot, *stage).astype(np.int32),
+                    stage_cells)
 
 
 # -- the schedule of block-shared with keep="factors" (kernels/hines_factors.cu) -----------------

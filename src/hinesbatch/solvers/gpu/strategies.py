@@ -575,6 +575,9 @@ class SharedTiles:
     WIDTHS = (8, 16, 32)
     WIDEN = 0.65
     THREADS = 64  # default threads per group (tile_cells = THREADS // lanes)
+    #: A warp stages the 32 // lanes cells of a sweep's warp side by side (runs of ``lanes``
+    #: nodes each), not one cell (runs of 32 nodes): :func:`.schedule.stage_geometry`.
+    STAGE_WARP_CELLS = True
     MAX_GROUPS = 15  # named barriers 1..15 (0 is __syncthreads's)
 
     @classmethod
@@ -604,7 +607,8 @@ class SharedTiles:
         limit = props["smem_per_block_optin"]
         need = None
         for batch, lanes in variants:
-            schedule = tiled_schedule(cell, batch, lanes=lanes, item=item)
+            schedule = tiled_schedule(cell, batch, lanes=lanes, item=item,
+                                      stage_cells=32 // lanes if cls.STAGE_WARP_CELLS else 1)
             fixed = cls._schedule_smem(schedule, item)
             per_cell = 2 * schedule.slot_stride * item * buffers
             granule = 32 // lanes
@@ -687,8 +691,8 @@ class SharedTiles:
 
     @classmethod
     def _schedule_smem(cls, schedule: Schedule, item: int) -> int:
-        """Shared memory of the schedule in a block: slot pairs (int2), ``l`` and ``u`` per
-        entry, the staging table, and the groups' start flags."""
+        """Shared memory of the schedule in a block: slot pairs (int2), ``(l, u)`` per entry,
+        the staging table, and the groups' start flags."""
         return schedule.jp.size * (8 + 2 * item) + 4 * schedule.n_nodes + 4 * cls.MAX_GROUPS
 
     @property
@@ -704,25 +708,25 @@ class SharedTiles:
         return self.schedule.jp.size * (8 + 2 * item + 4) + 4 * self.schedule.n_nodes
 
     def host_arrays(self, dtype) -> dict:
-        """The schedule as the kernel reads it (slot offsets pre-multiplied by the cells per
-        warp, whose words are interleaved slot by slot; the staging table: node | slot << 16
-        in staging order)."""
+        """The schedule as the kernel reads it: (slot, parent slot) and (l, u) per entry, the
+        nodes (for error reports) and the staging table (node | slot << 16 in staging
+        order)."""
         s = self.schedule
-        cw = 32 // self.lanes
-        offsets = np.stack([(s.jp & 0xFFFF) * cw, (s.jp >> 16) * cw], axis=1)
-        return {"jp": np.ascontiguousarray(offsets, dtype=np.int32), "l": s.l.astype(dtype),
-                "u": s.u.astype(dtype), "node": s.node,
-                "stage": (s.stage | (s.slot[s.stage] << 16)).astype(np.int32)}
+        return {"jp": np.ascontiguousarray(np.stack([s.jp & 0xFFFF, s.jp >> 16], axis=1),
+                                           dtype=np.int32),
+                "lu": np.ascontiguousarray(np.stack([s.l, s.u], axis=1), dtype=dtype),
+                "node": s.node, "stage": (s.stage | (s.slot[s.stage] << 16)).astype(np.int32)}
 
     def launch(self, fn, grid: int, d, rhs, arrays: dict, members, offsets, n_cells: int,
                cell_base: int, pivots, stream) -> None:
         """Solve ``n_cells`` cells (positions 0.. of ``members``, or the rows of ``d`` and
         ``rhs`` when ``members`` is ``NULL``) with ``grid`` blocks."""
+        s = self.schedule
         _allow_smem(fn, self.smem, carveout=True)
         _call(fn, (grid,), (self.threads,),
-              (d, rhs, arrays["jp"], arrays["l"], arrays["u"], arrays["node"], arrays["stage"],
-               members, offsets, _i32(self.schedule.n_batches), _i32(self.schedule.n_nodes),
-               _i32(self.tile_cells), _i32(self.buffers), _i64(n_cells), _i64(cell_base),
+              (d, rhs, arrays["jp"], arrays["lu"], arrays["node"], arrays["stage"], members,
+               offsets, _i32(s.n_batches), _i32(s.n_nodes), _i32(s.slot_stride),
+               _i32(s.stage_cells.bit_length() - 1), _i32(self.tile_cells), _i32(self.buffers), _i64(n_cells), _i64(cell_base),
                *pivots), stream, self.smem)
 
     def describe(self) -> str:

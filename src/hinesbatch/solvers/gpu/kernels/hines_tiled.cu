@@ -40,15 +40,20 @@
 // is solved, so the SM's memory traffic no longer stops during the sweeps, and the schedule
 // is staged once per block instead of once per tile.
 //
-// Shared memory: l[NS] u[NS] | (d, rhs)[G*nbuf*tc*S] pairs | jp[NS] (int2) stage[n]
-// started[G], NS = n_batches*W. Nodes live in slots in schedule order, so a step's nodes are
-// adjacent; slots n..n+W-1 are the dummies' (d = 1, rhs = 0, which stay so), slot n+W the
-// root's "parent" (0, 0); S = n + W + 1. The CW cells of a warp are interleaved slot by slot
-// (address (s * CW + cell) in the warp's region), so the 32 lanes of a step read adjacent
-// words: no bank conflicts. Parents are scattered: the host orders each step's nodes so that
-// the lanes one wavefront serves have parents in distinct banks where it can, and the
-// staging order likewise (hinesbatch.solvers.gpu.schedule). Schedule entry: jp = (slot * CW,
-// parent slot * CW), l, u (0 for the root and dummies), node (for error reports). Block:
+// Shared memory: lu[NS] (T2) | tile buffers [G*nbuf] | jp[NS] (int2) stage[n] started[G],
+// NS = n_batches*W. A tile buffer holds two planes of tc*S words: plane A (d, then m) and
+// plane B (rhs, then y, then x), cell c's slot s at c*S + s of each, so every access is one
+// word per lane (an 8-byte access serves 16 lanes per wavefront, a 16-byte one only 8).
+// Nodes live in slots in schedule order, so a step's nodes are adjacent; slots n..n+W-1 are
+// the dummies' (d = 1, rhs = 0, which stay so), slot n+W the root's "parent" (0, 0); S >=
+// n + W + 1 is chosen by the host so that the CW cells of a warp fall on distinct banks
+// (S = phase mod 128/sizeof(T), hinesbatch.solvers.gpu.schedule.bank_geometry): the lanes
+// of a step then reach their own slots without bank conflicts. Parents are scattered: the
+// host orders each step's nodes so that the lanes one wavefront serves have parents in
+// distinct banks where it can. Staging, a warp loads a run of consecutive nodes of 1 or CW
+// cells (coalesced reads of d, of rhs; writes of x), in the host's order within the run,
+// which spreads their slots over the banks. Schedule entry: jp = (slot, parent slot),
+// lu = (l, u) (0 for the root and dummies), node (for error reports). Block:
 // G * tc * KB <= 512 threads, G <= 15. Registers: at most 64 per thread with one node per
 // lane and step (V = 1), 128 with more (the V = 2 variants spilled at 64). Shared memory, not
 // registers, bounds the blocks resident on an SM, except for the smallest cells.
@@ -78,77 +83,70 @@ __device__ __forceinline__ long long hb_member_start(const int* members,
     return members ? offsets[members[q]] : q * n;
 }
 
-// Start copying the nc cells of a tile (first position q0) into buffer `sv`, and set the dummy
-// / root-parent slots, by the nthreads threads of a group (tid: the thread's index in it).
-// sstage[i] = node | slot << 16: the nodes in staging order (the host's order within each
-// run of 32 / CW nodes, which a warp loads at once from the same memory sectors, spreads
-// their slots over the shared-memory banks). Thread t always serves cell position t % CW of
-// a warp's cells (CW divides the block size) and entries t / CW, t / CW + stride, ..., so
-// that CW adjacent lanes write CW adjacent words.
-template <typename T, int CW>
-__device__ __forceinline__ void hb_tile_stage(typename hb_pair<T>::type* sv, const T* d,
-                                              const T* rhs, const int* sstage,
-                                              const int* members, const long long* offsets,
-                                              long long q0, int nc, int n, int S, int W,
-                                              int tid, int nthreads) {
-    using T2 = typename hb_pair<T>::type;
-    const int groups = (nc + CW - 1) / CW;  // warps' cell groups holding real cells
-    const int stride = nthreads / CW;
-    const int my_cw = tid % CW, i0 = tid / CW;
-    for (int w = 0; w < groups; ++w) {
-        const int c = w * CW + my_cw;
-        if (c >= nc) continue;
+// Start copying the nc cells of a tile (first position q0) into planes `sa` (d) and `sb`
+// (rhs), and set the dummy / root-parent slots, by the nthreads threads (whole warps) of a
+// group (tid: the thread's index in it). A warp takes SC = 1 << sc_shift cells at a time
+// (lanes vary fastest over them: the host gives a group at least as many such cell groups as
+// warps) and loads runs of 32 / SC consecutive nodes of each; sstage[i] = node | slot << 16:
+// the nodes in staging order (a permutation within each run that spreads their slots over
+// the shared-memory banks). Integer work per node is kept to a minimum: it is issued by the
+// same warps as the sweeps.
+template <typename T>
+__device__ __forceinline__ void hb_tile_stage(T* sa, T* sb, const T* d, const T* rhs,
+                                              const int* sstage, const int* members,
+                                              const long long* offsets, long long q0, int nc,
+                                              int n, int S, int W, int sc_shift, int tid,
+                                              int nthreads) {
+    const int lane = tid & 31, run = 32 >> sc_shift;
+    for (int c = ((tid >> 5) << sc_shift) + (lane & ((1 << sc_shift) - 1)); c < nc;
+         c += nthreads >> (5 - sc_shift)) {
         const long long g = hb_member_start(members, offsets, q0 + c, n);
         const T* gd = d + g;
         const T* gr = rhs + g;
-        T* base = reinterpret_cast<T*>(sv + w * CW * S + my_cw);
-        for (int i = i0; i < n; i += stride) {
+        T* ca = sa + c * S;
+        T* cb = sb + c * S;
+        for (int i = lane >> sc_shift; i < n; i += run) {
             const unsigned e = static_cast<unsigned>(sstage[i]), node = e & 0xFFFFu;
-            T* at = base + 2 * CW * (e >> 16);
-            hb_cp_async(at, gd + node);
-            hb_cp_async(at + 1, gr + node);
+            hb_cp_async(ca + (e >> 16), gd + node);
+            hb_cp_async(cb + (e >> 16), gr + node);
         }
     }
     for (int k = tid; k < nc * (W + 1); k += nthreads) {
         const int c = k / (W + 1), s = n + k - c * (W + 1);
-        T2 v;
-        v.x = s < n + W ? T(1) : T(0);
-        v.y = T(0);
-        sv[(c / CW) * CW * S + s * CW + c % CW] = v;
+        sa[c * S + s] = s < n + W ? T(1) : T(0);
+        sb[c * S + s] = T(0);
     }
 }
 
-// Write x (the second word of each slot) of the tile's nc cells back over rhs, as staged (by
-// the nthreads threads of a group).
-template <typename T, int CW>
-__device__ __forceinline__ void hb_tile_store(const typename hb_pair<T>::type* sv, T* rhs,
-                                              const int* sstage, const int* members,
-                                              const long long* offsets, long long q0, int nc,
-                                              int n, int S, int tid, int nthreads) {
-    const int groups = (nc + CW - 1) / CW;
-    const int stride = nthreads / CW;
-    const int my_cw = tid % CW, i0 = tid / CW;
-    for (int w = 0; w < groups; ++w) {
-        const int c = w * CW + my_cw;
-        if (c >= nc) continue;
+// Write x (plane B) of the tile's nc cells back over rhs, as staged (by the nthreads threads
+// of a group).
+template <typename T>
+__device__ __forceinline__ void hb_tile_store(const T* sb, T* rhs, const int* sstage,
+                                              const int* members, const long long* offsets,
+                                              long long q0, int nc, int n, int S, int sc_shift,
+                                              int tid, int nthreads) {
+    const int lane = tid & 31, run = 32 >> sc_shift;
+    for (int c = ((tid >> 5) << sc_shift) + (lane & ((1 << sc_shift) - 1)); c < nc;
+         c += nthreads >> (5 - sc_shift)) {
         T* gr = rhs + hb_member_start(members, offsets, q0 + c, n);
-        const T* base = reinterpret_cast<const T*>(sv + w * CW * S + my_cw) + 1;
-        for (int i = i0; i < n; i += stride) {
+        const T* cb = sb + c * S;
+        for (int i = lane >> sc_shift; i < n; i += run) {
             const unsigned e = static_cast<unsigned>(sstage[i]);
-            gr[e & 0xFFFFu] = base[2 * CW * (e >> 16)];
+            gr[e & 0xFFFFu] = cb[e >> 16];
         }
     }
 }
 
-// Both sweeps of this lane's cell (slot s at cv[s * CW]); KB lanes per cell, lane k takes
+// Both sweeps of this lane's cell (slot s at ca[s], cb[s]); KB lanes per cell, lane k takes
 // entries k, k + KB, ... of every step (V independent nodes, which overlap their latencies).
-// Cells vary fastest across lanes, so a half-warp's accesses to the step's own (adjacent)
-// slots are adjacent. Lanes of cells past the tile's end compute on unused slots and report
-// nothing, so the loop has no branch; the next step's schedule entries are loaded one step
-// ahead. Returns the failing node (largest index, -1 if none) and its pivot in *bad_pivot.
+// Cells vary fastest across lanes, so a wavefront's accesses to the step's own (adjacent)
+// slots fall on distinct banks. Lanes of cells past the tile's end compute on unused slots
+// and report nothing, so the loop has no branch; the next step's schedule entries are loaded
+// one step ahead. Returns the failing node (largest index, -1 if none) and its pivot in
+// *bad_pivot.
 template <typename T, int KB, int V>
-__device__ __forceinline__ int hb_tile_sweeps(typename hb_pair<T>::type* cv, const int2* sjp,
-                                              const T* sl, const T* su,
+__device__ __forceinline__ int hb_tile_sweeps(T* ca, T* cb, const int2* sjp,
+                                              const typename hb_pair<T>::type* slu,
                                               const int* __restrict__ sched_node, int n_batches,
                                               int k, T* bad_pivot_out) {
     using T2 = typename hb_pair<T>::type;
@@ -156,49 +154,46 @@ __device__ __forceinline__ int hb_tile_sweeps(typename hb_pair<T>::type* cv, con
     int bad = -1;
     T bad_pivot = T(0);
     int2 e[V];
-    T lv[V], uv[V];
+    T2 lu[V];
 #pragma unroll
     for (int v = 0; v < V; ++v) {
         e[v] = sjp[v * KB + k];
-        lv[v] = sl[v * KB + k];
-        uv[v] = su[v * KB + k];
+        lu[v] = slu[v * KB + k];
     }
     for (int b = 0; b < n_batches; ++b) {
         const int nxt = (b + 1 < n_batches ? b + 1 : b) * W + k;
         int2 en[V];
-        T ln[V], un[V], r[V];
-        T2 own[V], par[V];
+        T2 lun[V];
+        T od[V], orr[V], pd[V], pr[V], r[V];
 #pragma unroll
         for (int v = 0; v < V; ++v) {
             en[v] = sjp[nxt + v * KB];
-            ln[v] = sl[nxt + v * KB];
-            un[v] = su[nxt + v * KB];
-            own[v] = cv[e[v].x];
-            par[v] = cv[e[v].y];
+            lun[v] = slu[nxt + v * KB];
+            od[v] = ca[e[v].x];
+            orr[v] = cb[e[v].x];
+            pd[v] = ca[e[v].y];
+            pr[v] = cb[e[v].y];
         }
 #pragma unroll
         for (int v = 0; v < V; ++v) {
-            r[v] = hb_rcp(own[v].x);
+            r[v] = hb_rcp(od[v]);
             if (hb_bad_result(r[v])) {  // zero, non-finite (or out-of-range) pivot: rare
                 const int node = __ldg(sched_node + b * W + v * KB + k);
                 if (node > bad) {
                     bad = node;
-                    bad_pivot = own[v].x;
+                    bad_pivot = od[v];
                 }
             }
         }
 #pragma unroll
-        for (int v = 0; v < V; ++v) {
-            T2 mine, theirs;
-            mine.x = lv[v] * r[v];
-            mine.y = own[v].y * r[v];
-            theirs.x = par[v].x - uv[v] * mine.x;
-            theirs.y = par[v].y - uv[v] * mine.y;
-            cv[e[v].x] = mine;
-            cv[e[v].y] = theirs;
+        for (int v = 0; v < V; ++v) {  // own slot first: a dummy is its own parent
+            const T m = lu[v].x * r[v], y = orr[v] * r[v];
+            ca[e[v].x] = m;
+            cb[e[v].x] = y;
+            ca[e[v].y] = pd[v] - lu[v].y * m;
+            cb[e[v].y] = pr[v] - lu[v].y * y;
             e[v] = en[v];
-            lv[v] = ln[v];
-            uv[v] = un[v];
+            lu[v] = lun[v];
         }
         __syncwarp();
     }
@@ -206,17 +201,17 @@ __device__ __forceinline__ int hb_tile_sweeps(typename hb_pair<T>::type* cv, con
     for (int v = 0; v < V; ++v) e[v] = sjp[(n_batches - 1) * W + v * KB + k];
     for (int b = n_batches - 1; b >= 0; --b) {
         int2 en[V];
-        T2 own[V];
-        T xp[V];
+        T m[V], y[V], xp[V];
 #pragma unroll
         for (int v = 0; v < V; ++v) {
             en[v] = sjp[(b > 0 ? b - 1 : 0) * W + v * KB + k];
-            own[v] = cv[e[v].x];
-            xp[v] = cv[e[v].y].y;
+            m[v] = ca[e[v].x];
+            y[v] = cb[e[v].x];
+            xp[v] = cb[e[v].y];
         }
 #pragma unroll
-        for (int v = 0; v < V; ++v) {  // x over y: store the second word only
-            reinterpret_cast<T*>(cv + e[v].x)[1] = own[v].y - own[v].x * xp[v];
+        for (int v = 0; v < V; ++v) {  // x over y
+            cb[e[v].x] = y[v] - m[v] * xp[v];
             e[v] = en[v];
         }
         __syncwarp();
@@ -228,29 +223,28 @@ __device__ __forceinline__ int hb_tile_sweeps(typename hb_pair<T>::type* cv, con
 template <typename T, int KB, int V, bool GROUPS>
 __global__ void __launch_bounds__(512, V > 1 ? 1 : 2)
 hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ sched_jp,
-                 const T* __restrict__ sched_l, const T* __restrict__ sched_u,
+                 const typename hb_pair<T>::type* __restrict__ sched_lu,
                  const int* __restrict__ sched_node, const int* __restrict__ node_stage,
                  const int* __restrict__ members, const long long* __restrict__ offsets,
-                 int n_batches, int n, int tc, int nbuf, long long n_cells, long long cell_base,
-                 unsigned long long* __restrict__ flag, T* __restrict__ bad_value) {
+                 int n_batches, int n, int S, int sc_shift, int tc, int nbuf, long long n_cells,
+                 long long cell_base, unsigned long long* __restrict__ flag,
+                 T* __restrict__ bad_value) {
     using T2 = typename hb_pair<T>::type;
     constexpr int CW = 32 / KB;  // cells per warp
     constexpr int W = KB * V;    // nodes per step: V per lane
     extern __shared__ __align__(16) unsigned char hb_smem_tm[];
     const int NS = n_batches * W;
-    const int S = n + W + 1;
-    T* sl = reinterpret_cast<T*>(hb_smem_tm);
-    T* su = sl + NS;
-    T2* sv = reinterpret_cast<T2*>(su + NS);  // (d, rhs) of each slot, then (m, y), then (m, x)
+    const int tile_words = 2 * tc * S;  // planes A and B of a tile
+    T2* slu = reinterpret_cast<T2*>(hb_smem_tm);
+    T* sv = reinterpret_cast<T*>(slu + NS);  // the groups' tile buffers
     const int tid = threadIdx.x, nthreads = blockDim.x;
     const int gt = tc * KB, groups = GROUPS ? nthreads / gt : 1;  // a group: gt threads
-    int2* sjp = reinterpret_cast<int2*>(sv + groups * nbuf * tc * S);
+    int2* sjp = reinterpret_cast<int2*>(sv + groups * nbuf * tile_words);
     int* sstage = reinterpret_cast<int*>(sjp + NS);  // node | slot << 16, staging order
     const int n_tiles = static_cast<int>((n_cells + tc - 1) / tc);
     for (int k = tid; k < NS; k += nthreads) {  // 1. the schedule and the staging table, once
         hb_cp_async(sjp + k, sched_jp + k);
-        hb_cp_async(sl + k, sched_l + k);
-        hb_cp_async(su + k, sched_u + k);
+        hb_cp_async(slu + k, sched_lu + k);
     }
     for (int k = tid; k < n; k += nthreads) hb_cp_async(sstage + k, node_stage + k);
     int* started = sstage + n;  // GROUPS: started[g] = 1 once group g has its first tile staged
@@ -258,7 +252,7 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
     hb_cp_async_wait_all();
     __syncthreads();
     const int g = GROUPS ? tid / gt : 0, gtid = tid - g * gt;  // the thread's group, index
-    sv += g * nbuf * tc * S;                      // the group's tile buffer(s)
+    sv += g * nbuf * tile_words;                  // the group's tile buffer(s)
     const int stride = gridDim.x * groups;
     int tile = blockIdx.x * groups + g;
     if (GROUPS && g > 0 && tile < n_tiles) {
@@ -275,9 +269,10 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
         return static_cast<int>(
             min(static_cast<long long>(tc), n_cells - static_cast<long long>(t) * tc));
     };
-    auto stage = [&](T2* buf, int t) {
-        hb_tile_stage<T, CW>(buf, d, rhs, sstage, members, offsets,
-                             static_cast<long long>(t) * tc, cells_of(t), n, S, W, gtid, gt);
+    auto stage = [&](T* buf, int t) {
+        hb_tile_stage<T>(buf, buf + tc * S, d, rhs, sstage, members, offsets,
+                         static_cast<long long>(t) * tc, cells_of(t), n, S, W, sc_shift, gtid,
+                         gt);
     };
     if (tile < n_tiles) stage(sv, tile);  // 2. the first tile (each cp.async group: one tile)
     hb_cp_async_commit();
@@ -285,12 +280,12 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
     const int cw = lane % CW, k = lane / CW;
     const int cell = (gtid >> 5) * CW + cw;
     for (int it = 0; tile < n_tiles; ++it, tile += stride) {
-        T2* buf = sv + (nbuf == 2 ? (it & 1) : 0) * tc * S;
+        T* buf = sv + (nbuf == 2 ? (it & 1) : 0) * tile_words;
         const long long c0 = static_cast<long long>(tile) * tc;
         const int nc = cells_of(tile);
         const int next = tile + stride;
         if (nbuf == 2) {  // the next tile's loads go out now and land during the sweeps
-            if (next < n_tiles) stage(sv + ((it + 1) & 1) * tc * S, next);
+            if (next < n_tiles) stage(sv + ((it + 1) & 1) * tile_words, next);
             hb_cp_async_commit();
             hb_cp_async_wait_prior();
         } else {
@@ -300,7 +295,7 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
         if (GROUPS && it == 0 && gtid == 0) atomicExch(started + g, 1);
         // 3. sweeps, 4. the cell's failure: largest node of its lanes
         T bad_pivot;
-        int bad = hb_tile_sweeps<T, KB, V>(buf + (gtid >> 5) * CW * S + cw, sjp, sl, su,
+        int bad = hb_tile_sweeps<T, KB, V>(buf + cell * S, buf + tc * S + cell * S, sjp, slu,
                                            sched_node, n_batches, k, &bad_pivot);
 #pragma unroll
         for (int off = KB / 2; off > 0; off >>= 1) {
@@ -316,7 +311,8 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
             hb_report(flag, bad_value + c, cell_base + c, bad, bad_pivot);
         }
         hb_group_sync<GROUPS>(g, gt);
-        hb_tile_store<T, CW>(buf, rhs, sstage, members, offsets, c0, nc, n, S, gtid, gt);  // 5.
+        hb_tile_store<T>(buf + tc * S, rhs, sstage, members, offsets, c0, nc, n, S, sc_shift,
+                         gtid, gt);  // 5.
         hb_group_sync<GROUPS>(g, gt);  // the buffer is staged again next (nbuf 1) or after next
         if (nbuf == 1) {
             if (next < n_tiles) stage(sv, next);
