@@ -133,7 +133,7 @@ def test_groups_rule_most_tiles_in_blocks_of_at_most_256_threads():
     # blocks of 2 or 4 groups all hold 4 tiles per SM, 3 groups only 3, 5 groups 5 but in
     # 320 threads: 4 groups (measured 0.96 ms for 256000 cells; one group 1.03, 5 groups 0.94)
     cell = rt.random_tree(313, rng=5, branch_probability=0.1)
-    t = SharedTiles.plan(cell, [(8, 8)], 1, None, 8, H200, 256000)
+    t = SharedTiles.plan(cell, [(8, 8)], 1, 8, 8, H200, 256000)
     assert (t.groups, t.tile_cells) == (4, 8) and t.threads == SharedTiles.GROUP_BLOCK_THREADS
     props = dict(H200)
     # a schedule as large as two tiles: 3 groups per block hold 1.5x the tiles of one
@@ -144,6 +144,31 @@ def test_groups_rule_most_tiles_in_blocks_of_at_most_256_threads():
     assert SharedTiles.default_groups(3_300, 9_100, 64, 15, props, 10**5) == 1
     # tiles of 256 threads or more leave no room for a second group
     assert SharedTiles.default_groups(58_000, 55_000, 256, 3, props, 10**5) == 1
+
+
+def test_tile_cells_rule_puts_the_most_cells_on_an_sm():
+    """Tiles of half a group (4 cells of 8 lanes, one warp) let two blocks of 5 groups share
+    an SM: 40 cells of 313 nodes instead of 32 in one block of 4 groups of 8 (measured on the
+    H200, 256000 cells: 0.868 -> 0.818 ms, benchmarks/experiments/split_planes/). A batch
+    that does not fill the device, and a given ``groups``, keep tiles of THREADS // lanes."""
+    from hinesbatch.bench._multi_cases import FOCUS, real_cells
+
+    cell = real_cells()[FOCUS]
+    cells_per_sm = lambda t: t.tile_cells * t.groups * (  # noqa: E731
+        H200["smem_per_sm"] // (t.smem + 1024))
+    default = SharedTiles.plan(cell, [(8, 8)], 1, 8, 8, H200, 256000)
+    chosen = SharedTiles.plan(cell, [(8, 8)], 1, None, 8, H200, 256000)
+    assert (default.tile_cells, cells_per_sm(default)) == (8, 32)
+    assert (chosen.tile_cells, chosen.groups, cells_per_sm(chosen)) == (4, 5, 40)
+    assert chosen.threads <= SharedTiles.GROUP_BLOCK_THREADS
+    bushy = rt.random_tree(313, rng=5, branch_probability=0.1)  # a larger schedule: 36
+    assert cells_per_sm(SharedTiles.plan(bushy, [(8, 8)], 1, None, 8, H200, 256000)) > 32
+    assert SharedTiles.plan(cell, [(8, 8)], 1, None, 8, H200, 1000).tile_cells == 8
+    assert SharedTiles.plan(cell, [(8, 8)], 1, None, 8, H200, 256000, groups=2).tile_cells == 8
+    # a large cell: tiles of 1 cell hold no more cells than tiles of 2 (a tie keeps 2)
+    big = rt.random_tree(1600, rng=2, branch_probability=0.5)
+    t = SharedTiles.plan(big, [(32, 32)], 1, None, 8, H200, 100000)
+    assert t.tile_cells == 2
 
 
 def test_groups_option_is_checked(h200):

@@ -601,7 +601,7 @@ class SharedTiles:
              strategy: str = "tiled", groups=None) -> "SharedTiles":
         """Choose among ``variants`` ((batch, lanes) pairs) the first whose smallest tile of
         ``cell`` fits in a block's shared memory (``props``: :func:`.device_properties`);
-        cells per tile: ``tc``, by default ``THREADS // lanes``; groups per block:
+        cells per tile: ``tc``, by default :meth:`default_tile_cells`; groups per block:
         ``groups``, by default :meth:`default_groups`. ``ValueError`` naming ``strategy``
         when nothing fits, or when ``tc`` or ``groups`` does not."""
         limit = props["smem_per_block_optin"]
@@ -621,14 +621,14 @@ class SharedTiles:
                              f"cells of {cell.n_nodes} nodes but a block may use {limit}; use "
                              f"'interleaved'")
         if tc is None:
-            tc = min(fit, max(granule, cls.THREADS // lanes))
+            tc = cls.default_tile_cells(fixed, per_cell, lanes, fit, props, n_cells,
+                                        groups is None)
         elif tc % granule or tc > fit:
             raise ValueError(f"tile_cells={tc} must be a multiple of {granule} (32 // lanes) and "
                              f"at most {fit} for cells of {cell.n_nodes} nodes (shared memory: "
                              f"{fixed + tc * per_cell} bytes needed, {limit} per block; at most "
                              f"512 threads)")
-        most = max(1, min((limit - fixed) // (tc * per_cell), 512 // (tc * lanes),
-                          cls.MAX_GROUPS))
+        most = cls._most_groups(fixed, tc * per_cell, tc * lanes, limit)
         if groups is None:
             groups = cls.default_groups(fixed, tc * per_cell, tc * lanes, most, props,
                                         -(-n_cells // tc))
@@ -661,14 +661,45 @@ class SharedTiles:
         against 0.093 ms for 15000) and by far with more tiles (1,681 nodes: 0.37 against
         0.53 ms); larger blocks lost on small cells (200 nodes, one block of 8 groups of 64
         threads: 1.22x the best). This rule lands within 1.09x of the best on all 16."""
-        def tiles_per_sm(g: int) -> int:
-            return g * resident_blocks(g * tile_threads, fixed + g * tile_bytes, props,
-                                       barriers=cls.GROUP_BARRIERS if g > 1 else 1)
-
         fits = [g for g in range(1, most + 1)
                 if g == 1 or g * tile_threads <= cls.GROUP_BLOCK_THREADS]
-        best = max(fits, key=lambda g: (tiles_per_sm(g), g))
+        best = max(fits, key=lambda g: (cls._tiles_per_sm(fixed, tile_bytes, tile_threads, g,
+                                                           props), g))
         return max(1, min(best, tiles // props["sm_count"]))
+
+    @classmethod
+    def _tiles_per_sm(cls, fixed: int, tile_bytes: int, tile_threads: int, g: int,
+                      props: dict) -> int:
+        return g * resident_blocks(g * tile_threads, fixed + g * tile_bytes, props,
+                                   barriers=cls.GROUP_BARRIERS if g > 1 else 1)
+
+    @classmethod
+    def _most_groups(cls, fixed: int, tile_bytes: int, tile_threads: int, limit: int) -> int:
+        return max(1, min((limit - fixed) // tile_bytes, 512 // tile_threads, cls.MAX_GROUPS))
+
+    @classmethod
+    def default_tile_cells(cls, fixed: int, per_cell: int, lanes: int, fit: int, props: dict,
+                           n_cells: int, free_groups: bool = True) -> int:
+        """Cells per tile: ``THREADS // lanes`` (at least the ``32 // lanes`` of a warp, at
+        most ``fit``), or, with groups chosen by :meth:`default_groups` (``free_groups``) and a
+        batch that fills the device at that size, the multiple of ``32 // lanes`` below it
+        that puts the most cells on an SM (the larger at a tie): smaller tiles let more
+        groups share what a large cell's schedule leaves of an SM's shared memory."""
+        granule = 32 // lanes
+        top = min(fit, max(granule, cls.THREADS // lanes))
+        if not free_groups:
+            return top
+
+        def cells_per_sm(tc: int) -> int:
+            most = cls._most_groups(fixed, tc * per_cell, tc * lanes,
+                                    props["smem_per_block_optin"])
+            g = cls.default_groups(fixed, tc * per_cell, tc * lanes, most, props,
+                                   -(-n_cells // tc))
+            return tc * cls._tiles_per_sm(fixed, tc * per_cell, tc * lanes, g, props)
+
+        if n_cells <= cells_per_sm(top) * props["sm_count"]:
+            return top
+        return max(range(granule, top + 1, granule), key=lambda tc: (cells_per_sm(tc), tc))
 
     def blocks(self, n_cells: int) -> int:
         """Blocks that solve ``n_cells`` cells with one tile per group."""
