@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Schedule", "bank_geometry", "stage_geometry", "tiled_schedule", "FactorSchedule", "factor_schedule", "factor_flags",
-           "factor_pflags"]
+__all__ = ["Schedule", "bank_geometry", "stage_geometry", "tiled_schedule", "FactorSchedule",
+           "factor_schedule", "factor_flags", "factor_pflags"]
 
 #: Slot indices are packed in 16 bits (node | parent << 16).
 MAX_SLOTS = 1 << 15

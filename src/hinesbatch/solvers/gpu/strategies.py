@@ -757,7 +757,8 @@ class SharedTiles:
         _call(fn, (grid,), (self.threads,),
               (d, rhs, arrays["jp"], arrays["lu"], arrays["node"], arrays["stage"], members,
                offsets, _i32(s.n_batches), _i32(s.n_nodes), _i32(s.slot_stride),
-               _i32(s.stage_cells.bit_length() - 1), _i32(self.tile_cells), _i32(self.buffers), _i64(n_cells), _i64(cell_base),
+               _i32(s.stage_cells.bit_length() - 1), _i32(self.tile_cells), _i32(self.buffers),
+               _i64(n_cells), _i64(cell_base),
                *pivots), stream, self.smem)
 
     def describe(self) -> str:
