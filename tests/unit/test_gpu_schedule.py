@@ -85,8 +85,8 @@ def test_emulated_kernel_matches_dense_solve(name, cell, batch, lanes, item):
     assert np.linalg.norm(x - ref) <= 1e-12 * np.linalg.norm(ref)
 
 
-#: Share of the excess wavefronts over the ideal that ordering must remove (measured on the
-#: three cells: 25-78% for parents, 43-73% for staging one cell, see the test's printout).
+#: Share of the excess wavefronts over the ideal that ordering must remove (on the test's
+#: three cells, with this test's counts: 25-78% for parents, 43-74% for staging).
 GAIN = 0.2
 
 

@@ -66,7 +66,7 @@ def stage_geometry(lanes: int, item: int, stage_cells: int) -> tuple[int, int]:
     if stage_cells not in (1, max(1, 32 // lanes)):
         raise ValueError(f"stage_cells must be 1 or 32 // lanes = {32 // lanes}, "
                          f"got {stage_cells}")
-    words = 128 // item
+    words = bank_geometry(lanes, item)[0]
     return 32 // stage_cells, max(1, words // stage_cells)
 
 

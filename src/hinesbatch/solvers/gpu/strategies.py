@@ -630,8 +630,7 @@ class SharedTiles:
                              f"512 threads)")
         most = cls._most_groups(fixed, tc * per_cell, tc * lanes, limit)
         if groups is None:
-            groups = cls.default_groups(fixed, tc * per_cell, tc * lanes, most, props,
-                                        -(-n_cells // tc))
+            groups = cls._groups_for(tc, fixed, per_cell, lanes, props, n_cells)
         elif groups > most:
             raise ValueError(f"groups={groups} must be at most {most} for tiles of {tc} cells of "
                              f"{cell.n_nodes} nodes (shared memory: "
@@ -654,13 +653,13 @@ class SharedTiles:
         counting shared memory (``fixed`` bytes of schedule per block, ``tile_bytes`` per
         tile; :func:`.device.resident_blocks`, registers not counted), among blocks of at most
         :data:`GROUP_BLOCK_THREADS` threads, the most groups at a tie; and no more groups than
-        leave every SM a block when the batch has few ``tiles``. Measured on the H200 (fp64, 16 cells of 59-1681
-        nodes, groups 1-15; benchmarks/experiments/staggered_groups/): with the persistent
-        grid and the staggered start, several groups beat one-group blocks at equal tiles
-        per SM (313 nodes, 4 tiles: 0.96 against 1.03 ms for 256000 cells; 341 nodes: 0.082
-        against 0.093 ms for 15000) and by far with more tiles (1,681 nodes: 0.37 against
-        0.53 ms); larger blocks lost on small cells (200 nodes, one block of 8 groups of 64
-        threads: 1.22x the best). This rule lands within 1.09x of the best on all 16."""
+        leave every SM a block when the batch has few ``tiles``. Measured on the H200 (fp64,
+        16 cells of 59-1681 nodes, groups 1-15; benchmarks/experiments/staggered_groups/): with
+        the persistent grid and the staggered start, several groups beat one-group blocks at
+        equal tiles per SM (313 nodes, 4 tiles: 0.96 against 1.03 ms for 256000 cells; 341
+        nodes: 0.082 against 0.093 ms for 15000) and by far with more tiles (1,681 nodes: 0.37
+        against 0.53 ms); larger blocks lost on small cells (200 nodes, one block of 8 groups
+        of 64 threads: 1.22x the best). This rule lands within 1.09x of the best on all 16."""
         fits = [g for g in range(1, most + 1)
                 if g == 1 or g * tile_threads <= cls.GROUP_BLOCK_THREADS]
         best = max(fits, key=lambda g: (cls._tiles_per_sm(fixed, tile_bytes, tile_threads, g,
@@ -678,6 +677,14 @@ class SharedTiles:
         return max(1, min((limit - fixed) // tile_bytes, 512 // tile_threads, cls.MAX_GROUPS))
 
     @classmethod
+    def _groups_for(cls, tc: int, fixed: int, per_cell: int, lanes: int, props: dict,
+                    n_cells: int) -> int:
+        """:meth:`default_groups` for tiles of ``tc`` cells of ``per_cell`` bytes."""
+        most = cls._most_groups(fixed, tc * per_cell, tc * lanes, props["smem_per_block_optin"])
+        return cls.default_groups(fixed, tc * per_cell, tc * lanes, most, props,
+                                  -(-n_cells // tc))
+
+    @classmethod
     def default_tile_cells(cls, fixed: int, per_cell: int, lanes: int, fit: int, props: dict,
                            n_cells: int, free_groups: bool = True) -> int:
         """Cells per tile: ``THREADS // lanes`` (at least the ``32 // lanes`` of a warp, at
@@ -690,16 +697,13 @@ class SharedTiles:
         if not free_groups:
             return top
 
-        def cells_per_sm(tc: int) -> int:
-            most = cls._most_groups(fixed, tc * per_cell, tc * lanes,
-                                    props["smem_per_block_optin"])
-            g = cls.default_groups(fixed, tc * per_cell, tc * lanes, most, props,
-                                   -(-n_cells // tc))
-            return tc * cls._tiles_per_sm(fixed, tc * per_cell, tc * lanes, g, props)
-
-        if n_cells <= cells_per_sm(top) * props["sm_count"]:
+        cells = {tc: tc * cls._tiles_per_sm(
+                     fixed, tc * per_cell, tc * lanes,
+                     cls._groups_for(tc, fixed, per_cell, lanes, props, n_cells), props)
+                 for tc in range(granule, top + 1, granule)}
+        if n_cells <= cells[top] * props["sm_count"]:
             return top
-        return max(range(granule, top + 1, granule), key=lambda tc: (cells_per_sm(tc), tc))
+        return max(cells, key=lambda tc: (cells[tc], tc))
 
     def blocks(self, n_cells: int) -> int:
         """Blocks that solve ``n_cells`` cells with one tile per group."""

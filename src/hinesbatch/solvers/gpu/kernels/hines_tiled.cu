@@ -83,34 +83,42 @@ __device__ __forceinline__ long long hb_member_start(const int* members,
     return members ? offsets[members[q]] : q * n;
 }
 
-// Start copying the nc cells of a tile (first position q0) into planes `sa` (d) and `sb`
-// (rhs), and set the dummy / root-parent slots, by the nthreads threads (whole warps) of a
-// group (tid: the thread's index in it). A warp takes SC = 1 << sc_shift cells at a time
-// (lanes vary fastest over them: the host gives a group at least as many such cell groups as
-// warps) and loads runs of 32 / SC consecutive nodes of each; sstage[i] = node | slot << 16:
-// the nodes in staging order (a permutation within each run that spreads their slots over
-// the shared-memory banks). Integer work per node is kept to a minimum: it is issued by the
-// same warps as the sweeps.
+// Call f(c, g, node, slot) for each node of the tile's nc cells (first position q0) that
+// this thread stages and writes back (tid: its index among the group's nthreads threads,
+// whole warps; g: where cell c's values start). A warp takes SC = 1 << sc_shift cells at a
+// time (lanes vary fastest over them: the host gives a group at least as many such cell
+// groups as warps) and runs of 32 / SC consecutive nodes of each; sstage[i] = node | slot
+// << 16: the nodes in staging order (a permutation within each run that spreads their slots
+// over the shared-memory banks). Integer work per node is kept to a minimum: it is issued by
+// the same warps as the sweeps.
+template <typename F>
+__device__ __forceinline__ void hb_tile_nodes(const int* sstage, const int* members,
+                                              const long long* offsets, long long q0, int nc,
+                                              int n, int sc_shift, int tid, int nthreads, F f) {
+    const int lane = tid & 31, run = 32 >> sc_shift;
+    for (int c = ((tid >> 5) << sc_shift) + (lane & ((1 << sc_shift) - 1)); c < nc;
+         c += nthreads >> (5 - sc_shift)) {
+        const long long g = hb_member_start(members, offsets, q0 + c, n);
+        for (int i = lane >> sc_shift; i < n; i += run) {
+            const unsigned e = static_cast<unsigned>(sstage[i]);
+            f(c, g, e & 0xFFFFu, static_cast<int>(e >> 16));
+        }
+    }
+}
+
+// Start copying the tile's cells into planes `sa` (d) and `sb` (rhs), cell c's slot s at
+// c * S + s, and set the dummy / root-parent slots (hb_tile_nodes says who copies what).
 template <typename T>
 __device__ __forceinline__ void hb_tile_stage(T* sa, T* sb, const T* d, const T* rhs,
                                               const int* sstage, const int* members,
                                               const long long* offsets, long long q0, int nc,
                                               int n, int S, int W, int sc_shift, int tid,
                                               int nthreads) {
-    const int lane = tid & 31, run = 32 >> sc_shift;
-    for (int c = ((tid >> 5) << sc_shift) + (lane & ((1 << sc_shift) - 1)); c < nc;
-         c += nthreads >> (5 - sc_shift)) {
-        const long long g = hb_member_start(members, offsets, q0 + c, n);
-        const T* gd = d + g;
-        const T* gr = rhs + g;
-        T* ca = sa + c * S;
-        T* cb = sb + c * S;
-        for (int i = lane >> sc_shift; i < n; i += run) {
-            const unsigned e = static_cast<unsigned>(sstage[i]), node = e & 0xFFFFu;
-            hb_cp_async(ca + (e >> 16), gd + node);
-            hb_cp_async(cb + (e >> 16), gr + node);
-        }
-    }
+    hb_tile_nodes(sstage, members, offsets, q0, nc, n, sc_shift, tid, nthreads,
+                  [&](int c, long long g, unsigned node, int s) {
+                      hb_cp_async(sa + c * S + s, d + g + node);
+                      hb_cp_async(sb + c * S + s, rhs + g + node);
+                  });
     for (int k = tid; k < nc * (W + 1); k += nthreads) {
         const int c = k / (W + 1), s = n + k - c * (W + 1);
         sa[c * S + s] = s < n + W ? T(1) : T(0);
@@ -118,23 +126,16 @@ __device__ __forceinline__ void hb_tile_stage(T* sa, T* sb, const T* d, const T*
     }
 }
 
-// Write x (plane B) of the tile's nc cells back over rhs, as staged (by the nthreads threads
-// of a group).
+// Write x (plane B) of the tile's nc cells back over rhs, as staged.
 template <typename T>
 __device__ __forceinline__ void hb_tile_store(const T* sb, T* rhs, const int* sstage,
                                               const int* members, const long long* offsets,
                                               long long q0, int nc, int n, int S, int sc_shift,
                                               int tid, int nthreads) {
-    const int lane = tid & 31, run = 32 >> sc_shift;
-    for (int c = ((tid >> 5) << sc_shift) + (lane & ((1 << sc_shift) - 1)); c < nc;
-         c += nthreads >> (5 - sc_shift)) {
-        T* gr = rhs + hb_member_start(members, offsets, q0 + c, n);
-        const T* cb = sb + c * S;
-        for (int i = lane >> sc_shift; i < n; i += run) {
-            const unsigned e = static_cast<unsigned>(sstage[i]);
-            gr[e & 0xFFFFu] = cb[e >> 16];
-        }
-    }
+    hb_tile_nodes(sstage, members, offsets, q0, nc, n, sc_shift, tid, nthreads,
+                  [&](int c, long long g, unsigned node, int s) {
+                      rhs[g + node] = sb[c * S + s];
+                  });
 }
 
 // Both sweeps of this lane's cell (slot s at ca[s], cb[s]); KB lanes per cell, lane k takes
