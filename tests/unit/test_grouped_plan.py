@@ -177,3 +177,29 @@ def test_groups_option_is_checked(h200):
         Grouped(part, np.float64, 0, {"groups": 0}, 1 << 30)
     g = Grouped(part, np.float64, 0, {"groups": 2}, 1 << 30)
     assert {t.groups for t in g.tiles} == {2} and "2-2 tiles per block" in g.describe()
+
+
+def test_prefetch_for_tiled_but_not_for_grouped_classes(h200, monkeypatch):
+    """One-buffer groups of ``tiled`` ask L2 for their next tile; ``grouped``'s classes do not
+    (each measured faster so on the H200: benchmarks/experiments/carry/); the kernel gets the
+    flag after the buffers."""
+    from hinesbatch.solvers.gpu import strategies
+
+    cell = rt.random_tree(60, rng=4, branch_probability=0.3)
+    tiles = SharedTiles.plan(cell, [(8, 8)], 1, None, 8, H200, 20000)
+    assert tiles.prefetch and "next tile prefetched into L2" in tiles.describe()
+    off = SharedTiles.plan(cell, [(8, 8)], 1, None, 8, H200, 20000, prefetch=False)
+    two = SharedTiles.plan(cell, [(8, 8)], 2, None, 8, H200, 20000)
+    assert "prefetched" not in off.describe() and "prefetched" not in two.describe()
+    part = split(HinesStructure.concatenate(_pool() * 3), 1)[0]
+    assert not any(t.prefetch for t in Grouped(part, np.float64, 0, {}, 1 << 30).tiles)
+    calls = []
+    monkeypatch.setattr(strategies, "_allow_smem", lambda *a, **kw: None)
+    monkeypatch.setattr(strategies, "_call", lambda fn, grid, block, args, stream, smem:
+                        calls.append(args))
+    arrays = {"jp": "jp", "lu": "lu", "node": "node", "stage": "stage"}
+    for t in (tiles, off):
+        t.launch(None, 1, "d", "rhs", arrays, "members", "offsets", 20000, 0, ("f", "v"), None)
+    buffers_at = 13  # d rhs jp lu node stage members offsets n_batches n S sc_shift tc
+    assert [a[buffers_at:buffers_at + 2] for a in calls] == [(1, 1), (1, 0)]
+    assert all(len(a) == 19 for a in calls)

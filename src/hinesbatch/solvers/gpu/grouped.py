@@ -28,6 +28,12 @@ __all__ = ["Grouped", "MAX_CLASSES", "STREAMS"]
 
 #: At most this many classes (one kernel launch each per solve).
 MAX_CLASSES = 1024
+#: Whether a class's groups ask L2 for their next tile during the sweeps
+#: (:data:`.strategies.SharedTiles.PREFETCH`). Not here: measured on the H200 (fp64, 256000
+#: real cells, same run, benchmarks/experiments/carry/), 1.873-1.884 ms without, 1.924 with,
+#: though each large class alone gains 1.5% (why the classes sharing the device lose it was
+#: not investigated).
+PREFETCH = False
 #: Streams the class launches are spread over.
 STREAMS = 4
 
@@ -65,7 +71,7 @@ class Grouped(Strategy):
             cell = reps.cell(k)
             self.tiles.append(SharedTiles.plan(cell, tiled_variants(batch, lanes, cell), 1, tc,
                                                item, props, int(classes.counts[k]), "grouped",
-                                               groups))
+                                               groups, prefetch=PREFETCH))
         self.counts = classes.counts.astype(np.int64)
         self.first = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
         # members: the part's cells class by class (ascending within a class)

@@ -557,8 +557,9 @@ class SharedTiles:
     MonoBatch, every class of ``grouped``): ``batch`` nodes per elimination step, ``lanes``
     lanes per cell, the step schedule, ``tile_cells`` cells per tile, ``groups`` groups of
     threads per block (each solves its own tiles, with its own barrier; the block stages the
-    schedule once for all), ``buffers`` tile buffers per group and the block's shared memory
-    in bytes."""
+    schedule once for all), ``buffers`` tile buffers per group, the block's shared memory in
+    bytes, and whether a group with one buffer asks L2 for its next tile during the sweeps
+    (``prefetch``: :data:`PREFETCH`)."""
 
     batch: int
     lanes: int
@@ -567,6 +568,7 @@ class SharedTiles:
     groups: int
     buffers: int
     smem: int
+    prefetch: bool = True
 
     #: Fallbacks (batch, lanes) when the preferred width's tile does not fit, in turn.
     DEFAULTS = ((8, 8), (16, 16), (4, 4), (2, 2), (1, 1))
@@ -579,6 +581,11 @@ class SharedTiles:
     #: nodes each), not one cell (runs of 32 nodes): :func:`.schedule.stage_geometry`.
     STAGE_WARP_CELLS = True
     MAX_GROUPS = 15  # named barriers 1..15 (0 is __syncthreads's)
+    #: Whether :meth:`plan` has a group with one buffer ask L2 for its next tile between its
+    #: sweeps (``prefetch.global.L2``), unless told. Measured on the H200 (fp64, same run,
+    #: benchmarks/experiments/carry/): 313 nodes x 256000 cells 0.818 -> 0.792 ms, x 435920
+    #: 1.365 -> 1.326; asked when the sweeps start instead, 0.846 (the lines wait too long).
+    PREFETCH = True
 
     @classmethod
     def preferred(cls, cell) -> list[tuple[int, int]]:
@@ -598,12 +605,13 @@ class SharedTiles:
 
     @classmethod
     def plan(cls, cell, variants, buffers: int, tc, item: int, props: dict, n_cells: int,
-             strategy: str = "tiled", groups=None) -> "SharedTiles":
+             strategy: str = "tiled", groups=None, prefetch=None) -> "SharedTiles":
         """Choose among ``variants`` ((batch, lanes) pairs) the first whose smallest tile of
         ``cell`` fits in a block's shared memory (``props``: :func:`.device_properties`);
         cells per tile: ``tc``, by default :meth:`default_tile_cells`; groups per block:
-        ``groups``, by default :meth:`default_groups`. ``ValueError`` naming ``strategy``
-        when nothing fits, or when ``tc`` or ``groups`` does not."""
+        ``groups``, by default :meth:`default_groups`; L2 prefetch of the next tile:
+        ``prefetch``, by default :data:`PREFETCH`. ``ValueError`` naming ``strategy`` when
+        nothing fits, or when ``tc`` or ``groups`` does not."""
         limit = props["smem_per_block_optin"]
         need = None
         for batch, lanes in variants:
@@ -637,7 +645,8 @@ class SharedTiles:
                              f"{fixed + groups * tc * per_cell} bytes needed, {limit} per block; "
                              f"at most 512 threads and {cls.MAX_GROUPS} groups)")
         return cls(batch, lanes, schedule, int(tc), int(groups), buffers,
-                   fixed + int(groups * tc) * per_cell)
+                   fixed + int(groups * tc) * per_cell,
+                   cls.PREFETCH if prefetch is None else bool(prefetch))
 
     #: Threads of a block of several groups at most (the groups rule, :meth:`default_groups`).
     GROUP_BLOCK_THREADS = 256
@@ -762,7 +771,7 @@ class SharedTiles:
               (d, rhs, arrays["jp"], arrays["lu"], arrays["node"], arrays["stage"], members,
                offsets, _i32(s.n_batches), _i32(s.n_nodes), _i32(s.slot_stride),
                _i32(s.stage_cells.bit_length() - 1), _i32(self.tile_cells), _i32(self.buffers),
-               _i64(n_cells), _i64(cell_base),
+               _i32(self.prefetch), _i64(n_cells), _i64(cell_base),
                *pivots), stream, self.smem)
 
     def describe(self) -> str:
@@ -771,7 +780,9 @@ class SharedTiles:
                 f"cell{'s' if self.tile_cells > 1 else ''} per block, {self.lanes} lanes per "
                 f"cell, {s.batch} nodes per step: "
                 f"{s.n_batches} steps for {s.n_nodes} nodes, {self.buffers} tile "
-                f"buffer{'s' if self.buffers > 1 else ''} per group, {self.smem} B shared memory")
+                f"buffer{'s' if self.buffers > 1 else ''} per group"
+                f"{', next tile prefetched into L2' if self.prefetch and self.buffers == 1 else ''}"
+                f", {self.smem} B shared memory")
 
 
 def tiled_variants(batch, lanes, cell) -> list[tuple[int, int]]:

@@ -38,7 +38,9 @@
 // nbuf = 2 the host launches only as many blocks as stay resident and each group keeps two
 // tile buffers: the next tile's loads are in flight (cp.async group) while the current tile
 // is solved, so the SM's memory traffic no longer stops during the sweeps, and the schedule
-// is staged once per block instead of once per tile.
+// is staged once per block instead of once per tile. With nbuf = 1 and `prefetch`, a group
+// asks L2 for its next tile between its two sweeps (hb_tile_prefetch), so that staging it
+// reads L2: the tile's memory time overlaps the forward sweep without a second buffer.
 //
 // Shared memory: lu[NS] (T2) | tile buffers [G*nbuf] | jp[NS] (int2) stage[n] started[G],
 // NS = n_batches*W. A tile buffer holds two planes of tc*S words: plane A (d, then m) and
@@ -138,18 +140,37 @@ __device__ __forceinline__ void hb_tile_store(const T* sb, T* rhs, const int* ss
                   });
 }
 
+// Ask L2 for the tile's d and rhs (one prefetch per 128-byte line; no registers held, no
+// wait), so that staging the tile later reads L2 instead of waiting on device memory.
+template <typename T>
+__device__ __forceinline__ void hb_tile_prefetch(const T* d, const T* rhs, const int* members,
+                                                 const long long* offsets, long long q0, int nc,
+                                                 int n, int tid, int nthreads) {
+    constexpr int LW = 128 / sizeof(T);       // words per line
+    const int lines = (n + LW - 1) / LW + 1;  // lines a cell's values can touch
+    for (int k = tid; k < nc * lines; k += nthreads) {
+        const int c = k / lines, i = (k - c * lines) * LW;
+        const long long g = hb_member_start(members, offsets, q0 + c, n);
+        const long long a = i == 0 ? g : ((g + i) & ~static_cast<long long>(LW - 1));
+        if (a < g + n) {
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(d + a));
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(rhs + a));
+        }
+    }
+}
+
 // Both sweeps of this lane's cell (slot s at ca[s], cb[s]); KB lanes per cell, lane k takes
 // entries k, k + KB, ... of every step (V independent nodes, which overlap their latencies).
 // Cells vary fastest across lanes, so a wavefront's accesses to the step's own (adjacent)
 // slots fall on distinct banks. Lanes of cells past the tile's end compute on unused slots
 // and report nothing, so the loop has no branch; the next step's schedule entries are loaded
-// one step ahead. Returns the failing node (largest index, -1 if none) and its pivot in
+// one step ahead. `between()` runs between the two sweeps. Returns the failing node (largest index, -1 if none) and its pivot in
 // *bad_pivot.
-template <typename T, int KB, int V>
+template <typename T, int KB, int V, typename F>
 __device__ __forceinline__ int hb_tile_sweeps(T* ca, T* cb, const int2* sjp,
                                               const typename hb_pair<T>::type* slu,
                                               const int* __restrict__ sched_node, int n_batches,
-                                              int k, T* bad_pivot_out) {
+                                              int k, T* bad_pivot_out, F between) {
     using T2 = typename hb_pair<T>::type;
     constexpr int W = KB * V;
     int bad = -1;
@@ -198,6 +219,7 @@ __device__ __forceinline__ int hb_tile_sweeps(T* ca, T* cb, const int2* sjp,
         }
         __syncwarp();
     }
+    between();
 #pragma unroll
     for (int v = 0; v < V; ++v) e[v] = sjp[(n_batches - 1) * W + v * KB + k];
     for (int b = n_batches - 1; b >= 0; --b) {
@@ -227,8 +249,8 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
                  const typename hb_pair<T>::type* __restrict__ sched_lu,
                  const int* __restrict__ sched_node, const int* __restrict__ node_stage,
                  const int* __restrict__ members, const long long* __restrict__ offsets,
-                 int n_batches, int n, int S, int sc_shift, int tc, int nbuf, long long n_cells,
-                 long long cell_base, unsigned long long* __restrict__ flag,
+                 int n_batches, int n, int S, int sc_shift, int tc, int nbuf, int prefetch,
+                 long long n_cells, long long cell_base, unsigned long long* __restrict__ flag,
                  T* __restrict__ bad_value) {
     using T2 = typename hb_pair<T>::type;
     constexpr int CW = 32 / KB;  // cells per warp
@@ -296,8 +318,14 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
         if (GROUPS && it == 0 && gtid == 0) atomicExch(started + g, 1);
         // 3. sweeps, 4. the cell's failure: largest node of its lanes
         T bad_pivot;
-        int bad = hb_tile_sweeps<T, KB, V>(buf + cell * S, buf + tc * S + cell * S, sjp, slu,
-                                           sched_node, n_batches, k, &bad_pivot);
+        int bad = hb_tile_sweeps<T, KB, V>(
+            buf + cell * S, buf + tc * S + cell * S, sjp, slu, sched_node, n_batches, k,
+            &bad_pivot, [&]() {  // the next tile's loads, asked of L2 (nbuf = 1) during the sweeps
+                if (prefetch && nbuf == 1 && next < n_tiles)
+                    hb_tile_prefetch<T>(d, rhs, members, offsets,
+                                        static_cast<long long>(next) * tc, cells_of(next), n,
+                                        gtid, gt);
+            });
 #pragma unroll
         for (int off = KB / 2; off > 0; off >>= 1) {
             const int other = __shfl_xor_sync(0xffffffffu, bad, off * CW);
