@@ -23,21 +23,14 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import sys
 from pathlib import Path
 
-import cupy
-
-import hinesbatch
-from hinesbatch.bench._gpu_timing import copy_bandwidth
 from hinesbatch.solvers.gpu import strategies
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "split_planes"))
-sys.path.insert(0, str(HERE.parent / "grouped_classes"))
-from run import cases  # noqa: E402
-from sweep import timed  # noqa: E402
+from run import main  # noqa: E402  (split_planes/run.py: its cases, timed)
 
 
 def modes() -> list:
@@ -62,20 +55,5 @@ def modes() -> list:
     return [("carry", use(schedule)), ("push", use(functools.partial(schedule, carry=False)))]
 
 
-def main(path: str, label: str):
-    l2 = int(cupy.cuda.runtime.getDeviceProperties(0)["l2CacheSize"])
-    out = json.loads(Path(path).read_text()) if Path(path).exists() else {"rows": []}
-    out.setdefault("copy", []).append({"code": label, **copy_bandwidth(cupy)})
-    for mode, setup in modes():
-        setup()
-        for name, (structure, strategy) in cases().items():
-            ms, desc = timed(structure, strategy, {}, l2)
-            out["rows"].append({"code": label, "mode": mode, "case": name,
-                                "nodes": structure.n_nodes, "ms": ms, "describe": desc})
-            print(f"{label} [{mode}] {name}: {ms and round(ms, 4)} {desc[:120]}", flush=True)
-    out.setdefault("source", {})[label] = str(Path(hinesbatch.__file__).parent)
-    Path(path).write_text(json.dumps(out, indent=1))
-
-
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], modes)

@@ -68,11 +68,13 @@ def modes() -> list:
     return out
 
 
-def main(path: str, label: str):
+def main(path: str, label: str, arrangements=modes):
+    """Time :func:`cases` in each of ``arrangements()`` ((name, set-up) pairs), appending to
+    the JSON at ``path`` under ``label``."""
     l2 = int(cupy.cuda.runtime.getDeviceProperties(0)["l2CacheSize"])
     out = json.loads(Path(path).read_text()) if Path(path).exists() else {"rows": []}
     out.setdefault("copy", []).append({"code": label, **copy_bandwidth(cupy)})
-    for mode, setup in modes():
+    for mode, setup in arrangements():
         setup()
         for name, (structure, strategy) in cases().items():
             ms, desc = timed(structure, strategy, {}, l2)

@@ -584,7 +584,7 @@ class SharedTiles:
     #: Whether :meth:`plan` has a group with one buffer ask L2 for its next tile between its
     #: sweeps (``prefetch.global.L2``), unless told. Measured on the H200 (fp64, same run,
     #: benchmarks/experiments/carry/): 313 nodes x 256000 cells 0.818 -> 0.792 ms, x 435920
-    #: 1.365 -> 1.326; asked when the sweeps start instead, 0.846 (the lines wait too long).
+    #: 1.365 -> 1.326; asked when the sweeps start instead, 0.846, slower than not at all.
     PREFETCH = True
 
     @classmethod

@@ -164,8 +164,8 @@ __device__ __forceinline__ void hb_tile_prefetch(const T* d, const T* rhs, const
 // Cells vary fastest across lanes, so a wavefront's accesses to the step's own (adjacent)
 // slots fall on distinct banks. Lanes of cells past the tile's end compute on unused slots
 // and report nothing, so the loop has no branch; the next step's schedule entries are loaded
-// one step ahead. `between()` runs between the two sweeps. Returns the failing node (largest index, -1 if none) and its pivot in
-// *bad_pivot.
+// one step ahead. `between()` runs between the two sweeps. Returns the failing node (largest
+// index, -1 if none) and its pivot in *bad_pivot.
 template <typename T, int KB, int V, typename F>
 __device__ __forceinline__ int hb_tile_sweeps(T* ca, T* cb, const int2* sjp,
                                               const typename hb_pair<T>::type* slu,
