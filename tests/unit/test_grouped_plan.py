@@ -191,6 +191,9 @@ def test_prefetch_for_tiled_but_not_for_grouped_classes(h200, monkeypatch):
     off = SharedTiles.plan(cell, [(8, 8)], 1, None, 8, H200, 20000, prefetch=False)
     two = SharedTiles.plan(cell, [(8, 8)], 2, None, 8, H200, 20000)
     assert "prefetched" not in off.describe() and "prefetched" not in two.describe()
+    one = SharedTiles.plan(cell, [(8, 8)], 1, None, 8, H200, 100)  # a block per tile
+    assert tiles.groups > 1 and one.groups == 1 and one.prefetch
+    assert not one.prefetches and "prefetched" not in one.describe()
     part = split(HinesStructure.concatenate(_pool() * 3), 1)[0]
     assert not any(t.prefetch for t in Grouped(part, np.float64, 0, {}, 1 << 30).tiles)
     calls = []
@@ -198,8 +201,8 @@ def test_prefetch_for_tiled_but_not_for_grouped_classes(h200, monkeypatch):
     monkeypatch.setattr(strategies, "_call", lambda fn, grid, block, args, stream, smem:
                         calls.append(args))
     arrays = {"jp": "jp", "lu": "lu", "node": "node", "stage": "stage"}
-    for t in (tiles, off):
+    for t in (tiles, off, one):
         t.launch(None, 1, "d", "rhs", arrays, "members", "offsets", 20000, 0, ("f", "v"), None)
     buffers_at = 13  # d rhs jp lu node stage members offsets n_batches n S sc_shift tc
-    assert [a[buffers_at:buffers_at + 2] for a in calls] == [(1, 1), (1, 0)]
+    assert [a[buffers_at:buffers_at + 2] for a in calls] == [(1, 1), (1, 0), (1, 0)]
     assert all(len(a) == 19 for a in calls)

@@ -745,6 +745,12 @@ class SharedTiles:
         return f"hines_tiled_mono<{{T}}, {self.lanes}, {self.batch // self.lanes}, {several}>"
 
     @property
+    def prefetches(self) -> bool:
+        """Whether groups ask L2 for their next tile: with ``prefetch``, one buffer and
+        several groups (a persistent grid; one group per block gets one tile)."""
+        return self.prefetch and self.buffers == 1 and self.groups > 1
+
+    @property
     def threads(self) -> int:
         return self.groups * self.tile_cells * self.lanes
 
@@ -771,7 +777,7 @@ class SharedTiles:
               (d, rhs, arrays["jp"], arrays["lu"], arrays["node"], arrays["stage"], members,
                offsets, _i32(s.n_batches), _i32(s.n_nodes), _i32(s.slot_stride),
                _i32(s.stage_cells.bit_length() - 1), _i32(self.tile_cells), _i32(self.buffers),
-               _i32(self.prefetch), _i64(n_cells), _i64(cell_base),
+               _i32(self.prefetches), _i64(n_cells), _i64(cell_base),
                *pivots), stream, self.smem)
 
     def describe(self) -> str:
@@ -781,7 +787,7 @@ class SharedTiles:
                 f"cell, {s.batch} nodes per step: "
                 f"{s.n_batches} steps for {s.n_nodes} nodes, {self.buffers} tile "
                 f"buffer{'s' if self.buffers > 1 else ''} per group"
-                f"{', next tile prefetched into L2' if self.prefetch and self.buffers == 1 else ''}"
+                f"{', next tile prefetched into L2' if self.prefetches else ''}"
                 f", {self.smem} B shared memory")
 
 

@@ -38,9 +38,10 @@
 // nbuf = 2 the host launches only as many blocks as stay resident and each group keeps two
 // tile buffers: the next tile's loads are in flight (cp.async group) while the current tile
 // is solved, so the SM's memory traffic no longer stops during the sweeps, and the schedule
-// is staged once per block instead of once per tile. With nbuf = 1 and `prefetch`, a group
-// asks L2 for its next tile between its two sweeps (hb_tile_prefetch), so that staging it
-// reads L2: the tile's memory time overlaps the forward sweep without a second buffer.
+// is staged once per block instead of once per tile. With `prefetch` (set by the host only
+// with nbuf = 1 and several groups), a group asks L2 for its next tile between its two sweeps
+// (hb_tile_prefetch), so that staging it reads L2: the tile's memory time overlaps the
+// forward sweep without a second buffer.
 //
 // Shared memory: lu[NS] (T2) | tile buffers [G*nbuf] | jp[NS] (int2) stage[n] started[G],
 // NS = n_batches*W. A tile buffer holds two planes of tc*S words: plane A (d, then m) and
@@ -320,8 +321,8 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
         T bad_pivot;
         int bad = hb_tile_sweeps<T, KB, V>(
             buf + cell * S, buf + tc * S + cell * S, sjp, slu, sched_node, n_batches, k,
-            &bad_pivot, [&]() {  // the next tile's loads, asked of L2 (nbuf = 1) during the sweeps
-                if (prefetch && nbuf == 1 && next < n_tiles)
+            &bad_pivot, [&]() {  // the next tile's loads, asked of L2 during the sweeps
+                if (prefetch && next < n_tiles)
                     hb_tile_prefetch<T>(d, rhs, members, offsets,
                                         static_cast<long long>(next) * tc, cells_of(next), n,
                                         gtid, gt);
