@@ -12,7 +12,8 @@ from hinesbatch.solvers.gpu.device import device_properties
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.structure import HinesStructure, MonoBatch
 
-from gpu_cases import REAL_CELLS, cell_rel_error, hines_values, real_cell, serial_reference
+from gpu_cases import (REAL_CELLS, cell_rel_error, hines_values, poisoned_solve, real_cell,
+                       serial_reference)
 
 pytestmark = pytest.mark.gpu
 
@@ -107,6 +108,54 @@ def test_large_cells_share_a_block_in_groups(dtype, seed, cp):
         err = cell_rel_error(structure, x.reshape(structure.values_shape),
                              serial_reference(structure, d, rhs))
         assert err < (1e-12 if dtype == np.float64 else 1e-5), f"{strategy}: {err:.2e}"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_one_launch_gives_bitwise_the_launches_per_class(dtype, seed, cp):
+    """All classes in one launch (the default) run the same sweeps as one launch per class,
+    whichever block takes a tile: bit for bit the same solution, solve after solve (the tile
+    counters start from zero at every solve). Classes of 8, 16 and 32 lanes, a class of one
+    cell, and a large class with several tiles per group (blocks move between classes)."""
+    rng = np.random.default_rng(seed)
+    sms = device_properties(0)["sm_count"]
+    cells = ([real_cell(*c) for c in REAL_CELLS for _ in range(30)]
+             + [rt.random_tree(1600, rng=rng, branch_probability=0.5)] * (20 * sms)
+             + [rt.random_tree(50, rng=rng, branch_probability=0.3)])
+    batch = HinesStructure.concatenate([cells[i] for i in rng.permutation(len(cells))])
+    d, rhs = hines_values(batch, rng, dtype)
+    one = hinesbatch.plan(batch, backend="gpu", strategy="grouped")
+    per_class = hinesbatch.plan(batch, backend="gpu", strategy="grouped", one_launch=False)
+    assert "one launch for all classes" in one.describe(), one.describe()
+    assert "one launch per class" in per_class.describe(), per_class.describe()
+    lanes = {t.lanes for t in layout_solver(one, dtype)._parts[0].strategy.one.tiles}
+    assert lanes == {8, 16, 32}, one.describe()
+    want = per_class.solve(cp.asarray(d), cp.asarray(rhs)).get()
+    assert cell_rel_error(batch, want, serial_reference(batch, d, rhs)) < (
+        1e-12 if dtype == np.float64 else 1e-5)
+    for _ in range(3):
+        x = poisoned_solve(one, batch, d, rhs, dtype, cp)
+        assert np.array_equal(x, want)
+
+
+def test_one_launch_with_fewer_tiles_than_blocks(seed, cp):
+    """Three classes of two cells: most blocks find no tile and end; every cell is solved."""
+    rng = np.random.default_rng(seed)
+    cells = [real_cell(*c) for c in REAL_CELLS[:3] for _ in range(2)]
+    batch = HinesStructure.concatenate([cells[i] for i in rng.permutation(len(cells))])
+    d, rhs = hines_values(batch, rng, np.float64)
+    plan = hinesbatch.plan(batch, backend="gpu", strategy="grouped")
+    assert "one launch for all classes" in plan.describe()
+    x = poisoned_solve(plan, batch, d, rhs, np.float64, cp)
+    assert cell_rel_error(batch, x, serial_reference(batch, d, rhs)) < 1e-12
+
+
+def test_one_launch_refuses_widths_it_is_not_compiled_for(cp):
+    batch = HinesStructure.concatenate([rt.random_tree(60, rng=k) for k in range(3)] * 2)
+    with pytest.raises(ValueError, match="one_launch=True: class 0 .60 nodes. is solved 4 lanes"):
+        hinesbatch.plan(batch, backend="gpu", strategy="grouped", lanes=4, batch=4,
+                        one_launch=True)
+    with pytest.raises(TypeError, match="one_launch must be a bool"):
+        hinesbatch.plan(batch, backend="gpu", strategy="grouped", one_launch="yes")
 
 
 def test_too_many_classes_is_a_clear_error(monkeypatch, cp):

@@ -206,3 +206,82 @@ def test_prefetch_for_tiled_but_not_for_grouped_classes(h200, monkeypatch):
     buffers_at = 13  # d rhs jp lu node stage members offsets n_batches n S sc_shift tc
     assert [a[buffers_at:buffers_at + 2] for a in calls] == [(1, 1), (1, 0), (1, 0)]
     assert all(len(a) == 19 for a in calls)
+
+
+def test_one_launch_arrangements_fill_a_block_per_sm(h200):
+    """By default every class goes into one launch: each class arranged for a block with the
+    SM to itself (its schedule once, the most cells in tiles of up to THREADS // lanes cells,
+    the most groups at a tie), within the kernel's bounds; the launch is sized for the
+    largest class."""
+    from hinesbatch.solvers.gpu import one_launch
+
+    pool = _pool() + [rt.random_tree(1600, rng=6, branch_probability=0.5)]
+    pick = np.random.default_rng(7).integers(0, len(pool), 2000)
+    part = split(HinesStructure.concatenate([pool[i] for i in pick]), 1)[0]
+    g = Grouped(part, np.float64, 0, {}, 1 << 30)
+    one = g.one
+    assert one is not None and "one launch for all classes" in g.describe()
+    limit = H200["smem_per_block_optin"]
+    for t, per_class in zip(one.tiles, g.tiles):
+        s = t.schedule
+        assert (t.lanes, t.batch) == (per_class.lanes, per_class.batch)  # the same sweeps
+        assert t.lanes in one_launch.LANES and t.buffers == 1
+        assert t.groups <= SharedTiles.MAX_GROUPS and t.threads <= one_launch.MAX_THREADS
+        assert t.smem + one_launch.EXTRA_SMEM <= limit
+        fixed, per_cell = SharedTiles._schedule_smem(s, 8), 2 * s.slot_stride * 8
+        best = max((size * SharedTiles._most_groups(fixed, size * per_cell, size * t.lanes,
+                                                    limit - one_launch.EXTRA_SMEM, 1024))
+                   for size in range(32 // t.lanes, max(32 // t.lanes, 64 // t.lanes) + 1,
+                                     32 // t.lanes))
+        assert t.tile_cells * t.groups == best
+    assert one.smem == max(t.smem for t in one.tiles) + one_launch.EXTRA_SMEM <= limit
+    assert one.threads == max(t.threads for t in one.tiles)
+
+
+def test_one_launch_table_and_first_classes(h200):
+    from hinesbatch.solvers.gpu import one_launch
+
+    pool = _pool()
+    counts = [600, 30, 5, 1]  # work very unequal: the last class has less than a block's share
+    cells = [pool[k] for k, c in enumerate(counts) for _ in range(c)]
+    order = np.random.default_rng(8).permutation(len(cells))
+    part = split(HinesStructure.concatenate([cells[i] for i in order]), 1)[0]
+    g = Grouped(part, np.float64, 0, {}, 1 << 30)
+    one, arrays = g.one, g._host_arrays()
+    table = arrays["classes"]
+    assert table.shape == (4, one_launch.FIELDS) and arrays["counters"].tolist() == [0] * 4
+    entry = 0
+    for k, t in enumerate(one.tiles):
+        row, s = table[k], t.schedule
+        assert np.array_equal(arrays["jp"][row[0]:row[0] + s.jp.size],
+                              t.host_arrays(np.float64)["jp"])
+        assert np.array_equal(arrays["stage"][row[1]:row[1] + s.n_nodes],
+                              t.host_arrays(np.float64)["stage"])
+        assert row[0] == entry and row[2] == g.first[k] and row[3] == g.counts[k]
+        assert list(row[4:12]) == [s.n_batches, s.n_nodes, s.slot_stride,
+                                   s.stage_cells.bit_length() - 1, t.tile_cells, t.groups,
+                                   t.lanes, int(t.prefetches)]
+        assert row[12] == t.tile_cells * s.n_nodes
+        entry += s.jp.size
+    homes = one.homes(132)
+    work = g.counts * np.array([t.schedule.n_nodes for t in one.tiles])
+    share = np.bincount(homes, minlength=4)
+    assert share.sum() == 132 and np.all(np.abs(share - 132 * work / work.sum()) <= 1)
+    rank = np.argsort(one.order)  # blocks take the classes in order of work, most first
+    assert np.all(np.diff(rank[homes]) >= 0) and homes[0] == one.order[0]
+
+
+def test_one_launch_is_left_for_given_tiles_or_widths_it_lacks(h200):
+    part = split(HinesStructure.concatenate(_pool() * 3), 1)[0]
+    assert Grouped(part, np.float64, 0, {"tile_cells": 8}, 1 << 30).one is None
+    assert Grouped(part, np.float64, 0, {"one_launch": False}, 1 << 30).one is None
+    assert Grouped(part, np.float64, 0, {"lanes": 4, "batch": 4}, 1 << 30).one is None
+    assert "one launch per class on 4 streams" in Grouped(
+        part, np.float64, 0, {"one_launch": False}, 1 << 30).describe()
+    forced = Grouped(part, np.float64, 0, {"one_launch": True, "tile_cells": 8}, 1 << 30)
+    assert {t.tile_cells for t in forced.one.tiles} == {8}
+    with pytest.raises(ValueError, match="one_launch=True: class 0 .120 nodes. is solved 4 "
+                                         "lanes per cell and 4 nodes per step"):
+        Grouped(part, np.float64, 0, {"lanes": 4, "batch": 4, "one_launch": True}, 1 << 30)
+    with pytest.raises(TypeError, match="one_launch must be a bool, got int"):
+        Grouped(part, np.float64, 0, {"one_launch": 1}, 1 << 30)

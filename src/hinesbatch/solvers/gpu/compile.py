@@ -44,7 +44,7 @@ KERNELS: dict[str, tuple[str, ...]] = {
     "hines_tiled.cu": (
         *(f"hines_tiled_mono<{{T}}, {kb}, {v}, {g}>" for kb, v in TILED_VARIANTS
           for g in ("false", "true")),
-        "hines_tiled_multi<{T}>",
+        "hines_tiled_classes<{T}>", "hines_tiled_multi<{T}>",
     ),
     "hines_factors.cu": (
         *(f"hines_factors<{{T}}, true, {v}, {a}, {kb}>" for kb, v, a in FACTOR_VARIANTS),

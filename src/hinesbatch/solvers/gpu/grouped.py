@@ -7,9 +7,11 @@ many cells with the same matrix: the same tree and the same couplings ``u`` (and
 ``tiled``'s kernel (``hines_tiled_mono``, :class:`~.strategies.SharedTiles`): its schedule
 and couplings are stored once, its cells' values are read in place from the canonical
 order through a list of the class's cells, so a solve moves 24 bytes per node in fp64 (d
-and rhs in, x out) instead of the 44 that a per-cell structure costs. One launch per class;
-the launches are spread over a few streams (forked from and joined to the caller's stream
-with events), so that one class's last blocks overlap the next class's first.
+and rhs in, x out) instead of the 44 that a per-cell structure costs. By default all classes are solved in one launch
+(:mod:`.one_launch`: one persistent block per SM takes class after class); with ``one_launch=
+False`` (or ``tile_cells`` / ``groups`` given, or a class whose width that launch is not
+compiled for), one launch per class, spread over a few streams (forked from and joined to the
+caller's stream with events), so that one class's last blocks overlap the next class's first.
 
 Cells of a class need not be adjacent, and a class may hold one cell. The number of classes
 is capped (:data:`MAX_CLASSES` launches per solve); ``auto`` picks this strategy only when
@@ -20,9 +22,10 @@ from __future__ import annotations
 import numpy as np
 
 from .compile import kernel
-from .device import cupy_module, device_properties
-from .strategies import (STRATEGIES, SharedTiles, Strategy, optional_positive_int,
-                         tiled_variants)
+from .device import blocks_per_sm, cupy_module, device_properties
+from .one_launch import FIELDS, ClassesLaunch, block_arrangement
+from .strategies import (STRATEGIES, SharedTiles, Strategy, _allow_smem, _call, _i32, _i64,
+                         optional_positive_int, tiled_variants)
 
 __all__ = ["Grouped", "MAX_CLASSES", "STREAMS"]
 
@@ -36,6 +39,9 @@ MAX_CLASSES = 1024
 PREFETCH = False
 #: Streams the class launches are spread over.
 STREAMS = 4
+#: Whether the classes are solved in one launch when nothing stands against it (the
+#: ``one_launch`` option's default; :mod:`.one_launch`).
+ONE_LAUNCH = True
 
 
 class Grouped(Strategy):
@@ -43,12 +49,14 @@ class Grouped(Strategy):
 
     Options ``batch``, ``lanes``, ``tile_cells`` and ``groups`` are ``tiled``'s, applied to
     every class (a ``tile_cells`` or ``groups`` that does not fit some class is refused); by
-    default each class gets ``tiled``'s default for its cell.
+    default each class gets ``tiled``'s default for its cell. ``one_launch``: all classes in
+    one launch (:mod:`.one_launch`); by default when no ``tile_cells`` or ``groups`` is given
+    and every class's width is one that launch is compiled for; ``True`` refuses otherwise.
     """
 
     name = "grouped"
     native_is_canonical = True
-    options = ("tile_cells", "groups", "batch", "lanes")
+    options = ("tile_cells", "groups", "batch", "lanes", "one_launch")
 
     def __init__(self, part, dtype, device, options, budget):
         from ...tree.schedules import cell_shapes
@@ -60,6 +68,9 @@ class Grouped(Strategy):
         batch, lanes = options.pop("batch", None), options.pop("lanes", None)
         tc = optional_positive_int(options, "tile_cells")
         groups = optional_positive_int(options, "groups")
+        one = options.pop("one_launch", None)
+        if one is not None and not isinstance(one, (bool, np.bool_)):
+            raise TypeError(f"one_launch must be a bool, got {type(one).__name__}")
         classes = cell_shapes(part_structure(part), couplings=True)
         if classes.n_shapes > MAX_CLASSES:
             raise ValueError(f"strategy 'grouped' launches one kernel per class of cells with the "
@@ -79,17 +90,39 @@ class Grouped(Strategy):
         # launch order: most work first, so that the small classes fill the tails
         work = np.array([t.schedule.n_batches * c for t, c in zip(self.tiles, self.counts)])
         self.order = np.argsort(-work, kind="stable")
+        self.one = None  # the one launch of every class (ClassesLaunch), when it serves
+        if one or (one is None and ONE_LAUNCH and tc is None and groups is None):
+            blocks = [block_arrangement(reps.cell(k), tiled_variants(batch, lanes, reps.cell(k)),
+                                        item, props, int(classes.counts[k]), tc, groups)
+                      for k in range(classes.n_shapes)]
+            if all(b is not None for b in blocks):
+                self.one = ClassesLaunch(blocks, self.counts, self.first, self.order)
+            elif one:
+                k = next(k for k, b in enumerate(blocks) if b is None)
+                raise ValueError(f"one_launch=True: class {k} ({reps.cell(k).n_nodes} nodes) "
+                                 f"is solved {self.tiles[k].lanes} lanes per cell and "
+                                 f"{self.tiles[k].batch} nodes per step; the one launch is "
+                                 f"compiled for one node per lane and step with 8, 16 or 32 "
+                                 f"lanes (give lanes and batch, or one_launch=False)")
+        self._home = None  # the one launch's blocks' first classes (device), at the first solve
         self._streams = None  # (streams, their join events, the fork event), at the first solve
         self._launches = None  # per class in launch order: kernel, grid, arrays; first solve
 
     def structure_bytes(self):
-        return (sum(t.structure_bytes(self.dtype.itemsize) for t in self.tiles)
+        tiles = self._active_tiles()
+        extra = (len(tiles) * (8 * FIELDS + 4) + 4 * 32 * self.props["sm_count"]  # table,
+                 if self.one else 0)  # counters, blocks' first classes
+        return (sum(t.structure_bytes(self.dtype.itemsize) for t in tiles) + extra
                 + 4 * self.members.size + 8 * (self.part.n_cells + 1))
 
     def _host_arrays(self):
         out = {"members": self.members,
                "offsets": (self.part.offsets if not self.part.mono else
                            np.arange(self.part.n_cells + 1, dtype=np.int64) * self.part.n)}
+        if self.one:
+            out.update(self.one.host_arrays(self.dtype))
+            out["counters"] = np.zeros(len(self.one.tiles), np.int32)
+            return out
         for k, t in enumerate(self.tiles):
             out.update({(k, key): value for key, value in t.host_arrays(self.dtype).items()})
         return out
@@ -113,6 +146,9 @@ class Grouped(Strategy):
         p, dev = self.part, self._arrays()
         if p.n_cells == 0:
             return
+        if self.one:
+            self._solve_in_one_launch(d, rhs, pivots, stream, dev)
+            return
         streams, joins = self._fork(stream)
         for i, (t, fn, grid, arrays, members, count) in enumerate(self._class_launches(dev)):
             t.launch(fn, grid, d, rhs, arrays, members, dev["offsets"], count, p.cell_start,
@@ -135,21 +171,43 @@ class Grouped(Strategy):
                                        dev["members"][first:], count))
         return self._launches
 
+    def _solve_in_one_launch(self, d, rhs, pivots, stream, dev):
+        one = self.one
+        fn = kernel(self.device, "hines_tiled.cu", "hines_tiled_classes<{T}>", self.dtype)
+        cupy = cupy_module()
+        if self._home is None:  # at the first solve: the grid needs the kernel's attributes
+            _allow_smem(fn, one.smem, carveout=True)
+            blocks = blocks_per_sm(fn, one.threads, one.smem, self.props,
+                                   SharedTiles.GROUP_BARRIERS) * self.props["sm_count"]
+            with cupy.cuda.Device(self.device):
+                self._home = cupy.asarray(one.homes(blocks))
+        counters = dev["counters"]  # zeroed on the stream before every solve
+        cupy.cuda.runtime.memsetAsync(counters.data.ptr, 0, counters.nbytes, stream.ptr)
+        _call(fn, (self._home.size,), (one.threads,),
+              (d, rhs, dev["jp"], dev["lu"], dev["node"], dev["stage"], dev["members"],
+               dev["offsets"], dev["classes"], _i32(len(one.tiles)), self._home, counters,
+               _i64(self.part.cell_start), *pivots), stream, one.smem)
+
     solve_native = solve_canonical
 
+    def _active_tiles(self) -> list:
+        """The classes' arrangements as solved: for the one launch, or one launch each."""
+        return self.one.tiles if self.one else self.tiles
+
     def describe(self):
-        sizes = [t.schedule.n_nodes for t in self.tiles]
-        smem = [t.smem for t in self.tiles]
-        variants = sorted({(t.lanes, t.batch) for t in self.tiles})
-        return (f"grouped ({len(self.tiles)} classes of cells with the same matrix, "
+        tiles = self._active_tiles()
+        sizes = [t.schedule.n_nodes for t in tiles]
+        smem = [t.smem for t in tiles]
+        variants = sorted({(t.lanes, t.batch) for t in tiles})
+        return (f"grouped ({len(tiles)} classes of cells with the same matrix, "
                 f"{min(sizes)}-{max(sizes)} nodes, {self.counts.min()}-{self.counts.max()} cells "
-                f"each; per class tiled's shared-structure kernel, (lanes, nodes per step) "
+                f"each; per class tiled's shared-structure sweeps, (lanes, nodes per step) "
                 f"{', '.join(f'({a}, {b})' for a, b in variants)}, "
-                f"{min(t.tile_cells for t in self.tiles)}-"
-                f"{max(t.tile_cells for t in self.tiles)} cells per tile, "
-                f"{min(t.groups for t in self.tiles)}-{max(t.groups for t in self.tiles)} tiles "
-                f"per block, {min(smem)}-{max(smem)} "
-                f"B shared memory; {min(STREAMS, len(self.tiles))} streams)")
+                f"{min(t.tile_cells for t in tiles)}-{max(t.tile_cells for t in tiles)} cells "
+                f"per tile, {min(t.groups for t in tiles)}-{max(t.groups for t in tiles)} tiles "
+                f"per block, {min(smem)}-{max(smem)} B shared memory; "
+                + (self.one.describe() if self.one else
+                   f"one launch per class on {min(STREAMS, len(tiles))} streams") + ")")
 
 
 STRATEGIES[Grouped.name] = Grouped

@@ -605,13 +605,15 @@ class SharedTiles:
 
     @classmethod
     def plan(cls, cell, variants, buffers: int, tc, item: int, props: dict, n_cells: int,
-             strategy: str = "tiled", groups=None, prefetch=None) -> "SharedTiles":
+             strategy: str = "tiled", groups=None, prefetch=None,
+             max_threads: int = 512) -> "SharedTiles":
         """Choose among ``variants`` ((batch, lanes) pairs) the first whose smallest tile of
         ``cell`` fits in a block's shared memory (``props``: :func:`.device_properties`);
         cells per tile: ``tc``, by default :meth:`default_tile_cells`; groups per block:
         ``groups``, by default :meth:`default_groups`; L2 prefetch of the next tile:
-        ``prefetch``, by default :data:`PREFETCH`. ``ValueError`` naming ``strategy`` when
-        nothing fits, or when ``tc`` or ``groups`` does not."""
+        ``prefetch``, by default :data:`PREFETCH`; a block of at most ``max_threads`` threads
+        (``hines_tiled_mono``'s bound; ``hines_tiled_classes`` takes 1024). ``ValueError``
+        naming ``strategy`` when nothing fits, or when ``tc`` or ``groups`` does not."""
         limit = props["smem_per_block_optin"]
         need = None
         for batch, lanes in variants:
@@ -620,7 +622,7 @@ class SharedTiles:
             fixed = cls._schedule_smem(schedule, item)
             per_cell = 2 * schedule.slot_stride * item * buffers
             granule = 32 // lanes
-            fit = min((limit - fixed) // per_cell, 512 // lanes) // granule * granule
+            fit = min((limit - fixed) // per_cell, max_threads // lanes) // granule * granule
             if fit >= granule:
                 break
             need = fixed + granule * per_cell
@@ -635,15 +637,15 @@ class SharedTiles:
             raise ValueError(f"tile_cells={tc} must be a multiple of {granule} (32 // lanes) and "
                              f"at most {fit} for cells of {cell.n_nodes} nodes (shared memory: "
                              f"{fixed + tc * per_cell} bytes needed, {limit} per block; at most "
-                             f"512 threads)")
-        most = cls._most_groups(fixed, tc * per_cell, tc * lanes, limit)
+                             f"{max_threads} threads)")
+        most = cls._most_groups(fixed, tc * per_cell, tc * lanes, limit, max_threads)
         if groups is None:
             groups = cls._groups_for(tc, fixed, per_cell, lanes, props, n_cells)
         elif groups > most:
             raise ValueError(f"groups={groups} must be at most {most} for tiles of {tc} cells of "
                              f"{cell.n_nodes} nodes (shared memory: "
                              f"{fixed + groups * tc * per_cell} bytes needed, {limit} per block; "
-                             f"at most 512 threads and {cls.MAX_GROUPS} groups)")
+                             f"at most {max_threads} threads and {cls.MAX_GROUPS} groups)")
         return cls(batch, lanes, schedule, int(tc), int(groups), buffers,
                    fixed + int(groups * tc) * per_cell,
                    cls.PREFETCH if prefetch is None else bool(prefetch))
@@ -682,8 +684,10 @@ class SharedTiles:
                                    barriers=cls.GROUP_BARRIERS if g > 1 else 1)
 
     @classmethod
-    def _most_groups(cls, fixed: int, tile_bytes: int, tile_threads: int, limit: int) -> int:
-        return max(1, min((limit - fixed) // tile_bytes, 512 // tile_threads, cls.MAX_GROUPS))
+    def _most_groups(cls, fixed: int, tile_bytes: int, tile_threads: int, limit: int,
+                     max_threads: int = 512) -> int:
+        return max(1, min((limit - fixed) // tile_bytes, max_threads // tile_threads,
+                          cls.MAX_GROUPS))
 
     @classmethod
     def _groups_for(cls, tc: int, fixed: int, per_cell: int, lanes: int, props: dict,

@@ -244,41 +244,66 @@ __device__ __forceinline__ int hb_tile_sweeps(T* ca, T* cb, const int2* sjp,
     return bad;
 }
 
+// One class of cells that share a schedule, as hb_tiled_groups solves it: the schedule
+// (entries jp, lu, node; the staging table), the cells (positions 0 .. n_cells - 1 of
+// `members`, or of a MonoBatch when members is null) and the block's arrangement (tc cells per
+// tile, `groups` groups, nbuf tile buffers per group, prefetch: the host's
+// SharedTiles.prefetches).
+template <typename T>
+struct hb_tiles {
+    const int2* jp;
+    const typename hb_pair<T>::type* lu;
+    const int* node;
+    const int* stage;
+    const int* members;
+    long long n_cells;
+    int n_batches, n, S, sc_shift, tc, groups, nbuf, prefetch;
+};
+
+// A block solves tiles of class `c` (layout and groups: above). Every thread of the block
+// calls it; threads past groups * tc * KB (the fused kernel's block is sized for its largest
+// class) only stage the schedule. Tiles: with `counter` null, group g of block b solves tiles
+// b*G + g, then + gridDim.x * G, ...; otherwise the block takes its first G tiles with one
+// atomicAdd on *counter (so that a group with a tile has a group before it with one: the
+// staggered start below relies on it) and each group takes its next tile with its own (nbuf
+// = 1 only), so that groups that finish early take more tiles. Returns once the group's
+// tiles are done; the caller synchronises the block before it reuses the shared memory.
 template <typename T, int KB, int V, bool GROUPS>
-__global__ void __launch_bounds__(512, V > 1 ? 1 : 2)
-hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ sched_jp,
-                 const typename hb_pair<T>::type* __restrict__ sched_lu,
-                 const int* __restrict__ sched_node, const int* __restrict__ node_stage,
-                 const int* __restrict__ members, const long long* __restrict__ offsets,
-                 int n_batches, int n, int S, int sc_shift, int tc, int nbuf, int prefetch,
-                 long long n_cells, long long cell_base, unsigned long long* __restrict__ flag,
-                 T* __restrict__ bad_value) {
+__device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restrict__ d,
+                                                T* __restrict__ rhs,
+                                                const long long* __restrict__ offsets,
+                                                unsigned char* smem, int* counter,
+                                                long long cell_base,
+                                                unsigned long long* __restrict__ flag,
+                                                T* __restrict__ bad_value) {
     using T2 = typename hb_pair<T>::type;
     constexpr int CW = 32 / KB;  // cells per warp
     constexpr int W = KB * V;    // nodes per step: V per lane
-    extern __shared__ __align__(16) unsigned char hb_smem_tm[];
-    const int NS = n_batches * W;
+    const int NS = c.n_batches * W, n = c.n, S = c.S, tc = c.tc, nbuf = c.nbuf;
     const int tile_words = 2 * tc * S;  // planes A and B of a tile
-    T2* slu = reinterpret_cast<T2*>(hb_smem_tm);
+    T2* slu = reinterpret_cast<T2*>(smem);
     T* sv = reinterpret_cast<T*>(slu + NS);  // the groups' tile buffers
-    const int tid = threadIdx.x, nthreads = blockDim.x;
-    const int gt = tc * KB, groups = GROUPS ? nthreads / gt : 1;  // a group: gt threads
+    const int tid = threadIdx.x;
+    const int gt = tc * KB, groups = GROUPS ? c.groups : 1;  // a group: gt threads
     int2* sjp = reinterpret_cast<int2*>(sv + groups * nbuf * tile_words);
     int* sstage = reinterpret_cast<int*>(sjp + NS);  // node | slot << 16, staging order
-    const int n_tiles = static_cast<int>((n_cells + tc - 1) / tc);
-    for (int k = tid; k < NS; k += nthreads) {  // 1. the schedule and the staging table, once
-        hb_cp_async(sjp + k, sched_jp + k);
-        hb_cp_async(slu + k, sched_lu + k);
-    }
-    for (int k = tid; k < n; k += nthreads) hb_cp_async(sstage + k, node_stage + k);
     int* started = sstage + n;  // GROUPS: started[g] = 1 once group g has its first tile staged
+    int* taken = started + groups;  // counter: taken[g] group g's next tile, taken[G] the first
+    const int n_tiles = static_cast<int>((c.n_cells + tc - 1) / tc);
+    for (int k = tid; k < NS; k += blockDim.x) {  // 1. the schedule and the staging table, once
+        hb_cp_async(sjp + k, c.jp + k);
+        hb_cp_async(slu + k, c.lu + k);
+    }
+    for (int k = tid; k < n; k += blockDim.x) hb_cp_async(sstage + k, c.stage + k);
     if (GROUPS && tid < groups) started[tid] = 0;
+    if (counter && tid == 0) taken[groups] = atomicAdd(counter, groups);
     hb_cp_async_wait_all();
     __syncthreads();
+    if (tid >= groups * gt) return;
     const int g = GROUPS ? tid / gt : 0, gtid = tid - g * gt;  // the thread's group, index
     sv += g * nbuf * tile_words;                  // the group's tile buffer(s)
     const int stride = gridDim.x * groups;
-    int tile = blockIdx.x * groups + g;
+    int tile = counter ? taken[groups] + g : blockIdx.x * groups + g;
     if (GROUPS && g > 0 && tile < n_tiles) {
         // Staggered start: group g stages its first tile once group g - 1 has its own, so the
         // groups, whose tiles take equal times, stay out of phase, and the block's loads and
@@ -291,23 +316,24 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
     }
     auto cells_of = [&](int t) {
         return static_cast<int>(
-            min(static_cast<long long>(tc), n_cells - static_cast<long long>(t) * tc));
+            min(static_cast<long long>(tc), c.n_cells - static_cast<long long>(t) * tc));
     };
     auto stage = [&](T* buf, int t) {
-        hb_tile_stage<T>(buf, buf + tc * S, d, rhs, sstage, members, offsets,
-                         static_cast<long long>(t) * tc, cells_of(t), n, S, W, sc_shift, gtid,
-                         gt);
+        hb_tile_stage<T>(buf, buf + tc * S, d, rhs, sstage,
+                         c.members, offsets, static_cast<long long>(t) * tc, cells_of(t), n, S,
+                         W, c.sc_shift, gtid, gt);
     };
     if (tile < n_tiles) stage(sv, tile);  // 2. the first tile (each cp.async group: one tile)
     hb_cp_async_commit();
     const int lane = tid & 31;
     const int cw = lane % CW, k = lane / CW;
     const int cell = (gtid >> 5) * CW + cw;
-    for (int it = 0; tile < n_tiles; ++it, tile += stride) {
+    for (int it = 0; tile < n_tiles; ++it) {
         T* buf = sv + (nbuf == 2 ? (it & 1) : 0) * tile_words;
         const long long c0 = static_cast<long long>(tile) * tc;
         const int nc = cells_of(tile);
-        const int next = tile + stride;
+        int next = tile + stride;
+        if (counter && gtid == 0) taken[g] = atomicAdd(counter, 1);  // read after the barrier
         if (nbuf == 2) {  // the next tile's loads go out now and land during the sweeps
             if (next < n_tiles) stage(sv + ((it + 1) & 1) * tile_words, next);
             hb_cp_async_commit();
@@ -316,14 +342,15 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
             hb_cp_async_wait_all();
         }
         hb_group_sync<GROUPS>(g, gt);
+        if (counter) next = taken[g];
         if (GROUPS && it == 0 && gtid == 0) atomicExch(started + g, 1);
         // 3. sweeps, 4. the cell's failure: largest node of its lanes
         T bad_pivot;
         int bad = hb_tile_sweeps<T, KB, V>(
-            buf + cell * S, buf + tc * S + cell * S, sjp, slu, sched_node, n_batches, k,
+            buf + cell * S, buf + tc * S + cell * S, sjp, slu, c.node, c.n_batches, k,
             &bad_pivot, [&]() {  // the next tile's loads, asked of L2 during the sweeps
-                if (prefetch && next < n_tiles)
-                    hb_tile_prefetch<T>(d, rhs, members, offsets,
+                if (c.prefetch && next < n_tiles)
+                    hb_tile_prefetch<T>(d, rhs, c.members, offsets,
                                         static_cast<long long>(next) * tc, cells_of(next), n,
                                         gtid, gt);
             });
@@ -337,17 +364,113 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
             }
         }
         if (cell < nc && k == 0) {
-            const long long c = hb_member(members, c0 + cell);
-            hb_report(flag, bad_value + c, cell_base + c, bad, bad_pivot);
+            const long long cc = hb_member(c.members, c0 + cell);
+            hb_report(flag, bad_value + cc, cell_base + cc, bad, bad_pivot);
         }
         hb_group_sync<GROUPS>(g, gt);
-        hb_tile_store<T>(buf + tc * S, rhs, sstage, members, offsets, c0, nc, n, S, sc_shift,
-                         gtid, gt);  // 5.
+        hb_tile_store<T>(buf + tc * S, rhs, sstage, c.members, offsets, c0, nc, n, S,
+                         c.sc_shift, gtid, gt);  // 5.
         hb_group_sync<GROUPS>(g, gt);  // the buffer is staged again next (nbuf 1) or after next
         if (nbuf == 1) {
             if (next < n_tiles) stage(sv, next);
             hb_cp_async_commit();
         }
+        tile = next;
+    }
+}
+
+// One shared structure: a MonoBatch (`tiled`) or one class of `grouped` (one launch each).
+template <typename T, int KB, int V, bool GROUPS>
+__global__ void __launch_bounds__(512, V > 1 ? 1 : 2)
+hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ sched_jp,
+                 const typename hb_pair<T>::type* __restrict__ sched_lu,
+                 const int* __restrict__ sched_node, const int* __restrict__ node_stage,
+                 const int* __restrict__ members, const long long* __restrict__ offsets,
+                 int n_batches, int n, int S, int sc_shift, int tc, int nbuf, int prefetch,
+                 long long n_cells, long long cell_base, unsigned long long* __restrict__ flag,
+                 T* __restrict__ bad_value) {
+    extern __shared__ __align__(16) unsigned char hb_smem_tm[];
+    const hb_tiles<T> c{sched_jp, sched_lu, sched_node, node_stage, members, n_cells,
+                        n_batches, n, S, sc_shift, tc,
+                        GROUPS ? static_cast<int>(blockDim.x) / (tc * KB) : 1, nbuf, prefetch};
+    hb_tiled_groups<T, KB, V, GROUPS>(c, d, rhs, offsets, hb_smem_tm, nullptr, cell_base, flag,
+                                      bad_value);
+}
+
+// Every class of `grouped` in one launch (its classes all with one node per lane and step):
+// one persistent block per SM, sized for the largest of the classes' arrangements, solves
+// class after class. Block b starts on class home[b] (the host spreads the blocks over the
+// classes in proportion to their work); the groups take the class's tiles from its counter
+// (counters[k], zeroed by the host before each solve) until none are left; the block then
+// moves on to the class with the most work left (its tiles left times work[k]), or ends when
+// no class has tiles left. So a class's last partial round of tiles no longer leaves SMs idle
+// until the next launch, and the schedule is staged only when a block changes class.
+// Class k: classes[k * HB_CLASS_FIELDS ...] (hinesbatch.solvers.gpu.grouped.ONE_LAUNCH_FIELDS):
+// where its entries start in jp / lu / node, where its staging table starts in stage, where
+// its cells start in members, cells, steps, nodes, slot stride, staging shift, cells per
+// tile, groups, lanes, prefetch, work per tile.
+constexpr int HB_CLASS_FIELDS = 13;
+template <int N> struct hb_int { static constexpr int value = N; };
+
+template <typename T>
+__global__ void __launch_bounds__(1024, 1)
+hines_tiled_classes(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ jp,
+                    const typename hb_pair<T>::type* __restrict__ lu,
+                    const int* __restrict__ node, const int* __restrict__ stage,
+                    const int* __restrict__ members, const long long* __restrict__ offsets,
+                    const long long* __restrict__ classes, int n_classes,
+                    const int* __restrict__ home, int* __restrict__ counters,
+                    long long cell_base, unsigned long long* __restrict__ flag,
+                    T* __restrict__ bad_value) {
+    extern __shared__ __align__(16) unsigned char hb_smem_tc[];
+    __shared__ int next_class, lanes;
+    __shared__ hb_tiles<T> c;  // the class (read from shared memory: registers are scarce)
+    for (int k = home[blockIdx.x]; k >= 0; k = next_class) {
+        if (threadIdx.x == 0) {
+            const long long* f = classes + static_cast<long long>(k) * HB_CLASS_FIELDS;
+            c = hb_tiles<T>{jp + f[0], lu + f[0], node + f[0], stage + f[1], members + f[2],
+                            f[3], static_cast<int>(f[4]), static_cast<int>(f[5]),
+                            static_cast<int>(f[6]), static_cast<int>(f[7]),
+                            static_cast<int>(f[8]), static_cast<int>(f[9]), 1,
+                            static_cast<int>(f[11])};
+            lanes = static_cast<int>(f[10]);
+        }
+        __syncthreads();
+        auto run = [&](auto kb) {
+            hb_tiled_groups<T, decltype(kb)::value, 1, true>(c, d, rhs, offsets, hb_smem_tc,
+                                                                counters + k, cell_base, flag,
+                                                                bad_value);
+        };
+        switch (lanes) {  // lanes per cell: the host sends only these (fewer spilled at 64)
+            case 8: run(hb_int<8>{}); break;
+            case 16: run(hb_int<16>{}); break;
+            case 32: run(hb_int<32>{}); break;
+            default: __trap();
+        }
+        __syncthreads();  // every group is done with the class: its shared memory is free
+        if (threadIdx.x < 32) {  // warp 0: the class with the most work left, -1 if none
+            long long most = 0;
+            int best = -1;
+            for (int j = threadIdx.x; j < n_classes; j += 32) {
+                const long long* fj = classes + static_cast<long long>(j) * HB_CLASS_FIELDS;
+                const long long left = (fj[3] + fj[8] - 1) / fj[8] - atomicOr(counters + j, 0);
+                if (left > 0 && left * fj[12] > most) {
+                    most = left * fj[12];
+                    best = j;
+                }
+            }
+#pragma unroll
+            for (int off = 16; off > 0; off >>= 1) {
+                const long long om = __shfl_xor_sync(0xffffffffu, most, off);
+                const int ob = __shfl_xor_sync(0xffffffffu, best, off);
+                if (om > most || (om == most && ob > best)) {
+                    most = om;
+                    best = ob;
+                }
+            }
+            if (threadIdx.x == 0) next_class = best;
+        }
+        __syncthreads();
     }
 }
 

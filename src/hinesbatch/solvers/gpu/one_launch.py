@@ -1,0 +1,119 @@
+"""``grouped``'s classes solved in one launch (``hines_tiled_classes`` in ``hines_tiled.cu``).
+
+One launch per class leaves the device partly idle at every class's end: a persistent grid's
+last round of tiles is partial (the 256000 real cells of ``bench multi``: 0.89 to 19.1 rounds
+per class, 13 of 17 classes with a last round less than half full), and the next class's
+blocks, bound to their own tiles, cannot make up for it (benchmarks/experiments/class_overlap/:
+0.30 ms of per-launch cost in 2.1 ms). Here one persistent block per SM solves class after
+class: each class's arrangement is planned for a block that has the SM's shared memory to
+itself (its schedule staged once, as many groups of ``tiled``'s as fit, up to 1024 threads),
+the block's groups take the class's tiles from a counter, and a block whose class has no tiles
+left moves on to the class with the most work left. Blocks start spread over the classes in
+proportion to their nodes, so a block changes class only a few times.
+
+Only the widths of one node per lane and step, 8, 16 or 32 lanes per cell, are compiled into
+the launch (with the others, the 64 registers a 1024-thread block allows spill).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .strategies import SharedTiles
+
+__all__ = ["ClassesLaunch", "LANES", "FIELDS", "MAX_THREADS", "block_arrangement"]
+
+#: Lanes per cell that ``hines_tiled_classes`` is compiled for (one node per lane and step).
+LANES = (8, 16, 32)
+#: int64 fields of a class's row in the launch's table (``HB_CLASS_FIELDS`` in the kernel).
+FIELDS = 13
+#: Threads of a block at most (``__launch_bounds__(1024, 1)``).
+MAX_THREADS = 1024
+#: Shared memory a class needs beyond ``tiled``'s layout: the groups' next tiles and the
+#: block's first (``taken`` in ``hb_tiled_groups``).
+EXTRA_SMEM = 4 * (SharedTiles.MAX_GROUPS + 1)
+#: Whether groups ask L2 for their next tile during the sweeps (SharedTiles.PREFETCH). Not
+#: here: measured on the H200 (fp64, same run, benchmarks/experiments/one_launch/), 256000
+#: real cells 1.781-1.783 ms without, 1.827 with (as with one launch per class, ``grouped``).
+PREFETCH = False
+
+
+def block_arrangement(cell, variants, item: int, props: dict, n_cells: int, tc=None,
+                      groups=None) -> SharedTiles | None:
+    """``cell``'s arrangement (``tiled``'s width for it, from ``variants``) for a block with
+    an SM's shared memory to itself: among tiles of up to ``tiled``'s ``THREADS // lanes``
+    cells (a multiple of the ``32 // lanes`` of a warp), the tile size and groups that hold
+    the most cells, the most groups at a tie (their tiles overlap one another's loads and
+    sweeps, and the class's end is finer), unless ``tc`` / ``groups`` are given. ``None``
+    when the width is not among :data:`LANES`."""
+    one = dict(props, smem_per_block_optin=props["smem_per_block_optin"] - EXTRA_SMEM)
+    width = SharedTiles.plan(cell, variants, 1, tc, item, one, n_cells, "grouped",
+                             max_threads=MAX_THREADS)
+    if width.lanes not in LANES or width.batch != width.lanes:
+        return None
+    if tc is None or groups is None:
+        s, lanes = width.schedule, width.lanes
+        fixed = SharedTiles._schedule_smem(s, item)
+        per_cell = 2 * s.slot_stride * item
+        limit = one["smem_per_block_optin"]
+        granule = 32 // lanes
+        top = max(granule, SharedTiles.THREADS // lanes)
+        sizes = [tc] if tc is not None else range(granule, top + 1, granule)
+        options = []
+        for size in sizes:
+            most = SharedTiles._most_groups(fixed, size * per_cell, size * lanes, limit,
+                                            MAX_THREADS)
+            g = groups if groups is not None else most
+            if fixed + g * size * per_cell <= limit:
+                options.append((size * g, g, size))
+        if options:
+            _, groups, tc = max(options)
+    return SharedTiles.plan(cell, [(width.batch, width.lanes)], 1, tc, item, one, n_cells,
+                            "grouped", groups, PREFETCH, MAX_THREADS)
+
+
+@dataclass
+class ClassesLaunch:
+    """The launch of every class: the classes' arrangements (``tiles``, one per block that has
+    an SM to itself), their table for the kernel, and the blocks' first classes."""
+
+    tiles: list
+    counts: np.ndarray  # cells per class
+    first: np.ndarray  # where each class's cells start in the member list
+    order: np.ndarray  # classes by work, most first
+
+    @property
+    def threads(self) -> int:
+        return max(t.threads for t in self.tiles)
+
+    @property
+    def smem(self) -> int:
+        return max(t.smem for t in self.tiles) + EXTRA_SMEM
+
+    def host_arrays(self, dtype) -> dict:
+        """The classes' schedules end to end, and their table (:data:`FIELDS` per class)."""
+        parts = [t.host_arrays(dtype) for t in self.tiles]
+        entries = np.concatenate([[0], np.cumsum([p["jp"].shape[0] for p in parts])])
+        stages = np.concatenate([[0], np.cumsum([p["stage"].size for p in parts])])
+        table = np.array([[entries[k], stages[k], self.first[k], self.counts[k],
+                           t.schedule.n_batches, t.schedule.n_nodes, t.schedule.slot_stride,
+                           t.schedule.stage_cells.bit_length() - 1, t.tile_cells, t.groups,
+                           t.lanes, int(t.prefetches), t.tile_cells * t.schedule.n_nodes]
+                          for k, t in enumerate(self.tiles)], dtype=np.int64).reshape(-1, FIELDS)
+        return {key: np.concatenate([p[key] for p in parts])
+                for key in ("jp", "lu", "node", "stage")} | {"classes": table}
+
+    def homes(self, blocks: int) -> np.ndarray:
+        """Each block's first class: the blocks spread over the classes (most work first) in
+        proportion to their nodes (a class with less than a block's share may get none)."""
+        work = np.array([c * t.schedule.n_nodes for t, c in zip(self.tiles, self.counts)],
+                        dtype=np.float64)[self.order]
+        edges = np.cumsum(work) / work.sum()
+        at = (np.arange(blocks) + 0.5) / blocks
+        return self.order[np.minimum(np.searchsorted(edges, at), len(work) - 1)].astype(np.int32)
+
+    def describe(self) -> str:
+        return (f"one launch for all classes (one block per SM, {self.threads} threads, "
+                f"{self.smem} B shared memory; groups take tiles from a counter per class, a "
+                f"block moves to the class with the most work left)")
