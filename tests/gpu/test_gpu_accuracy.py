@@ -34,8 +34,8 @@ CONFIGS = [
     ("tiled", {"batch": 16, "tile_cells": 2}),
     ("tiled", {"batch": 16, "lanes": 4, "tile_cells": 8}),  # 16 does not fit chains of 400
     ("tiled", {"buffers": 1}),
-    ("grouped", {}),  # every class in one launch
-    ("grouped", {"one_launch": False}),  # one launch per class
+    ("grouped", {}),  # one launch per class
+    ("grouped", {"one_launch": True}),  # every class in one launch
     ("grouped", {"batch": 4, "lanes": 4, "tile_cells": 8}),
     ("grouped", {"groups": 2}),
     ("auto", {}),

@@ -112,7 +112,7 @@ def test_large_cells_share_a_block_in_groups(dtype, seed, cp):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 def test_one_launch_gives_bitwise_the_launches_per_class(dtype, seed, cp):
-    """All classes in one launch (the default) run the same sweeps as one launch per class,
+    """All classes in one launch run the same sweeps as one launch per class (the default),
     whichever block takes a tile: bit for bit the same solution, solve after solve (the tile
     counters start from zero at every solve). Classes of 8, 16 and 32 lanes, a class of one
     cell, and a large class with several tiles per group (blocks move between classes)."""
@@ -123,8 +123,8 @@ def test_one_launch_gives_bitwise_the_launches_per_class(dtype, seed, cp):
              + [rt.random_tree(50, rng=rng, branch_probability=0.3)])
     batch = HinesStructure.concatenate([cells[i] for i in rng.permutation(len(cells))])
     d, rhs = hines_values(batch, rng, dtype)
-    one = hinesbatch.plan(batch, backend="gpu", strategy="grouped")
-    per_class = hinesbatch.plan(batch, backend="gpu", strategy="grouped", one_launch=False)
+    one = hinesbatch.plan(batch, backend="gpu", strategy="grouped", one_launch=True)
+    per_class = hinesbatch.plan(batch, backend="gpu", strategy="grouped")
     assert "one launch for all classes" in one.describe(), one.describe()
     assert "one launch per class" in per_class.describe(), per_class.describe()
     lanes = {t.lanes for t in layout_solver(one, dtype)._parts[0].strategy.one.tiles}
@@ -143,7 +143,7 @@ def test_one_launch_with_fewer_tiles_than_blocks(seed, cp):
     cells = [real_cell(*c) for c in REAL_CELLS[:3] for _ in range(2)]
     batch = HinesStructure.concatenate([cells[i] for i in rng.permutation(len(cells))])
     d, rhs = hines_values(batch, rng, np.float64)
-    plan = hinesbatch.plan(batch, backend="gpu", strategy="grouped")
+    plan = hinesbatch.plan(batch, backend="gpu", strategy="grouped", one_launch=True)
     assert "one launch for all classes" in plan.describe()
     x = poisoned_solve(plan, batch, d, rhs, np.float64, cp)
     assert cell_rel_error(batch, x, serial_reference(batch, d, rhs)) < 1e-12

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from hinesbatch.solvers.gpu.compile import KERNEL_DIR, KERNELS, name_expressions, source_text
+from hinesbatch.solvers.gpu.one_launch import STATIC_SMEM
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not on the PATH")
@@ -51,6 +52,9 @@ def test_source_compiles_for_sm90(source, dtype, tmp_path):
         several_groups = ((name.startswith("_Z16hines_tiled_mono") and "Lb1EE" in name)
                           or name.startswith("_Z19hines_tiled_classes"))
         assert barriers <= 1 or several_groups, f"{name} uses {barriers} barriers"
+        if name.startswith("_Z19hines_tiled_classes"):  # the host reserves its static memory
+            static = re.search(r"(\d+) bytes smem", chunk)
+            assert static and int(static.group(1)) <= STATIC_SMEM, chunk
 
 
 def test_listed_kernel_files_exist():

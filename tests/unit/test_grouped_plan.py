@@ -209,16 +209,17 @@ def test_prefetch_for_tiled_but_not_for_grouped_classes(h200, monkeypatch):
 
 
 def test_one_launch_arrangements_fill_a_block_per_sm(h200):
-    """By default every class goes into one launch: each class arranged for a block with the
-    SM to itself (its schedule once, the most cells in tiles of up to THREADS // lanes cells,
-    the most groups at a tie), within the kernel's bounds; the launch is sized for the
-    largest class."""
+    """With one_launch=True every class goes into one launch: each class arranged for a block
+    with the SM to itself (its schedule once, the most cells in tiles of up to THREADS //
+    lanes cells, the most groups at a tie), within the kernel's bounds; the launch is sized
+    for the largest class."""
     from hinesbatch.solvers.gpu import one_launch
 
     pool = _pool() + [rt.random_tree(1600, rng=6, branch_probability=0.5)]
     pick = np.random.default_rng(7).integers(0, len(pool), 2000)
     part = split(HinesStructure.concatenate([pool[i] for i in pick]), 1)[0]
-    g = Grouped(part, np.float64, 0, {}, 1 << 30)
+    assert Grouped(part, np.float64, 0, {}, 1 << 30).one is None  # not the default
+    g = Grouped(part, np.float64, 0, {"one_launch": True}, 1 << 30)
     one = g.one
     assert one is not None and "one launch for all classes" in g.describe()
     limit = H200["smem_per_block_optin"]
@@ -246,7 +247,7 @@ def test_one_launch_table_and_first_classes(h200):
     cells = [pool[k] for k, c in enumerate(counts) for _ in range(c)]
     order = np.random.default_rng(8).permutation(len(cells))
     part = split(HinesStructure.concatenate([cells[i] for i in order]), 1)[0]
-    g = Grouped(part, np.float64, 0, {}, 1 << 30)
+    g = Grouped(part, np.float64, 0, {"one_launch": True}, 1 << 30)
     one, arrays = g.one, g._host_arrays()
     table = arrays["classes"]
     assert table.shape == (4, one_launch.FIELDS) and arrays["counters"].tolist() == [0] * 4
@@ -271,8 +272,10 @@ def test_one_launch_table_and_first_classes(h200):
     assert np.all(np.diff(rank[homes]) >= 0) and homes[0] == one.order[0]
 
 
-def test_one_launch_is_left_for_given_tiles_or_widths_it_lacks(h200):
+def test_one_launch_is_left_for_given_tiles_or_widths_it_lacks(h200, monkeypatch):
     part = split(HinesStructure.concatenate(_pool() * 3), 1)[0]
+    monkeypatch.setattr(grouped_module, "ONE_LAUNCH", True)  # as if it were the default
+    assert Grouped(part, np.float64, 0, {}, 1 << 30).one is not None
     assert Grouped(part, np.float64, 0, {"tile_cells": 8}, 1 << 30).one is None
     assert Grouped(part, np.float64, 0, {"one_launch": False}, 1 << 30).one is None
     assert Grouped(part, np.float64, 0, {"lanes": 4, "batch": 4}, 1 << 30).one is None

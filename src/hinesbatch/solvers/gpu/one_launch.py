@@ -13,6 +13,10 @@ proportion to their nodes, so a block changes class only a few times.
 
 Only the widths of one node per lane and step, 8, 16 or 32 lanes per cell, are compiled into
 the launch (with the others, the 64 registers a 1024-thread block allows spill).
+
+Not ``grouped``'s default (``grouped.ONE_LAUNCH``): its solutions are bit for bit those of one
+launch per class in every GPU test, but compute-sanitizer's racecheck reports hazards in
+``hines_tiled_classes`` that are not understood (docs/gpu.md).
 """
 from __future__ import annotations
 
@@ -30,9 +34,13 @@ LANES = (8, 16, 32)
 FIELDS = 13
 #: Threads of a block at most (``__launch_bounds__(1024, 1)``).
 MAX_THREADS = 1024
+#: Static shared memory of ``hines_tiled_classes`` at most (the class, its lanes, the next
+#: class, the groups done: 96 bytes by ptxas; tests/unit/test_cu_compile.py checks the bound).
+STATIC_SMEM = 128
 #: Shared memory a class needs beyond ``tiled``'s layout: the groups' next tiles and the
-#: block's first (``taken`` in ``hb_tiled_groups``).
-EXTRA_SMEM = 4 * (SharedTiles.MAX_GROUPS + 1)
+#: block's first (``taken`` in ``hb_tiled_groups``), and the kernel's static shared memory
+#: (the block's limit counts both).
+EXTRA_SMEM = 4 * (SharedTiles.MAX_GROUPS + 1) + STATIC_SMEM
 #: Whether groups ask L2 for their next tile during the sweeps (SharedTiles.PREFETCH). Not
 #: here: measured on the H200 (fp64, same run, benchmarks/experiments/one_launch/), 256000
 #: real cells 1.781-1.783 ms without, 1.827 with (as with one launch per class, ``grouped``).
