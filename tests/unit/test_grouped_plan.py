@@ -228,14 +228,16 @@ def test_one_launch_arrangements_fill_a_block_per_sm(h200):
         assert (t.lanes, t.batch) == (per_class.lanes, per_class.batch)  # the same sweeps
         assert t.lanes in one_launch.LANES and t.buffers == 1
         assert t.groups <= SharedTiles.MAX_GROUPS and t.threads <= one_launch.MAX_THREADS
-        assert t.smem + one_launch.EXTRA_SMEM <= limit
         fixed, per_cell = SharedTiles._schedule_smem(s, 8), 2 * s.slot_stride * 8
+        room = limit - one_launch.EXTRA_SMEM - one_launch.STATIC_SMEM  # dynamic + static
+        assert t.smem <= room
         best = max((size * SharedTiles._most_groups(fixed, size * per_cell, size * t.lanes,
-                                                    limit - one_launch.EXTRA_SMEM, 1024))
+                                                    room, 1024))
                    for size in range(32 // t.lanes, max(32 // t.lanes, 64 // t.lanes) + 1,
                                      32 // t.lanes))
         assert t.tile_cells * t.groups == best
-    assert one.smem == max(t.smem for t in one.tiles) + one_launch.EXTRA_SMEM <= limit
+    assert one.smem == max(t.smem for t in one.tiles) + one_launch.EXTRA_SMEM
+    assert one.smem + one_launch.STATIC_SMEM <= limit
     assert one.threads == max(t.threads for t in one.tiles)
 
 

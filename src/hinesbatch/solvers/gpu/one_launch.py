@@ -37,10 +37,9 @@ MAX_THREADS = 1024
 #: Static shared memory of ``hines_tiled_classes`` at most (the class, its lanes, the next
 #: class, the groups done: 96 bytes by ptxas; tests/unit/test_cu_compile.py checks the bound).
 STATIC_SMEM = 128
-#: Shared memory a class needs beyond ``tiled``'s layout: the groups' next tiles and the
-#: block's first (``taken`` in ``hb_tiled_groups``), and the kernel's static shared memory
-#: (the block's limit counts both).
-EXTRA_SMEM = 4 * (SharedTiles.MAX_GROUPS + 1) + STATIC_SMEM
+#: Dynamic shared memory a class needs beyond ``tiled``'s layout: the groups' next tiles and
+#: the block's first (``taken`` in ``hb_tiled_groups``).
+EXTRA_SMEM = 4 * (SharedTiles.MAX_GROUPS + 1)
 #: Whether groups ask L2 for their next tile during the sweeps (SharedTiles.PREFETCH). Not
 #: here: measured on the H200 (fp64, same run, benchmarks/experiments/one_launch/), 256000
 #: real cells 1.781-1.783 ms without, 1.827 with (as with one launch per class, ``grouped``).
@@ -55,7 +54,9 @@ def block_arrangement(cell, variants, item: int, props: dict, n_cells: int, tc=N
     the most cells, the most groups at a tie (their tiles overlap one another's loads and
     sweeps, and the class's end is finer), unless ``tc`` / ``groups`` are given. ``None``
     when the width is not among :data:`LANES`."""
-    one = dict(props, smem_per_block_optin=props["smem_per_block_optin"] - EXTRA_SMEM)
+    # the block's limit counts its static shared memory too
+    one = dict(props, smem_per_block_optin=props["smem_per_block_optin"] - EXTRA_SMEM
+               - STATIC_SMEM)
     width = SharedTiles.plan(cell, variants, 1, tc, item, one, n_cells, "grouped",
                              max_threads=MAX_THREADS)
     if width.lanes not in LANES or width.batch != width.lanes:
