@@ -2,7 +2,7 @@
 
 One launch per class leaves the device partly idle at every class's end: a persistent grid's
 last round of tiles is partial (the 256000 real cells of ``bench multi``: 0.89 to 19.1 rounds
-per class, 13 of 17 classes with a last round less than half full), and the next class's
+per class, 7 of 17 classes with a last round less than half full), and the next class's
 blocks, bound to their own tiles, cannot make up for it (benchmarks/experiments/class_overlap/:
 0.30 ms of per-launch cost in 2.1 ms). Here one persistent block per SM solves class after
 class: each class's arrangement is planned for a block that has the SM's shared memory to
