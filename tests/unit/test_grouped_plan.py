@@ -231,10 +231,11 @@ def test_one_launch_arrangements_fill_a_block_per_sm(h200):
         fixed, per_cell = SharedTiles._schedule_smem(s, 8), 2 * s.slot_stride * 8
         room = limit - one_launch.EXTRA_SMEM - one_launch.STATIC_SMEM  # dynamic + static
         assert t.smem <= room
-        best = max((size * SharedTiles._most_groups(fixed, size * per_cell, size * t.lanes,
-                                                    room, 1024))
+        best = max(size * g  # every (tile size, groups) within the kernel's bounds
                    for size in range(32 // t.lanes, max(32 // t.lanes, 64 // t.lanes) + 1,
-                                     32 // t.lanes))
+                                     32 // t.lanes)
+                   for g in range(1, SharedTiles.MAX_GROUPS + 1)
+                   if fixed + g * size * per_cell <= room and g * size * t.lanes <= 1024)
         assert t.tile_cells * t.groups == best
     assert one.smem == max(t.smem for t in one.tiles) + one_launch.EXTRA_SMEM
     assert one.smem + one_launch.STATIC_SMEM <= limit

@@ -49,8 +49,8 @@ PREFETCH = False
 def block_arrangement(cell, variants, item: int, props: dict, n_cells: int, tc=None,
                       groups=None) -> SharedTiles | None:
     """``cell``'s arrangement (``tiled``'s width for it, from ``variants``) for a block with
-    an SM's shared memory to itself: among tiles of up to ``tiled``'s ``THREADS // lanes``
-    cells (a multiple of the ``32 // lanes`` of a warp), the tile size and groups that hold
+    an SM's shared memory to itself: among ``tiled``'s tile sizes
+    (:meth:`~.strategies.SharedTiles.tile_sizes`), the tile size and groups that hold
     the most cells, the most groups at a tie (their tiles overlap one another's loads and
     sweeps, and the class's end is finer), unless ``tc`` / ``groups`` are given. ``None``
     when the width is not among :data:`LANES`."""
@@ -66,9 +66,8 @@ def block_arrangement(cell, variants, item: int, props: dict, n_cells: int, tc=N
         fixed = SharedTiles._schedule_smem(s, item)
         per_cell = 2 * s.slot_stride * item
         limit = one["smem_per_block_optin"]
-        granule = 32 // lanes
-        top = max(granule, SharedTiles.THREADS // lanes)
-        sizes = [tc] if tc is not None else range(granule, top + 1, granule)
+        fit = (limit - fixed) // per_cell
+        sizes = [tc] if tc is not None else SharedTiles.tile_sizes(lanes, fit)
         options = []
         for size in sizes:
             most = SharedTiles._most_groups(fixed, size * per_cell, size * lanes, limit,

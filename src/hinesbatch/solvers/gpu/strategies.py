@@ -698,6 +698,13 @@ class SharedTiles:
                                   -(-n_cells // tc))
 
     @classmethod
+    def tile_sizes(cls, lanes: int, fit: int) -> range:
+        """Cells per tile to choose among: multiples of the ``32 // lanes`` cells of a warp up
+        to ``THREADS // lanes`` (at least one warp's, at most ``fit``)."""
+        granule = 32 // lanes
+        return range(granule, min(fit, max(granule, cls.THREADS // lanes)) + 1, granule)
+
+    @classmethod
     def default_tile_cells(cls, fixed: int, per_cell: int, lanes: int, fit: int, props: dict,
                            n_cells: int, free_groups: bool = True) -> int:
         """Cells per tile: ``THREADS // lanes`` (at least the ``32 // lanes`` of a warp, at
@@ -705,15 +712,15 @@ class SharedTiles:
         batch that fills the device at that size, the multiple of ``32 // lanes`` below it
         that puts the most cells on an SM (the larger at a tie): smaller tiles let more
         groups share what a large cell's schedule leaves of an SM's shared memory."""
-        granule = 32 // lanes
-        top = min(fit, max(granule, cls.THREADS // lanes))
+        sizes = cls.tile_sizes(lanes, fit)
+        top = sizes[-1]
         if not free_groups:
             return top
 
         cells = {tc: tc * cls._tiles_per_sm(
                      fixed, tc * per_cell, tc * lanes,
                      cls._groups_for(tc, fixed, per_cell, lanes, props, n_cells), props)
-                 for tc in range(granule, top + 1, granule)}
+                 for tc in sizes}
         if n_cells <= cells[top] * props["sm_count"]:
             return top
         return max(cells, key=lambda tc: (cells[tc], tc))
