@@ -35,7 +35,7 @@ FIELDS = 13
 #: Threads of a block at most (``__launch_bounds__(1024, 1)``).
 MAX_THREADS = 1024
 #: Static shared memory of ``hines_tiled_classes`` at most (the class, its lanes, the next
-#: class, the groups done: 96 bytes by ptxas; tests/unit/test_cu_compile.py checks the bound).
+#: class: 96 bytes by ptxas; tests/unit/test_cu_compile.py checks the bound).
 STATIC_SMEM = 128
 #: Dynamic shared memory a class needs beyond ``tiled``'s layout: the groups' next tiles and
 #: the block's first (``taken`` in ``hb_tiled_groups``).

@@ -267,14 +267,12 @@ struct hb_tiles {
 // atomicAdd on *counter (so that a group with a tile has a group before it with one: the
 // staggered start below relies on it) and each group takes its next tile with its own (nbuf
 // = 1 only), so that groups that finish early take more tiles. Returns once the group's
-// tiles are done, after adding 1 to *done (when not null; thread 0 of the group), so that
-// the caller can wait for every group before it synchronises the block and reuses the shared
-// memory.
+// tiles are done; the caller synchronises the block before it reuses the shared memory.
 template <typename T, int KB, int V, bool GROUPS>
 __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restrict__ d,
                                                 T* __restrict__ rhs,
                                                 const long long* __restrict__ offsets,
-                                                unsigned char* smem, int* counter, int* done,
+                                                unsigned char* smem, int* counter,
                                                 long long cell_base,
                                                 unsigned long long* __restrict__ flag,
                                                 T* __restrict__ bad_value) {
@@ -379,7 +377,6 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
         }
         tile = next;
     }
-    if (done && gtid == 0) atomicAdd(done, 1);
 }
 
 // One shared structure: a MonoBatch (`tiled`) or one class of `grouped` (one launch each).
@@ -396,8 +393,8 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
     const hb_tiles<T> c{sched_jp, sched_lu, sched_node, node_stage, members, n_cells,
                         n_batches, n, S, sc_shift, tc,
                         GROUPS ? static_cast<int>(blockDim.x) / (tc * KB) : 1, nbuf, prefetch};
-    hb_tiled_groups<T, KB, V, GROUPS>(c, d, rhs, offsets, hb_smem_tm, nullptr, nullptr,
-                                      cell_base, flag, bad_value);
+    hb_tiled_groups<T, KB, V, GROUPS>(c, d, rhs, offsets, hb_smem_tm, nullptr, cell_base, flag,
+                                      bad_value);
 }
 
 // Every class of `grouped` in one launch (its classes all with one node per lane and step):
@@ -426,11 +423,10 @@ hines_tiled_classes(T* __restrict__ d, T* __restrict__ rhs, const int2* __restri
                     long long cell_base, unsigned long long* __restrict__ flag,
                     T* __restrict__ bad_value) {
     extern __shared__ __align__(16) unsigned char hb_smem_tc[];
-    __shared__ int next_class, lanes, done;
+    __shared__ int next_class, lanes;
     __shared__ hb_tiles<T> c;  // the class (read from shared memory: registers are scarce)
     for (int k = home[blockIdx.x]; k >= 0; k = next_class) {
         if (threadIdx.x == 0) {
-            done = 0;
             const long long* f = classes + static_cast<long long>(k) * HB_CLASS_FIELDS;
             c = hb_tiles<T>{jp + f[0], lu + f[0], node + f[0], stage + f[1], members + f[2],
                             f[3], static_cast<int>(f[4]), static_cast<int>(f[5]),
@@ -442,7 +438,7 @@ hines_tiled_classes(T* __restrict__ d, T* __restrict__ rhs, const int2* __restri
         __syncthreads();
         auto run = [&](auto kb) {
             hb_tiled_groups<T, decltype(kb)::value, 1, true>(c, d, rhs, offsets, hb_smem_tc,
-                                                                counters + k, &done, cell_base,
+                                                                counters + k, cell_base,
                                                                 flag, bad_value);
         };
         switch (lanes) {  // lanes per cell: the host sends only these (fewer spilled at 64)
@@ -451,12 +447,7 @@ hines_tiled_classes(T* __restrict__ d, T* __restrict__ rhs, const int2* __restri
             case 32: run(hb_int<32>{}); break;
             default: __trap();
         }
-        // Every group is done with the class: its shared memory is free. The threads wait for
-        // the groups' count first, so that the block's barrier is not reached while groups
-        // still use their named barriers (compute-sanitizer's racecheck then loses track of
-        // which accesses the block's barriers order, and reports hazards between them).
-        while (atomicAdd(&done, 0) < c.groups) __nanosleep(256);
-        __syncthreads();
+        __syncthreads();  // every group is done with the class: its shared memory is free
         if (threadIdx.x < 32) {  // warp 0: the class with the most work left, -1 if none
             long long most = 0;
             int best = -1;
