@@ -9,8 +9,11 @@ after named barriers (``bar.sync id, count``)? A minimal kernel, correct by cons
 ``hines_tiled_classes`` has this pattern (groups with named barriers, then the block's barrier
 before the next class). Run under racecheck; the printed sums check the values read.
 
-    compute-sanitizer --tool racecheck --racecheck-report hazard python3 racecheck_named.py
+    compute-sanitizer --tool racecheck --racecheck-report hazard python3 racecheck_named.py \
+        [THREADS ...]
 """
+import sys
+
 import cupy
 
 SOURCE = r"""
@@ -28,12 +31,12 @@ extern "C" __global__ void pattern(int* out, int rounds, int mode) {
     for (int r = 0; mode == 4 && r < rounds; ++r)
         asm volatile("bar.sync %0, %1;" :: "r"(warp / 2 + 1), "r"(64) : "memory");
     if (mode == 4) __syncthreads();
-    const bool named = mode == 1 || mode == 4 || (mode >= 2 && warp < warps / 2);
+    const bool named = mode == 1 || mode == 4 || (mode >= 2 && warp < min(warps / 2, 15));
     for (int r = 0; named && r < rounds; ++r)
         asm volatile("bar.sync %0, %1;" :: "r"(warp + 1), "r"(32) : "memory");
     if (named && threadIdx.x % 32 == 0) atomicAdd(&done, 1);
     if (mode == 3)
-        while (atomicAdd(&done, 0) < warps / 2) __nanosleep(100);
+        while (atomicAdd(&done, 0) < min(warps / 2, 15)) __nanosleep(100);
     __syncthreads();
     if (threadIdx.x == 0) s[1] = 11;
     __syncthreads();
@@ -76,11 +79,15 @@ extern "C" __global__ void phases(int* out, int rounds) {
 
 if __name__ == "__main__":
     fn = cupy.RawKernel(SOURCE, "pattern")
-    for mode in (0, 1, 2, 3, 4):
-        out = cupy.zeros(1, cupy.int32)
-        fn((1,), (256,), (out, cupy.int32(3), cupy.int32(mode)))
-        cupy.cuda.runtime.deviceSynchronize()
-        print(f"mode {mode}: sum {int(out[0])} (expected {256 * 18})", flush=True)
+    # threads per block: 256, and (eleventh session) the one launch's 960 and 1024
+    for threads in [int(t) for t in (sys.argv[1:] or ["256"])]:
+        # modes 1 and 4 give every warp (pair) a barrier id of its own: 15 warps at most
+        for mode in (0, 1, 2, 3, 4) if threads <= 480 else (0, 2, 3):
+            out = cupy.zeros(1, cupy.int32)
+            fn((1,), (threads,), (out, cupy.int32(3), cupy.int32(mode)))
+            cupy.cuda.runtime.deviceSynchronize()
+            print(f"{threads} threads, mode {mode}: sum {int(out[0])} "
+                  f"(expected {threads * 18})", flush=True)
     fn = cupy.RawKernel(PHASES, "phases")
     out = cupy.zeros(1, cupy.int32)
     fn((1,), (256,), (out, cupy.int32(3)))
