@@ -51,6 +51,9 @@ CASES = [
      lambda r: MonoBatch(rt.random_tree(90, rng=r), 300), "tiled",
      {"batch": 8, "lanes": 8, "tile_cells": 4, "groups": 2, "buffers": 2}),
     ("tiled per-cell", lambda r: rt.random_batch(90, rng=r, max_nodes=80), "tiled", {}),
+    # the native layout (slot order, bulk copies): 3 groups, 70 tiles, a partial last one
+    ("tiled mono slot order, 3 groups", lambda r: MonoBatch(rt.random_tree(90, rng=r), 277),
+     "tiled", {"batch": 8, "lanes": 8, "tile_cells": 4, "groups": 3, "native": True}),
     # three classes of copies, interleaved: cells found through the member lists
     ("grouped copies of 3 cells, 2 groups per block",
      lambda r: HinesStructure.concatenate([[rt.random_tree(70, rng=1), rt.chain(40, rng=2),
@@ -97,13 +100,20 @@ def main() -> int:
         assert isinstance(structure, (MonoBatch, HinesStructure))
         d, rhs = values(structure, seed=200 + i)
         ref = hinesbatch.plan(structure, backend="serial").solve(d, rhs)
+        native = options.get("native", False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            plan = hinesbatch.plan(structure, backend="gpu", strategy=strategy, **options)
+            plan = hinesbatch.plan(structure, backend="gpu", strategy=strategy,
+                                   **{k: v for k, v in options.items() if k != "native"})
         if props:  # before the first solve, which sizes the grids
             impl = layout_solver(plan, np.float64)._parts[0].strategy
             impl.props = {**impl.props, **props[0]}
-        x = plan.solve(cupy.asarray(d), cupy.asarray(rhs)).get()
+        if native:  # solved in the plan's native layout
+            impl = layout_solver(plan, np.float64)
+            dn, rn = impl.to_layout(cupy.asarray(d)), impl.to_layout(cupy.asarray(rhs))
+            x = impl.from_layout(impl.solve_layout(dn, rn)).get()
+        else:
+            x = plan.solve(cupy.asarray(d), cupy.asarray(rhs)).get()
         err = float(np.max(np.abs(x - ref)) / np.max(np.abs(ref)))
         ok = err <= 1e-12
         failures += not ok

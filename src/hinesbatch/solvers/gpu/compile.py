@@ -17,8 +17,8 @@ import numpy as np
 
 from .device import cupy_module
 
-__all__ = ["KERNEL_DIR", "KERNELS", "TILED_VARIANTS", "FACTOR_VARIANTS", "FACTOR_PER_CELL_AHEAD",
-           "name_expressions", "source_text", "kernel"]
+__all__ = ["KERNEL_DIR", "KERNELS", "TILED_VARIANTS", "SLOT_VARIANTS", "FACTOR_VARIANTS",
+           "FACTOR_PER_CELL_AHEAD", "name_expressions", "source_text", "kernel"]
 
 KERNEL_DIR = Path(__file__).with_name("kernels")
 
@@ -26,6 +26,11 @@ KERNEL_DIR = Path(__file__).with_name("kernels")
 #: the ``tiled`` strategy's ``lanes`` and ``batch`` (= lanes * nodes per lane) options.
 TILED_VARIANTS = ((1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (32, 1), (4, 2), (8, 2), (16, 2),
                   (4, 4), (8, 4))
+
+#: The variants of ``hines_tiled_slots`` (``tiled`` on values in slot order, its native
+#: layout): those of at least 4 lanes, whose tile planes start on 16 bytes (bulk copies), and
+#: at most 2 nodes per lane and step (with 4, the several-group kernels spilled).
+SLOT_VARIANTS = tuple((kb, v) for kb, v in TILED_VARIANTS if kb >= 4 and v <= 2)
 
 #: (lanes per cell, nodes per lane and step, steps loaded ahead) of ``hines_factors`` for a
 #: shared structure: the ``block-shared`` strategy's ``lanes`` and ``slots`` (= lanes * nodes
@@ -43,6 +48,8 @@ KERNELS: dict[str, tuple[str, ...]] = {
     ),
     "hines_tiled.cu": (
         *(f"hines_tiled_mono<{{T}}, {kb}, {v}, {g}>" for kb, v in TILED_VARIANTS
+          for g in ("false", "true")),
+        *(f"hines_tiled_slots<{{T}}, {kb}, {v}, {g}>" for kb, v in SLOT_VARIANTS
           for g in ("false", "true")),
         "hines_tiled_classes<{T}>", "hines_tiled_multi<{T}>",
     ),

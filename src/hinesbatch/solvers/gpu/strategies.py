@@ -19,10 +19,14 @@ strategy               native layout                     kernel
 ``block-interleaved``  ``(ceil(n_cells/bs), n, bs)``     ``hines_strided`` (Block-Interleaved)
 ``block-shared``       ``(ceil(n_cells/bs), n, bs)``     ``hines_block_shared`` (paper §3.1),
                                                          ``hines_factors`` (keep="factors")
-``tiled``              canonical                         ``hines_tiled_*`` (staged in smem)
+``tiled``              slot order (shared structure) [#]_  ``hines_tiled_*`` (staged in smem)
 =====================  ================================  ==================================
 
 .. [#] With chunks (``max_bytes``), Full-Interleaved within each chunk: ``bs`` = chunk cells.
+.. [#] ``(n_cells, pitch)``: each cell's values in the order of its schedule's slots, ``pitch``
+   = n rounded up to 16 bytes (:meth:`SharedTiles.pitch`), copied in and out of shared memory
+   by bulk copies (``hines_tiled_slots``); canonical for per-cell structures and for widths
+   that kernel is not built for (:data:`.compile.SLOT_VARIANTS`).
 
 The strategies are looked up by name in :data:`STRATEGIES`; nothing switches on names.
 """
@@ -32,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .compile import FACTOR_PER_CELL_AHEAD, FACTOR_VARIANTS, TILED_VARIANTS, kernel
+from .compile import FACTOR_PER_CELL_AHEAD, FACTOR_VARIANTS, SLOT_VARIANTS, TILED_VARIANTS, kernel
 from .device import blocks_per_sm, cupy_module, device_properties, resident_blocks
 from .parts import Part
 from .schedule import FLAG_BITS, Schedule, factor_pflags, factor_schedule, tiled_schedule
@@ -569,6 +573,7 @@ class SharedTiles:
     buffers: int
     smem: int
     prefetch: bool = True
+    slots: bool = False  # values in slot order (hines_tiled_slots), not canonical
 
     #: Fallbacks (batch, lanes) when the preferred width's tile does not fit, in turn.
     DEFAULTS = ((8, 8), (16, 16), (4, 4), (2, 2), (1, 1))
@@ -606,20 +611,29 @@ class SharedTiles:
     @classmethod
     def plan(cls, cell, variants, buffers: int, tc, item: int, props: dict, n_cells: int,
              strategy: str = "tiled", groups=None, prefetch=None,
-             max_threads: int = 512) -> "SharedTiles":
+             max_threads: int = 512, slots: bool = False) -> "SharedTiles":
         """Choose among ``variants`` ((batch, lanes) pairs) the first whose smallest tile of
         ``cell`` fits in a block's shared memory (``props``: :func:`.device_properties`);
         cells per tile: ``tc``, by default :meth:`default_tile_cells`; groups per block:
         ``groups``, by default :meth:`default_groups`; L2 prefetch of the next tile:
         ``prefetch``, by default :data:`PREFETCH`; a block of at most ``max_threads`` threads
         (``hines_tiled_mono``'s bound; ``hines_tiled_classes`` takes 1024). ``ValueError``
-        naming ``strategy`` when nothing fits, or when ``tc`` or ``groups`` does not."""
+        naming ``strategy`` when nothing fits, or when ``tc`` or ``groups`` does not.
+        ``slots``: for values in slot order (``hines_tiled_slots``: one buffer, and a width of
+        :data:`.compile.SLOT_VARIANTS`, else ``ValueError``)."""
         limit = props["smem_per_block_optin"]
         need = None
         for batch, lanes in variants:
+            if slots and (buffers != 1 or (lanes, batch // lanes) not in SLOT_VARIANTS):
+                raise ValueError(f"values in slot order are solved with one tile buffer and "
+                                 f"(lanes, nodes per lane) among {SLOT_VARIANTS}; got {buffers} "
+                                 f"buffer(s), lanes={lanes}, batch={batch}")
             schedule = tiled_schedule(cell, batch, lanes=lanes, item=item,
                                       stage_cells=32 // lanes if cls.STAGE_WARP_CELLS else 1)
-            fixed = cls._schedule_smem(schedule, item)
+            # bulk copies: planes on 16 bytes; a cell's pitch within its slots
+            assert not slots or (schedule.slot_stride * item % 16 == 0
+                                 and schedule.slot_stride >= cell.n_nodes + 16 // item)
+            fixed = cls._schedule_smem(schedule, item, slots)
             per_cell = 2 * schedule.slot_stride * item * buffers
             granule = 32 // lanes
             fit = min((limit - fixed) // per_cell, max_threads // lanes) // granule * granule
@@ -648,7 +662,7 @@ class SharedTiles:
                              f"at most {max_threads} threads and {cls.MAX_GROUPS} groups)")
         return cls(batch, lanes, schedule, int(tc), int(groups), buffers,
                    fixed + int(groups * tc) * per_cell,
-                   cls.PREFETCH if prefetch is None else bool(prefetch))
+                   cls.PREFETCH if prefetch is None else bool(prefetch), slots)
 
     #: Threads of a block of several groups at most (the groups rule, :meth:`default_groups`).
     GROUP_BLOCK_THREADS = 256
@@ -745,15 +759,24 @@ class SharedTiles:
         return min(blocks, resident * props["sm_count"])
 
     @classmethod
-    def _schedule_smem(cls, schedule: Schedule, item: int) -> int:
+    def _schedule_smem(cls, schedule: Schedule, item: int, slots: bool = False) -> int:
         """Shared memory of the schedule in a block: slot pairs (int2), ``(l, u)`` per entry,
-        the staging table, and the groups' start flags."""
-        return schedule.jp.size * (8 + 2 * item) + 4 * schedule.n_nodes + 4 * cls.MAX_GROUPS
+        the staging table, the groups' start flags, and in slot order the groups' mbarriers
+        (8 bytes each, 8-byte aligned)."""
+        return (schedule.jp.size * (8 + 2 * item) + 4 * schedule.n_nodes + 4 * cls.MAX_GROUPS
+                + (8 * (cls.MAX_GROUPS + 1) if slots else 0))
 
     @property
     def template(self) -> str:
         several = "true" if self.groups > 1 else "false"  # one group: __syncthreads only
-        return f"hines_tiled_mono<{{T}}, {self.lanes}, {self.batch // self.lanes}, {several}>"
+        name = "hines_tiled_slots" if self.slots else "hines_tiled_mono"
+        return f"{name}<{{T}}, {self.lanes}, {self.batch // self.lanes}, {several}>"
+
+    def pitch(self, item: int) -> int:
+        """Words per cell of values in slot order: the cell's nodes rounded up to 16 bytes,
+        so that every cell's values start on 16 bytes (bulk copies)."""
+        words = 16 // item
+        return -(-self.schedule.n_nodes // words) * words
 
     @property
     def prefetches(self) -> bool:
@@ -784,12 +807,18 @@ class SharedTiles:
         ``rhs`` when ``members`` is ``NULL``) with ``grid`` blocks."""
         s = self.schedule
         _allow_smem(fn, self.smem, carveout=True)
-        _call(fn, (grid,), (self.threads,),
-              (d, rhs, arrays["jp"], arrays["lu"], arrays["node"], arrays["stage"], members,
-               offsets, _i32(s.n_batches), _i32(s.n_nodes), _i32(s.slot_stride),
-               _i32(s.stage_cells.bit_length() - 1), _i32(self.tile_cells), _i32(self.buffers),
-               _i32(self.prefetches), _i64(n_cells), _i64(cell_base),
-               *pivots), stream, self.smem)
+        if self.slots:  # a MonoBatch in slot order: no member list, no staging table
+            args = (d, rhs, arrays["jp"], arrays["lu"], arrays["node"], _i32(s.n_batches),
+                    _i32(s.n_nodes), _i32(s.slot_stride), _i32(self.pitch(d.dtype.itemsize)),
+                    _i32(self.tile_cells), _i32(self.prefetches), _i64(n_cells),
+                    _i64(cell_base), *pivots)
+        else:
+            args = (d, rhs, arrays["jp"], arrays["lu"], arrays["node"], arrays["stage"], members,
+                    offsets, _i32(s.n_batches), _i32(s.n_nodes), _i32(s.slot_stride),
+                    _i32(s.stage_cells.bit_length() - 1), _i32(self.tile_cells),
+                    _i32(self.buffers), _i32(self.prefetches), _i64(n_cells), _i64(cell_base),
+                    *pivots)
+        _call(fn, (grid,), (self.threads,), args, stream, self.smem)
 
     def describe(self) -> str:
         s = self.schedule
@@ -840,10 +869,15 @@ class Tiled(Strategy):
     of 1405 nodes), although at a few equal (batch, lanes, threads) two buffers were up to 6%
     (17%) faster (benchmarks/results/h200/hines_tiled.md). Per-cell structures: one lane per cell,
     ``tile_cells`` cells per one-warp block.
+
+    Native layout of a shared structure (:meth:`native_shape`): each cell's values in its
+    schedule's slot order, ``pitch`` words per cell, so that a tile's cells are moved by bulk
+    copies (``hines_tiled_slots``, planned as :meth:`_slot_tiles`) instead of one load and one
+    store per node; canonical when the width is not among :data:`.compile.SLOT_VARIANTS` or
+    ``buffers=2``.
     """
 
     name = "tiled"
-    native_is_canonical = True
     options = ("tile_cells", "groups", "batch", "lanes", "buffers")
 
     def __init__(self, part, dtype, device, options, budget):
@@ -857,7 +891,10 @@ class Tiled(Strategy):
         buffers = options.pop("buffers", None)
         if buffers not in (None, 1, 2) or isinstance(buffers, bool):
             raise ValueError(f"buffers must be 1 or 2, got {buffers!r}")
+        self._slots = None  # the plan in slot order (SharedTiles, or False), when first asked
+        self._slot_grid = None
         if part.mono:
+            self._asked = (tc, groups)
             self.tiles = SharedTiles.plan(part.cell, tiled_variants(batch, lanes, part.cell),
                                           buffers or 1, tc, item, device_properties(device),
                                           part.n_cells, groups=groups)
@@ -899,8 +936,9 @@ class Tiled(Strategy):
 
     def structure_bytes(self):
         p = self.part
-        if p.mono:
-            return self.tiles.structure_bytes(self.dtype.itemsize)
+        if p.mono:  # the schedule of slot order too, once asked for
+            return sum(t.structure_bytes(self.dtype.itemsize) for t in (self.tiles, self._slots)
+                       if t)
         return p.n_nodes * (4 + 2 * self.dtype.itemsize) + 12 * p.n_cells
 
     def _host_arrays(self):
@@ -929,11 +967,84 @@ class Tiled(Strategy):
                   (d, rhs, dev["parent"], dev["u"], dev["l"], dev["offsets"], dev["tiles"],
                    _i32(self.max_nodes), _i64(p.cell_start), *pivots), stream, self.smem)
 
-    solve_native = solve_canonical
+    # -- the native layout: slot order ---------------------------------------------------------
+    def _slot_tiles(self):
+        """The plan for values in slot order (the same width and options as :attr:`tiles`,
+        planned with the mbarriers' shared memory), or ``None`` where the native layout is
+        the canonical one."""
+        if self._slots is None:
+            self._slots = False
+            if self.part.mono:
+                t = self.tiles
+                try:
+                    self._slots = SharedTiles.plan(
+                        self.part.cell, [(t.batch, t.lanes)], t.buffers, self._asked[0],
+                        self.dtype.itemsize, device_properties(self.device), self.part.n_cells,
+                        groups=self._asked[1], slots=True)
+                except ValueError:  # a width or buffers without the slot-order kernel
+                    pass
+        return self._slots or None
+
+    @property
+    def native_is_canonical(self) -> bool:
+        return self._slot_tiles() is None
+
+    def native_shape(self):
+        t = self._slot_tiles()
+        if t is None:
+            return self.part.values_shape
+        return (self.part.n_cells, t.pitch(self.dtype.itemsize))
+
+    def _slot_of_node(self):
+        cupy = cupy_module()
+        with cupy.cuda.Device(self.device):
+            return cupy.asarray(self._slot_tiles().schedule.slot[:self.part.n])
+
+    def to_native(self, a, stream):
+        if self.native_is_canonical:
+            return a.copy()
+        cupy = cupy_module()
+        with cupy.cuda.Device(self.device), stream:
+            out = cupy.zeros(self.native_shape(), dtype=a.dtype)  # padding: zeros
+            out[:, self._slot_of_node()] = a
+        return out
+
+    def from_native(self, a, stream):
+        if self.native_is_canonical:
+            return a.copy()
+        cupy = cupy_module()
+        with cupy.cuda.Device(self.device), stream:
+            return cupy.ascontiguousarray(a[:, self._slot_of_node()])
+
+    def solve_native(self, d, rhs, pivots, stream):
+        t = self._slot_tiles()
+        if t is None:
+            self.solve_canonical(d, rhs, pivots, stream)
+            return
+        p = self.part
+        if p.n_cells == 0:
+            return
+        for name, a in (("d", d), ("rhs", rhs)):  # bulk copies start on 16 bytes
+            if a.data.ptr % 16:
+                raise ValueError(f"{name} of the native layout must start on 16 bytes (bulk "
+                                 f"copies); got an address {a.data.ptr % 16} bytes past that "
+                                 f"(a view into a larger array?): pass a copy")
+        fn = kernel(self.device, "hines_tiled.cu", t.template, self.dtype)
+        if self._slot_grid is None:  # once: device queries and uploads
+            cupy = cupy_module()
+            with cupy.cuda.Device(self.device):
+                self._slot_grid = (t.grid(fn, device_properties(self.device), p.n_cells),
+                                   {key: cupy.asarray(value)
+                                    for key, value in t.host_arrays(self.dtype).items()
+                                    if key != "stage"})
+        grid, arrays = self._slot_grid
+        t.launch(fn, grid, d, rhs, arrays, NULL, NULL, p.n_cells, p.cell_start, pivots, stream)
 
     def describe(self):
         if self.part.mono:
-            return f"tiled ({self.tiles.describe()})"
+            t = self._slot_tiles()
+            native = (f"; native layout: slot order, {t.describe()}" if t else "")
+            return f"tiled ({self.tiles.describe()}{native})"
         return (f"tiled ({self.tile_first.size - 1} tiles of <= {self.tile_cells} cells, "
                 f"{self.smem} B shared memory)")
 

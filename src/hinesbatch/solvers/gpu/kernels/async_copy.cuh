@@ -27,3 +27,4 @@ __device__ __forceinline__ void hb_cp_async_wait_all() {
 __device__ __forceinline__ void hb_cp_async_wait_prior() {
     asm volatile("cp.async.wait_group 1;\n" ::: "memory");
 }
+

@@ -11,6 +11,7 @@
 //   backward:  D[p] -= u[j] m[j],  R[p] -= u[j] y[j]   for p = parent[j];
 //   forward:   x[j] = y[j] - m[j] x[parent[j]].
 #include "hines_common.cuh"
+#include "bulk_copy.cuh"
 
 // Shared structure (MonoBatch). The elimination follows a schedule built on the host
 // (hinesbatch.solvers.gpu.schedule): steps of W = KB * V independent nodes with distinct
@@ -109,6 +110,19 @@ __device__ __forceinline__ void hb_tile_nodes(const int* sstage, const int* memb
     }
 }
 
+// Set the tile's nc cells' dummy slots (d = 1, rhs = 0) and root-parent slot (0, 0): when
+// staging, or in slot order once the bulk copies, which fill slots n .. P - 1 with padding,
+// are done.
+template <typename T>
+__device__ __forceinline__ void hb_tile_dummies(T* sa, T* sb, int nc, int n, int S, int W,
+                                                int tid, int nthreads) {
+    for (int k = tid; k < nc * (W + 1); k += nthreads) {
+        const int c = k / (W + 1), s = n + k - c * (W + 1);
+        sa[c * S + s] = s < n + W ? T(1) : T(0);
+        sb[c * S + s] = T(0);
+    }
+}
+
 // Start copying the tile's cells into planes `sa` (d) and `sb` (rhs), cell c's slot s at
 // c * S + s, and set the dummy / root-parent slots (hb_tile_nodes says who copies what).
 template <typename T>
@@ -122,11 +136,7 @@ __device__ __forceinline__ void hb_tile_stage(T* sa, T* sb, const T* d, const T*
                       hb_cp_async(sa + c * S + s, d + g + node);
                       hb_cp_async(sb + c * S + s, rhs + g + node);
                   });
-    for (int k = tid; k < nc * (W + 1); k += nthreads) {
-        const int c = k / (W + 1), s = n + k - c * (W + 1);
-        sa[c * S + s] = s < n + W ? T(1) : T(0);
-        sb[c * S + s] = T(0);
-    }
+    hb_tile_dummies(sa, sb, nc, n, S, W, tid, nthreads);
 }
 
 // Write x (plane B) of the tile's nc cells back over rhs, as staged.
@@ -157,6 +167,39 @@ __device__ __forceinline__ void hb_tile_prefetch(const T* d, const T* rhs, const
             asm volatile("prefetch.global.L2 [%0];" ::"l"(d + a));
             asm volatile("prefetch.global.L2 [%0];" ::"l"(rhs + a));
         }
+    }
+}
+
+// Slot order (hines_tiled_slots, the native layout of `tiled`): cell q's values at q * P + s
+// for its node in slot s (s < n; P: n rounded up to 16 bytes, the rest padding), so that a
+// tile's cells are copied in and out whole by bulk copies (async_copy.cuh) instead of one
+// load and one store per node and lane, which on the H200 took a third of the shared-memory
+// pipe's wavefronts of the canonical kernel (benchmarks/experiments/l1_wavefronts/).
+// Lanes 0 .. 2 nc - 1 of the group's first warp each copy one plane of one cell.
+template <typename T>
+__device__ __forceinline__ void hb_tile_bulk_load(T* sa, T* sb, const T* d, const T* rhs,
+                                                  unsigned long long* bar, long long q0, int nc,
+                                                  int P, int S, int tid) {
+    if (tid < 32) {
+        if (tid == 0) hb_mbar_expect(bar, 2u * nc * P * sizeof(T));
+        for (int k = tid; k < 2 * nc; k += 32) {
+            const int c = k >> 1;
+            const long long at = (q0 + c) * P;
+            hb_bulk_load((k & 1 ? sb : sa) + c * S, (k & 1 ? rhs : d) + at, P * sizeof(T), bar);
+        }
+    }
+}
+
+// Write x (plane B) of the tile's nc cells back over rhs, one bulk store per cell, and wait
+// until the stores have read the tile (the caller's barrier then frees the buffer).
+template <typename T>
+__device__ __forceinline__ void hb_tile_bulk_store(const T* sb, T* rhs, long long q0, int nc,
+                                                   int P, int S, int tid) {
+    if (tid < 32) {
+        for (int c = tid; c < nc; c += 32)
+            hb_bulk_store(rhs + (q0 + c) * P, sb + c * S, P * sizeof(T));
+        hb_bulk_commit();
+        hb_bulk_store_wait_read();
     }
 }
 
@@ -258,6 +301,7 @@ struct hb_tiles {
     const int* members;
     long long n_cells;
     int n_batches, n, S, sc_shift, tc, groups, nbuf, prefetch;
+    int pitch;  // slot order (SLOTS): words per cell in global memory
 };
 
 // A block solves tiles of class `c` (layout and groups: above). Every thread of the block
@@ -268,7 +312,10 @@ struct hb_tiles {
 // staggered start below relies on it) and each group takes its next tile with its own (nbuf
 // = 1 only), so that groups that finish early take more tiles. Returns once the group's
 // tiles are done; the caller synchronises the block before it reuses the shared memory.
-template <typename T, int KB, int V, bool GROUPS>
+// SLOTS: values in slot order (hb_tile_bulk_load; a MonoBatch, nbuf = 1, no counter), each
+// group's tiles copied in by bulk copies that complete on the group's mbarrier (after the
+// start flags), and out by bulk stores.
+template <typename T, int KB, int V, bool GROUPS, bool SLOTS = false>
 __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restrict__ d,
                                                 T* __restrict__ rhs,
                                                 const long long* __restrict__ offsets,
@@ -289,14 +336,21 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
     int* sstage = reinterpret_cast<int*>(sjp + NS);  // node | slot << 16, staging order
     int* started = sstage + n;  // GROUPS: started[g] = 1 once group g has its first tile staged
     int* taken = started + groups;  // counter: taken[g] group g's next tile, taken[G] the first
+    unsigned long long* bars = reinterpret_cast<unsigned long long*>(  // SLOTS: one per group
+        (reinterpret_cast<unsigned long long>(started + groups) + 7) & ~7ull);
     const int n_tiles = static_cast<int>((c.n_cells + tc - 1) / tc);
     for (int k = tid; k < NS; k += blockDim.x) {  // 1. the schedule and the staging table, once
         hb_cp_async(sjp + k, c.jp + k);
         hb_cp_async(slu + k, c.lu + k);
     }
-    for (int k = tid; k < n; k += blockDim.x) hb_cp_async(sstage + k, c.stage + k);
+    if (!SLOTS)
+        for (int k = tid; k < n; k += blockDim.x) hb_cp_async(sstage + k, c.stage + k);
     if (GROUPS && tid < groups) started[tid] = 0;
     if (counter && tid == 0) taken[groups] = atomicAdd(counter, groups);
+    if (SLOTS && tid < groups) {
+        hb_mbar_init(bars + tid, 1);
+        hb_fence_mbar_init();
+    }
     hb_cp_async_wait_all();
     __syncthreads();
     if (tid >= groups * gt) return;
@@ -319,9 +373,13 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
             min(static_cast<long long>(tc), c.n_cells - static_cast<long long>(t) * tc));
     };
     auto stage = [&](T* buf, int t) {
-        hb_tile_stage<T>(buf, buf + tc * S, d, rhs, sstage,
-                         c.members, offsets, static_cast<long long>(t) * tc, cells_of(t), n, S,
-                         W, c.sc_shift, gtid, gt);
+        if constexpr (SLOTS)
+            hb_tile_bulk_load<T>(buf, buf + tc * S, d, rhs, bars + g,
+                                 static_cast<long long>(t) * tc, cells_of(t), c.pitch, S, gtid);
+        else
+            hb_tile_stage<T>(buf, buf + tc * S, d, rhs, sstage,
+                             c.members, offsets, static_cast<long long>(t) * tc, cells_of(t), n,
+                             S, W, c.sc_shift, gtid, gt);
     };
     if (tile < n_tiles) stage(sv, tile);  // 2. the first tile (each cp.async group: one tile)
     hb_cp_async_commit();
@@ -334,7 +392,10 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
         const int nc = cells_of(tile);
         int next = tile + stride;
         if (counter && gtid == 0) taken[g] = atomicAdd(counter, 1);  // read after the barrier
-        if (nbuf == 2) {  // the next tile's loads go out now and land during the sweeps
+        if constexpr (SLOTS) {  // the tile is in: set its dummy slots
+            hb_mbar_wait(bars + g, it & 1);
+            hb_tile_dummies(buf, buf + tc * S, nc, n, S, W, gtid, gt);
+        } else if (nbuf == 2) {  // the next tile's loads go out now and land during the sweeps
             if (next < n_tiles) stage(sv + ((it + 1) & 1) * tile_words, next);
             hb_cp_async_commit();
             hb_cp_async_wait_prior();
@@ -349,11 +410,21 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
         int bad = hb_tile_sweeps<T, KB, V>(
             buf + cell * S, buf + tc * S + cell * S, sjp, slu, c.node, c.n_batches, k,
             &bad_pivot, [&]() {  // the next tile's loads, asked of L2 during the sweeps
-                if (c.prefetch && next < n_tiles)
+                if (!c.prefetch || next >= n_tiles) return;
+                if constexpr (SLOTS) {
+                    const long long at = static_cast<long long>(next) * tc * c.pitch;
+                    const int bytes = cells_of(next) * c.pitch * static_cast<int>(sizeof(T));
+                    if (gtid == 0) {  // the tile's cells are adjacent: one run per plane
+                        hb_bulk_prefetch_l2(d + at, bytes);
+                        hb_bulk_prefetch_l2(rhs + at, bytes);
+                    }
+                } else {
                     hb_tile_prefetch<T>(d, rhs, c.members, offsets,
                                         static_cast<long long>(next) * tc, cells_of(next), n,
                                         gtid, gt);
+                }
             });
+        if constexpr (SLOTS) hb_fence_proxy_async();  // the tile's writes, before bulk copies
 #pragma unroll
         for (int off = KB / 2; off > 0; off >>= 1) {
             const int other = __shfl_xor_sync(0xffffffffu, bad, off * CW);
@@ -368,8 +439,11 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
             hb_report(flag, bad_value + cc, cell_base + cc, bad, bad_pivot);
         }
         hb_group_sync<GROUPS>(g, gt);
-        hb_tile_store<T>(buf + tc * S, rhs, sstage, c.members, offsets, c0, nc, n, S,
-                         c.sc_shift, gtid, gt);  // 5.
+        if constexpr (SLOTS)
+            hb_tile_bulk_store<T>(buf + tc * S, rhs, c0, nc, c.pitch, S, gtid);  // 5.
+        else
+            hb_tile_store<T>(buf + tc * S, rhs, sstage, c.members, offsets, c0, nc, n, S,
+                             c.sc_shift, gtid, gt);  // 5.
         hb_group_sync<GROUPS>(g, gt);  // the buffer is staged again next (nbuf 1) or after next
         if (nbuf == 1) {
             if (next < n_tiles) stage(sv, next);
@@ -377,6 +451,7 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
         }
         tile = next;
     }
+    if constexpr (SLOTS) hb_bulk_store_wait();  // the last stores are complete
 }
 
 // One shared structure: a MonoBatch (`tiled`) or one class of `grouped` (one launch each).
@@ -395,6 +470,24 @@ hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict_
                         GROUPS ? static_cast<int>(blockDim.x) / (tc * KB) : 1, nbuf, prefetch};
     hb_tiled_groups<T, KB, V, GROUPS>(c, d, rhs, offsets, hb_smem_tm, nullptr, cell_base, flag,
                                       bad_value);
+}
+
+// A MonoBatch in slot order (the native layout of `tiled`; hb_tile_bulk_load): cell q's values
+// at q * pitch, node in slot s at q * pitch + s.
+template <typename T, int KB, int V, bool GROUPS>
+__global__ void __launch_bounds__(512, V > 1 ? 1 : 2)
+hines_tiled_slots(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ sched_jp,
+                  const typename hb_pair<T>::type* __restrict__ sched_lu,
+                  const int* __restrict__ sched_node, int n_batches, int n, int S, int pitch,
+                  int tc, int prefetch, long long n_cells, long long cell_base,
+                  unsigned long long* __restrict__ flag, T* __restrict__ bad_value) {
+    extern __shared__ __align__(16) unsigned char hb_smem_ts[];
+    const hb_tiles<T> c{sched_jp, sched_lu, sched_node, nullptr, nullptr, n_cells,
+                        n_batches, n, S, 0, tc,
+                        GROUPS ? static_cast<int>(blockDim.x) / (tc * KB) : 1, 1, prefetch,
+                        pitch};
+    hb_tiled_groups<T, KB, V, GROUPS, true>(c, d, rhs, nullptr, hb_smem_ts, nullptr, cell_base,
+                                            flag, bad_value);
 }
 
 // Every class of `grouped` in one launch (its classes all with one node per lane and step):
