@@ -19,14 +19,14 @@ strategy               native layout                     kernel
 ``block-interleaved``  ``(ceil(n_cells/bs), n, bs)``     ``hines_strided`` (Block-Interleaved)
 ``block-shared``       ``(ceil(n_cells/bs), n, bs)``     ``hines_block_shared`` (paper §3.1),
                                                          ``hines_factors`` (keep="factors")
-``tiled``              slot order (shared structure) [#]_  ``hines_tiled_*`` (staged in smem)
+``tiled``              slot order [#]_                   ``hines_tiled_*`` (staged in smem)
 =====================  ================================  ==================================
 
 .. [#] With chunks (``max_bytes``), Full-Interleaved within each chunk: ``bs`` = chunk cells.
-.. [#] ``(n_cells, pitch)``: each cell's values in the order of its schedule's slots, ``pitch``
-   = n rounded up to 16 bytes (:meth:`SharedTiles.pitch`), copied in and out of shared memory
-   by bulk copies (``hines_tiled_slots``); canonical for per-cell structures and for widths
-   that kernel is not built for (:data:`.compile.SLOT_VARIANTS`).
+.. [#] Shared structures: ``(n_cells, pitch)``, each cell's values in its schedule's slots,
+   ``pitch`` = n rounded up to 16 bytes (:meth:`SharedTiles.pitch`), copied in and out of
+   shared memory by bulk copies (``hines_tiled_slots``); canonical for per-cell structures
+   and for widths that kernel is not built for (:data:`.compile.SLOT_VARIANTS`).
 
 The strategies are looked up by name in :data:`STRATEGIES`; nothing switches on names.
 """
