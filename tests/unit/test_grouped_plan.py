@@ -291,3 +291,25 @@ def test_one_launch_is_left_for_given_tiles_or_widths_it_lacks(h200, monkeypatch
         Grouped(part, np.float64, 0, {"lanes": 4, "batch": 4, "one_launch": True}, 1 << 30)
     with pytest.raises(TypeError, match="one_launch must be a bool, got int"):
         Grouped(part, np.float64, 0, {"one_launch": 1}, 1 << 30)
+
+
+def test_slot_order_plan_pitch_barriers_and_widths():
+    """``tiled``'s native slot order: the same arrangement with room for the groups'
+    mbarriers, 16-byte planes and pitch, and a ValueError for widths without its kernel."""
+    cell = rt.random_tree(313, rng=5, branch_probability=0.3)  # 313 nodes: an odd count
+    for item in (8, 4):
+        canonical = SharedTiles.plan(cell, [(8, 8)], 1, 4, item, H200, 256000, groups=5)
+        slots = SharedTiles.plan(cell, [(8, 8)], 1, 4, item, H200, 256000, groups=5,
+                                 slots=True)
+        assert slots.slots and not canonical.slots
+        assert slots.template == "hines_tiled_slots<{T}, 8, 1, true>"
+        assert slots.smem == canonical.smem + 8 * (SharedTiles.MAX_GROUPS + 1)
+        pitch = slots.pitch(item)
+        assert pitch * item % 16 == 0 and 313 <= pitch < 313 + 16 // item
+        assert slots.schedule.slot_stride * item % 16 == 0  # every plane on 16 bytes
+        assert pitch <= slots.schedule.slot_stride  # a copy stays in its cell's slots
+        # real nodes fill slots 0 .. n - 1: the native layout is a permutation plus padding
+        assert sorted(slots.schedule.slot[:313].tolist()) == list(range(313))
+    for variant, buffers in (((2, 2), 1), ((8, 8), 2), ((32, 8), 1)):  # (8, 4): 4 nodes per lane
+        with pytest.raises(ValueError, match="slot order"):
+            SharedTiles.plan(cell, [variant], buffers, None, 8, H200, 1000, slots=True)

@@ -44,7 +44,8 @@ __device__ __forceinline__ void hb_bulk_load(void* smem_dst, const void* gmem_sr
                  ::"r"(hb_smem_address(smem_dst)), "l"(gmem_src), "r"(bytes),
                  "r"(hb_smem_address(bar)) : "memory");
 }
-__device__ __forceinline__ void hb_bulk_store(void* gmem_dst, const void* smem_src, unsigned bytes) {
+__device__ __forceinline__ void hb_bulk_store(void* gmem_dst, const void* smem_src,
+                                              unsigned bytes) {
     asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
                  ::"l"(gmem_dst), "r"(hb_smem_address(smem_src)), "r"(bytes) : "memory");
 }

@@ -172,7 +172,7 @@ __device__ __forceinline__ void hb_tile_prefetch(const T* d, const T* rhs, const
 
 // Slot order (hines_tiled_slots, the native layout of `tiled`): cell q's values at q * P + s
 // for its node in slot s (s < n; P: n rounded up to 16 bytes, the rest padding), so that a
-// tile's cells are copied in and out whole by bulk copies (async_copy.cuh) instead of one
+// tile's cells are copied in and out whole by bulk copies (bulk_copy.cuh) instead of one
 // load and one store per node and lane, which on the H200 took a third of the shared-memory
 // pipe's wavefronts of the canonical kernel (benchmarks/experiments/l1_wavefronts/).
 // Lanes 0 .. 2 nc - 1 of the group's first warp each copy one plane of one cell.
