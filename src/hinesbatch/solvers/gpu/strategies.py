@@ -36,7 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .compile import FACTOR_PER_CELL_AHEAD, FACTOR_VARIANTS, SLOT_VARIANTS, TILED_VARIANTS, kernel
+from .compile import (FACTOR_PER_CELL_AHEAD, FACTOR_VARIANTS, SLOT_VARIANTS, TILED_VARIANTS,
+                      kernel)
 from .device import blocks_per_sm, cupy_module, device_properties, resident_blocks
 from .parts import Part
 from .schedule import FLAG_BITS, Schedule, factor_pflags, factor_schedule, tiled_schedule
