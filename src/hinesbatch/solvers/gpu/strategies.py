@@ -893,6 +893,7 @@ class Tiled(Strategy):
         if buffers not in (None, 1, 2) or isinstance(buffers, bool):
             raise ValueError(f"buffers must be 1 or 2, got {buffers!r}")
         self._slots = None  # the plan in slot order (SharedTiles, or False), when first asked
+        self._slot_dev = None  # its schedule and node -> slot map on the device, when first used
         self._slot_grid = None
         if part.mono:
             self._asked = (tc, groups)
@@ -996,10 +997,17 @@ class Tiled(Strategy):
             return self.part.values_shape
         return (self.part.n_cells, t.pitch(self.dtype.itemsize))
 
-    def _slot_of_node(self):
-        cupy = cupy_module()
-        with cupy.cuda.Device(self.device):
-            return cupy.asarray(self._slot_tiles().schedule.slot[:self.part.n])
+    def _slot_arrays(self) -> dict:
+        """The slot plan's schedule as its kernel reads it, and each node's slot ("slot"), on
+        the device (uploaded once)."""
+        if self._slot_dev is None:
+            t, cupy = self._slot_tiles(), cupy_module()
+            with cupy.cuda.Device(self.device):
+                self._slot_dev = {key: cupy.asarray(value)
+                                  for key, value in t.host_arrays(self.dtype).items()
+                                  if key != "stage"}
+                self._slot_dev["slot"] = cupy.asarray(t.schedule.slot[:self.part.n])
+        return self._slot_dev
 
     def to_native(self, a, stream):
         if self.native_is_canonical:
@@ -1007,7 +1015,7 @@ class Tiled(Strategy):
         cupy = cupy_module()
         with cupy.cuda.Device(self.device), stream:
             out = cupy.zeros(self.native_shape(), dtype=a.dtype)  # padding: zeros
-            out[:, self._slot_of_node()] = a
+            out[:, self._slot_arrays()["slot"]] = a
         return out
 
     def from_native(self, a, stream):
@@ -1015,7 +1023,7 @@ class Tiled(Strategy):
             return a.copy()
         cupy = cupy_module()
         with cupy.cuda.Device(self.device), stream:
-            return cupy.ascontiguousarray(a[:, self._slot_of_node()])
+            return cupy.ascontiguousarray(a[:, self._slot_arrays()["slot"]])
 
     def solve_native(self, d, rhs, pivots, stream):
         t = self._slot_tiles()
@@ -1031,15 +1039,10 @@ class Tiled(Strategy):
                                  f"copies); got an address {a.data.ptr % 16} bytes past that "
                                  f"(a view into a larger array?): pass a copy")
         fn = kernel(self.device, "hines_tiled.cu", t.template, self.dtype)
-        if self._slot_grid is None:  # once: device queries and uploads
-            cupy = cupy_module()
-            with cupy.cuda.Device(self.device):
-                self._slot_grid = (t.grid(fn, device_properties(self.device), p.n_cells),
-                                   {key: cupy.asarray(value)
-                                    for key, value in t.host_arrays(self.dtype).items()
-                                    if key != "stage"})
-        grid, arrays = self._slot_grid
-        t.launch(fn, grid, d, rhs, arrays, NULL, NULL, p.n_cells, p.cell_start, pivots, stream)
+        if self._slot_grid is None:  # once: the kernel's attributes are device queries
+            self._slot_grid = t.grid(fn, device_properties(self.device), p.n_cells)
+        t.launch(fn, self._slot_grid, d, rhs, self._slot_arrays(), NULL, NULL, p.n_cells,
+                 p.cell_start, pivots, stream)
 
     def describe(self):
         if self.part.mono:
