@@ -9,7 +9,11 @@ against the serial CPU solver. Run each variant under
 
 Variants: base (as committed); local (each thread reads its class from global memory into
 its own registers: no shared class state written by thread 0); local_nostagger (local, and
-no staggered start: groups do not wait for the group before them).
+no staggered start: groups do not wait for the group before them); width8, width16, width32
+(as committed, but every class solved with that many lanes, so that the block runs one
+instantiation of hb_tiled_groups, with its barriers at one place, instead of two). With
+HB_LINEINFO set, the kernels are compiled with -lineinfo, so that each report names the lines
+of the write and of the read.
 """
 import re
 import sys
@@ -43,7 +47,7 @@ LOCAL = r"""
 
 
 def edit(text: str, variant: str) -> str:
-    if variant == "base":
+    if variant == "base" or variant.startswith("width"):
         return text
     start = text.index("    extern __shared__ __align__(16) unsigned char hb_smem_tc[];")
     end = text.index("        auto run = [&](auto kb) {", start)
@@ -57,8 +61,12 @@ def edit(text: str, variant: str) -> str:
 def main(variant: str) -> int:
     original = hb_compile.source_text
     text = edit(original("hines_tiled.cu"), variant)
-    assert variant == "base" or text != original("hines_tiled.cu")
+    assert variant == "base" or variant.startswith("width") or text != original("hines_tiled.cu")
+    width = {"lanes": int(variant[5:]), "batch": int(variant[5:])} if variant.startswith(
+        "width") else {}
     hb_compile.source_text = lambda source: text if source == "hines_tiled.cu" else original(source)
+    if "HB_LINEINFO" in __import__("os").environ:  # reports name the source line
+        hb_compile._OPTIONS = (*hb_compile._OPTIONS, "-lineinfo")
     hb_compile._module.cache_clear()
     hb_compile._KERNEL_CACHE.clear()
     rng = np.random.default_rng(110)
@@ -69,7 +77,8 @@ def main(variant: str) -> int:
     ref = hinesbatch.plan(structure, backend="serial").solve(d, rhs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        plan = hinesbatch.plan(structure, backend="gpu", strategy="grouped", one_launch=True)
+        plan = hinesbatch.plan(structure, backend="gpu", strategy="grouped", one_launch=True,
+                               **width)
     impl = layout_solver(plan, np.float64)._parts[0].strategy
     impl.props = {**impl.props, "sm_count": 2}
     worst = 0.0
