@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hinesbatch.solvers.gpu.schedule import stage_geometry, tiled_schedule
+from hinesbatch.solvers.gpu.schedule import (kernel_arrays, lu_len, stage_geometry,
+                                             tiled_schedule)
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.structure import MonoBatch
 
@@ -21,16 +22,20 @@ SPREAD = ((8, 8, 8), (16, 8, 8), (16, 16, 8), (32, 32, 8), (8, 8, 4), (32, 16, 4
 
 
 def emulate(schedule, d, rhs):
-    """Solve ``(n_cells, n)`` systems as hines_tiled_mono does (slots, batches, order)."""
+    """Solve ``(n_cells, n)`` systems as hines_tiled_mono does (slots, batches, order), from
+    the arrays it reads (:func:`kernel_arrays`: a step's (l, u) from the row of its slot, the
+    dummies' slots reading row n)."""
     kb, n, stride = schedule.batch, schedule.n_nodes, schedule.n_nodes + schedule.batch + 1
     cells = d.shape[0]
+    arrays = kernel_arrays(schedule, np.float64)
     sd, sr = np.zeros((cells, stride)), np.zeros((cells, stride))
-    sd[:, schedule.slot], sr[:, schedule.slot] = d, rhs  # staging: node i -> slot[i]
+    stage = arrays["stage"]  # staging: node -> slot, in staging order
+    sd[:, stage >> 16], sr[:, stage >> 16] = d[:, stage & 0xFFFF], rhs[:, stage & 0xFFFF]
     sd[:, n:n + kb] = 1.0
-    jp = schedule.jp.reshape(-1, kb)
-    j, p = jp & 0xFFFF, jp >> 16
-    lv, uv = schedule.l.reshape(-1, kb), schedule.u.reshape(-1, kb)
-    for b in range(jp.shape[0]):
+    j, p = arrays["jp"][:, 0].reshape(-1, kb), arrays["jp"][:, 1].reshape(-1, kb)
+    lu = arrays["lu"][np.minimum(j, n)]
+    lv, uv = lu[..., 0], lu[..., 1]
+    for b in range(j.shape[0]):
         big_d, big_r, dp, rp = sd[:, j[b]], sr[:, j[b]], sd[:, p[b]], sr[:, p[b]]
         r = 1.0 / big_d
         m, y = lv[b] * r, big_r * r
@@ -38,7 +43,7 @@ def emulate(schedule, d, rhs):
             sd[:, j[b, k]], sr[:, j[b, k]] = m[:, k], y[:, k]
             sd[:, p[b, k]] = dp[:, k] - uv[b, k] * m[:, k]
             sr[:, p[b, k]] = rp[:, k] - uv[b, k] * y[:, k]
-    for b in range(jp.shape[0] - 1, -1, -1):
+    for b in range(j.shape[0] - 1, -1, -1):
         y, m, xp = sr[:, j[b]], sd[:, j[b]], sr[:, p[b]]
         for k in range(kb):
             sr[:, j[b, k]] = y[:, k] - m[:, k] * xp[:, k]
@@ -83,6 +88,28 @@ def test_emulated_kernel_matches_dense_solve(name, cell, batch, lanes, item):
     x = emulate(tiled_schedule(cell, batch, lanes=lanes, item=item), d, rhs)
     ref = rt.dense_solve(mono, d, rhs)
     assert np.linalg.norm(x - ref) <= 1e-12 * np.linalg.norm(ref)
+
+
+@pytest.mark.parametrize("batch", [1, 8, 32])
+def test_kernel_arrays_hold_l_u_per_slot(batch):
+    """(l, u) per slot: each real entry's row is its own (l, u), the root's and row n (every
+    dummy's) are zeros, the rows are even in number; entries as (slot, parent slot) pairs;
+    the staging table pairs each node with its slot."""
+    cell = rt.random_tree(300, branch_probability=0.3, rng=batch, symmetric=False)
+    s = tiled_schedule(cell, batch, lanes=min(batch, 32))
+    a = kernel_arrays(s, np.float32)
+    n = cell.n_nodes
+    assert a["lu"].shape == (lu_len(n), 2) and lu_len(n) % 2 == 0 and lu_len(n) > n
+    assert a["lu"].dtype == np.float32 and a["jp"].dtype == np.int32
+    real = s.node >= 0
+    row = np.minimum(a["jp"][:, 0], n)
+    assert np.array_equal(a["lu"][row[real], 0], s.l[real].astype(np.float32))
+    assert np.array_equal(a["lu"][row[real], 1], s.u[real].astype(np.float32))
+    assert np.all(a["lu"][n:] == 0) and np.all(a["lu"][s.slot[0]] == 0)  # dummies, root
+    assert np.all(row[~real] == n)
+    assert np.array_equal(a["jp"][:, 0], s.jp & 0xFFFF)
+    assert np.array_equal(a["jp"][:, 1], s.jp >> 16)
+    assert np.array_equal(s.slot[a["stage"] & 0xFFFF], a["stage"] >> 16)
 
 
 #: Share of the excess wavefronts over the ideal that ordering must remove (on the test's

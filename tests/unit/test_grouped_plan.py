@@ -92,13 +92,16 @@ def test_groups_for_large_cells_when_the_batch_fills_the_device():
     plan = lambda n, groups=None: SharedTiles.plan(  # noqa: E731
         bushy, [(32, 32)], 1, None, 8, H200, n, groups=groups)
     small, large, one = plan(100), plan(100000), plan(100000, groups=1)
-    assert small.tile_cells == large.tile_cells == SharedTiles.THREADS // 32
+    assert small.tile_cells == SharedTiles.THREADS // 32
     assert small.groups == 1  # 50 tiles: one per block, spread over the SMs
-    assert large.groups > 1 and large.smem <= H200["smem_per_block_optin"]
-    per_sm = lambda t: H200["smem_per_sm"] // (t.smem + 1024) * t.groups  # noqa: E731
-    assert per_sm(large) > per_sm(one)
-    assert large.threads == large.groups * 2 * 32 <= 512
-    assert large.blocks(100000) == -(-50000 // large.groups)
+    # tiles of one cell: 7 groups share the schedule's 29 KB (2 x 3 with tiles of two)
+    assert large.tile_cells == 1 and large.groups == 7
+    assert large.smem <= H200["smem_per_block_optin"]
+    per_sm = lambda t: (  # noqa: E731
+        H200["smem_per_sm"] // (t.smem + 1024) * t.groups * t.tile_cells)
+    assert per_sm(large) == 7 > per_sm(one)
+    assert large.threads == large.groups * 32 <= 512
+    assert large.blocks(100000) == -(-100000 // large.groups)
     assert plan(101, groups=1).blocks(101) == 51  # a partial last tile
     most = (H200["smem_per_block_optin"] - one.smem) // (one.smem - SharedTiles._schedule_smem(
         one.schedule, 8)) + 1
@@ -165,10 +168,11 @@ def test_tile_cells_rule_puts_the_most_cells_on_an_sm():
     assert cells_per_sm(SharedTiles.plan(bushy, [(8, 8)], 1, None, 8, H200, 256000)) > 32
     assert SharedTiles.plan(cell, [(8, 8)], 1, None, 8, H200, 1000).tile_cells == 8
     assert SharedTiles.plan(cell, [(8, 8)], 1, None, 8, H200, 256000, groups=2).tile_cells == 8
-    # a large cell: tiles of 1 cell hold no more cells than tiles of 2 (a tie keeps 2)
+    # a large cell: tiles of 1 cell hold 7 cells (7 groups), tiles of 2 only 6 (3 groups)
     big = rt.random_tree(1600, rng=2, branch_probability=0.5)
     t = SharedTiles.plan(big, [(32, 32)], 1, None, 8, H200, 100000)
-    assert t.tile_cells == 2
+    assert (t.tile_cells, t.groups, cells_per_sm(t)) == (1, 7, 7)
+    assert cells_per_sm(SharedTiles.plan(big, [(32, 32)], 1, 2, 8, H200, 100000)) == 6
 
 
 def test_groups_option_is_checked(h200):
@@ -185,7 +189,7 @@ def test_prefetch_for_tiled_but_not_for_grouped_classes(h200, monkeypatch):
     flag after the buffers."""
     from hinesbatch.solvers.gpu import strategies
 
-    cell = rt.random_tree(60, rng=4, branch_probability=0.3)
+    cell = rt.random_tree(100, rng=4, branch_probability=0.3)
     tiles = SharedTiles.plan(cell, [(8, 8)], 1, None, 8, H200, 20000)
     assert tiles.prefetch and "next tile prefetched into L2" in tiles.describe()
     off = SharedTiles.plan(cell, [(8, 8)], 1, None, 8, H200, 20000, prefetch=False)
@@ -254,11 +258,14 @@ def test_one_launch_table_and_first_classes(h200):
     one, arrays = g.one, g._host_arrays()
     table = arrays["classes"]
     assert table.shape == (4, one_launch.FIELDS) and arrays["counters"].tolist() == [0] * 4
-    entry = 0
+    entry = lu_at = 0
     for k, t in enumerate(one.tiles):
         row, s = table[k], t.schedule
         assert np.array_equal(arrays["jp"][row[0]:row[0] + s.jp.size],
                               t.host_arrays(np.float64)["jp"])
+        lu = t.host_arrays(np.float64)["lu"]
+        assert row[13] == lu_at and np.array_equal(arrays["lu"][lu_at:lu_at + len(lu)], lu)
+        lu_at += len(lu)
         assert np.array_equal(arrays["stage"][row[1]:row[1] + s.n_nodes],
                               t.host_arrays(np.float64)["stage"])
         assert row[0] == entry and row[2] == g.first[k] and row[3] == g.counts[k]

@@ -31,7 +31,7 @@ __all__ = ["ClassesLaunch", "LANES", "FIELDS", "MAX_THREADS", "block_arrangement
 #: Lanes per cell that ``hines_tiled_classes`` is compiled for (one node per lane and step).
 LANES = (8, 16, 32)
 #: int64 fields of a class's row in the launch's table (``HB_CLASS_FIELDS`` in the kernel).
-FIELDS = 13
+FIELDS = 14
 #: Threads of a block at most (``__launch_bounds__(1024, 1)``).
 MAX_THREADS = 1024
 #: Static shared memory of ``hines_tiled_classes`` at most (the class, its lanes, the next
@@ -104,10 +104,12 @@ class ClassesLaunch:
         parts = [t.host_arrays(dtype) for t in self.tiles]
         entries = np.concatenate([[0], np.cumsum([p["jp"].shape[0] for p in parts])])
         stages = np.concatenate([[0], np.cumsum([p["stage"].size for p in parts])])
+        lus = np.concatenate([[0], np.cumsum([p["lu"].shape[0] for p in parts])])
         table = np.array([[entries[k], stages[k], self.first[k], self.counts[k],
                            t.schedule.n_batches, t.schedule.n_nodes, t.schedule.slot_stride,
                            t.schedule.stage_cells.bit_length() - 1, t.tile_cells, t.groups,
-                           t.lanes, int(t.prefetches), t.tile_cells * t.schedule.n_nodes]
+                           t.lanes, int(t.prefetches), t.tile_cells * t.schedule.n_nodes,
+                           lus[k]]
                           for k, t in enumerate(self.tiles)], dtype=np.int64).reshape(-1, FIELDS)
         return {key: np.concatenate([p[key] for p in parts])
                 for key in ("jp", "lu", "node", "stage")} | {"classes": table}

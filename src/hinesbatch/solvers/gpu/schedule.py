@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Schedule", "bank_geometry", "stage_geometry", "tiled_schedule", "FactorSchedule",
-           "factor_schedule", "factor_flags", "factor_pflags"]
+__all__ = ["Schedule", "bank_geometry", "stage_geometry", "tiled_schedule", "kernel_arrays",
+           "lu_len", "FactorSchedule", "factor_schedule", "factor_flags", "factor_pflags"]
 
 #: Slot indices are packed in 16 bits (node | parent << 16).
 MAX_SLOTS = 1 << 15
@@ -276,6 +276,31 @@ def tiled_schedule(cell, batch: int, *, lanes: int = 1, item: int = 8,
                     lv.reshape(-1), uv.reshape(-1), node.reshape(-1).astype(np.int32),
                     slot.astype(np.int32), _stage_order(slot, *stage).astype(np.int32),
                     stage_cells)
+
+
+def lu_len(n_nodes: int) -> int:
+    """Rows of ``(l, u)`` in a schedule as ``hines_tiled_mono`` keeps them: one per slot ``0 ..
+    n`` (row ``n`` holds zeros for every dummy), rounded up to even (``hb_lu_len``: what
+    follows them in shared memory then starts on 16 bytes)."""
+    return (n_nodes + 2) & ~1
+
+
+def kernel_arrays(schedule: Schedule, dtype) -> dict:
+    """``schedule`` as ``hines_tiled_mono`` reads it: per entry (slot, parent slot) ("jp",
+    int32 pairs) and the node ("node", for error reports); ``(l, u)`` per slot ("lu",
+    :func:`lu_len` rows; the root's and the dummies' are zeros: a dummy's slot ``n + k``
+    reads row ``n``); the staging table ("stage": ``node | slot << 16`` in staging order).
+    Per slot rather than per entry, ``(l, u)`` takes less shared memory where steps have
+    dummies, and the dummies of a step read one row."""
+    s = schedule
+    real = s.node >= 0
+    lu = np.zeros((lu_len(s.n_nodes), 2), dtype=dtype)
+    slot = s.jp[real] & 0xFFFF
+    lu[slot, 0], lu[slot, 1] = s.l[real], s.u[real]
+    return {"jp": np.ascontiguousarray(np.stack([s.jp & 0xFFFF, s.jp >> 16], axis=1),
+                                       dtype=np.int32),
+            "lu": lu, "node": s.node,
+            "stage": (s.stage | (s.slot[s.stage] << 16)).astype(np.int32)}
 
 
 # -- the schedule of block-shared with keep="factors" (kernels/hines_factors.cu) -----------------

@@ -40,7 +40,8 @@ from .compile import (FACTOR_PER_CELL_AHEAD, FACTOR_VARIANTS, SLOT_VARIANTS, TIL
                       kernel)
 from .device import blocks_per_sm, cupy_module, device_properties, resident_blocks
 from .parts import Part
-from .schedule import FLAG_BITS, Schedule, factor_pflags, factor_schedule, tiled_schedule
+from .schedule import (FLAG_BITS, Schedule, factor_pflags, factor_schedule, kernel_arrays, lu_len,
+                       tiled_schedule)
 
 __all__ = ["STRATEGIES", "Strategy"]
 
@@ -761,10 +762,11 @@ class SharedTiles:
 
     @classmethod
     def _schedule_smem(cls, schedule: Schedule, item: int, slots: bool = False) -> int:
-        """Shared memory of the schedule in a block: slot pairs (int2), ``(l, u)`` per entry,
-        the staging table, the groups' start flags, and in slot order the groups' mbarriers
-        (8 bytes each, 8-byte aligned)."""
-        return (schedule.jp.size * (8 + 2 * item) + 4 * schedule.n_nodes + 4 * cls.MAX_GROUPS
+        """Shared memory of the schedule in a block: ``(l, u)`` per slot (:func:`.lu_len`),
+        slot pairs (int2) per entry, the staging table, the groups' start flags, and in slot
+        order the groups' mbarriers (8 bytes each, 8-byte aligned)."""
+        return (lu_len(schedule.n_nodes) * 2 * item + 8 * schedule.jp.size
+                + 4 * schedule.n_nodes + 4 * cls.MAX_GROUPS
                 + (8 * (cls.MAX_GROUPS + 1) if slots else 0))
 
     @property
@@ -790,17 +792,12 @@ class SharedTiles:
         return self.groups * self.tile_cells * self.lanes
 
     def structure_bytes(self, item: int) -> int:
-        return self.schedule.jp.size * (8 + 2 * item + 4) + 4 * self.schedule.n_nodes
+        s = self.schedule
+        return s.jp.size * 12 + lu_len(s.n_nodes) * 2 * item + 4 * s.n_nodes
 
     def host_arrays(self, dtype) -> dict:
-        """The schedule as the kernel reads it: (slot, parent slot) and (l, u) per entry, the
-        nodes (for error reports) and the staging table (node | slot << 16 in staging
-        order)."""
-        s = self.schedule
-        return {"jp": np.ascontiguousarray(np.stack([s.jp & 0xFFFF, s.jp >> 16], axis=1),
-                                           dtype=np.int32),
-                "lu": np.ascontiguousarray(np.stack([s.l, s.u], axis=1), dtype=dtype),
-                "node": s.node, "stage": (s.stage | (s.slot[s.stage] << 16)).astype(np.int32)}
+        """The schedule as the kernel reads it (:func:`.schedule.kernel_arrays`)."""
+        return kernel_arrays(self.schedule, dtype)
 
     def launch(self, fn, grid: int, d, rhs, arrays: dict, members, offsets, n_cells: int,
                cell_base: int, pivots, stream) -> None:

@@ -44,10 +44,14 @@
 // (hb_tile_prefetch), so that staging it reads L2: the tile's memory time overlaps the
 // forward sweep without a second buffer.
 //
-// Shared memory: lu[NS] (T2) | tile buffers [G*nbuf] | jp[NS] (int2) stage[n] started[G],
-// NS = n_batches*W. A tile buffer holds two planes of tc*S words: plane A (d, then m) and
-// plane B (rhs, then y, then x), cell c's slot s at c*S + s of each, so every access is one
-// word per lane (an 8-byte access serves 16 lanes per wavefront, a 16-byte one only 8).
+// Shared memory: lu[L] (T2) | tile buffers [G*nbuf] | jp[NS] (int2) stage[n] started[G],
+// NS = n_batches*W, L = n + 1 rounded up to even (hb_lu_len: the tile buffers then start on
+// 16 bytes). (l, u) is kept per slot, not per entry: a step's dummies all read slot n's
+// zeros (one broadcast), and the schedule takes less shared memory, so that an SM holds more
+// large cells (1,569 nodes: 7 instead of 6; benchmarks/experiments/compact_schedule/). A
+// tile buffer holds two planes of tc*S words: plane A (d, then m) and plane B (rhs, then y,
+// then x), cell c's slot s at c*S + s of each, so every access is one word per lane (an
+// 8-byte access serves 16 lanes per wavefront, a 16-byte one only 8).
 // Nodes live in slots in schedule order, so a step's nodes are adjacent; slots n..n+W-1 are
 // the dummies' (d = 1, rhs = 0, which stay so), slot n+W the root's "parent" (0, 0); S >=
 // n + W + 1 is chosen by the host so that the CW cells of a warp fall on distinct banks
@@ -56,8 +60,8 @@
 // host orders each step's nodes so that the lanes one wavefront serves have parents in
 // distinct banks where it can. Staging, a warp loads a run of consecutive nodes of 1 or CW
 // cells (coalesced reads of d, of rhs; writes of x), in the host's order within the run,
-// which spreads their slots over the banks. Schedule entry: jp = (slot, parent slot),
-// lu = (l, u) (0 for the root and dummies), node (for error reports). Block:
+// which spreads their slots over the banks. Schedule entry: jp = (slot, parent slot), node
+// (for error reports); per slot lu = (l, u) (0 for the root and row n). Block:
 // G * tc * KB <= 512 threads, G <= 15. Registers: at most 64 per thread with one node per
 // lane and step (V = 1), 128 with more (the V = 2 variants spilled at 64). Shared memory, not
 // registers, bounds the blocks resident on an SM, except for the smallest cells.
@@ -203,16 +207,23 @@ __device__ __forceinline__ void hb_tile_bulk_store(const T* sb, T* rhs, long lon
     }
 }
 
+// (l, u) pairs in shared memory for a cell of n nodes: one per slot 0 .. n (slot n: zeros for
+// every dummy), rounded up to even so that what follows starts on 16 bytes
+// (hinesbatch.solvers.gpu.schedule.lu_len).
+__host__ __device__ __forceinline__ int hb_lu_len(int n) { return (n + 2) & ~1; }
+
 // Both sweeps of this lane's cell (slot s at ca[s], cb[s]); KB lanes per cell, lane k takes
 // entries k, k + KB, ... of every step (V independent nodes, which overlap their latencies).
 // Cells vary fastest across lanes, so a wavefront's accesses to the step's own (adjacent)
 // slots fall on distinct banks. Lanes of cells past the tile's end compute on unused slots
-// and report nothing, so the loop has no branch; the next step's schedule entries are loaded
-// one step ahead. `between()` runs between the two sweeps. Returns the failing node (largest
-// index, -1 if none) and its pivot in *bad_pivot.
+// and report nothing, so the loop has no branch; the next step's schedule entries and their
+// (l, u) (by slot, a dummy's at row n) are loaded one step ahead, after the step's own
+// values: the (l, u) load waits for its entry's, and issued before the values it delayed
+// them (benchmarks/experiments/compact_schedule/). `between()` runs between the two sweeps.
+// Returns the failing node (largest index, -1 if none) and its pivot in *bad_pivot.
 template <typename T, int KB, int V, typename F>
 __device__ __forceinline__ int hb_tile_sweeps(T* ca, T* cb, const int2* sjp,
-                                              const typename hb_pair<T>::type* slu,
+                                              const typename hb_pair<T>::type* slu, int n,
                                               const int* __restrict__ sched_node, int n_batches,
                                               int k, T* bad_pivot_out, F between) {
     using T2 = typename hb_pair<T>::type;
@@ -224,7 +235,7 @@ __device__ __forceinline__ int hb_tile_sweeps(T* ca, T* cb, const int2* sjp,
 #pragma unroll
     for (int v = 0; v < V; ++v) {
         e[v] = sjp[v * KB + k];
-        lu[v] = slu[v * KB + k];
+        lu[v] = slu[min(e[v].x, n)];
     }
     for (int b = 0; b < n_batches; ++b) {
         const int nxt = (b + 1 < n_batches ? b + 1 : b) * W + k;
@@ -233,12 +244,12 @@ __device__ __forceinline__ int hb_tile_sweeps(T* ca, T* cb, const int2* sjp,
         T od[V], orr[V], pd[V], pr[V], r[V];
 #pragma unroll
         for (int v = 0; v < V; ++v) {
-            en[v] = sjp[nxt + v * KB];
-            lun[v] = slu[nxt + v * KB];
             od[v] = ca[e[v].x];
             orr[v] = cb[e[v].x];
             pd[v] = ca[e[v].y];
             pr[v] = cb[e[v].y];
+            en[v] = sjp[nxt + v * KB];  // after the step's own loads (above)
+            lun[v] = slu[min(en[v].x, n)];
         }
 #pragma unroll
         for (int v = 0; v < V; ++v) {
@@ -288,7 +299,7 @@ __device__ __forceinline__ int hb_tile_sweeps(T* ca, T* cb, const int2* sjp,
 }
 
 // One class of cells that share a schedule, as hb_tiled_groups solves it: the schedule
-// (entries jp, lu, node; the staging table), the cells (positions 0 .. n_cells - 1 of
+// (entries jp and node, lu per slot; the staging table), the cells (positions 0 .. n_cells - 1 of
 // `members`, or of a MonoBatch when members is null) and the block's arrangement (tc cells per
 // tile, `groups` groups, nbuf tile buffers per group, prefetch: the host's
 // SharedTiles.prefetches).
@@ -329,7 +340,7 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
     const int NS = c.n_batches * W, n = c.n, S = c.S, tc = c.tc, nbuf = c.nbuf;
     const int tile_words = 2 * tc * S;  // planes A and B of a tile
     T2* slu = reinterpret_cast<T2*>(smem);
-    T* sv = reinterpret_cast<T*>(slu + NS);  // the groups' tile buffers
+    T* sv = reinterpret_cast<T*>(slu + hb_lu_len(n));  // the groups' tile buffers
     const int tid = threadIdx.x;
     const int gt = tc * KB, groups = GROUPS ? c.groups : 1;  // a group: gt threads
     int2* sjp = reinterpret_cast<int2*>(sv + groups * nbuf * tile_words);
@@ -339,10 +350,8 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
     unsigned long long* bars = reinterpret_cast<unsigned long long*>(  // SLOTS: one per group
         (reinterpret_cast<unsigned long long>(started + groups) + 7) & ~7ull);
     const int n_tiles = static_cast<int>((c.n_cells + tc - 1) / tc);
-    for (int k = tid; k < NS; k += blockDim.x) {  // 1. the schedule and the staging table, once
-        hb_cp_async(sjp + k, c.jp + k);
-        hb_cp_async(slu + k, c.lu + k);
-    }
+    for (int k = tid; k < NS; k += blockDim.x) hb_cp_async(sjp + k, c.jp + k);  // 1. schedule
+    for (int k = tid; k < hb_lu_len(n); k += blockDim.x) hb_cp_async(slu + k, c.lu + k);
     if (!SLOTS)
         for (int k = tid; k < n; k += blockDim.x) hb_cp_async(sstage + k, c.stage + k);
     if (GROUPS && tid < groups) started[tid] = 0;
@@ -408,7 +417,7 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
         // 3. sweeps, 4. the cell's failure: largest node of its lanes
         T bad_pivot;
         int bad = hb_tile_sweeps<T, KB, V>(
-            buf + cell * S, buf + tc * S + cell * S, sjp, slu, c.node, c.n_batches, k,
+            buf + cell * S, buf + tc * S + cell * S, sjp, slu, n, c.node, c.n_batches, k,
             &bad_pivot, [&]() {  // the next tile's loads, asked of L2 during the sweeps
                 if (!c.prefetch || next >= n_tiles) return;
                 if constexpr (SLOTS) {
@@ -499,10 +508,10 @@ hines_tiled_slots(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict
 // no class has tiles left. So a class's last partial round of tiles no longer leaves SMs idle
 // until the next launch, and the schedule is staged only when a block changes class.
 // Class k: classes[k * HB_CLASS_FIELDS ...] (hinesbatch.solvers.gpu.grouped.ONE_LAUNCH_FIELDS):
-// where its entries start in jp / lu / node, where its staging table starts in stage, where
-// its cells start in members, cells, steps, nodes, slot stride, staging shift, cells per
-// tile, groups, lanes, prefetch, work per tile.
-constexpr int HB_CLASS_FIELDS = 13;
+// where its entries start in jp / node, where its staging table starts in stage, where its
+// cells start in members, cells, steps, nodes, slot stride, staging shift, cells per tile,
+// groups, lanes, prefetch, work per tile, where its (l, u) start in lu.
+constexpr int HB_CLASS_FIELDS = 14;
 template <int N> struct hb_int { static constexpr int value = N; };
 
 template <typename T>
@@ -521,7 +530,7 @@ hines_tiled_classes(T* __restrict__ d, T* __restrict__ rhs, const int2* __restri
     for (int k = home[blockIdx.x]; k >= 0; k = next_class) {
         if (threadIdx.x == 0) {
             const long long* f = classes + static_cast<long long>(k) * HB_CLASS_FIELDS;
-            c = hb_tiles<T>{jp + f[0], lu + f[0], node + f[0], stage + f[1], members + f[2],
+            c = hb_tiles<T>{jp + f[0], lu + f[13], node + f[0], stage + f[1], members + f[2],
                             f[3], static_cast<int>(f[4]), static_cast<int>(f[5]),
                             static_cast<int>(f[6]), static_cast<int>(f[7]),
                             static_cast<int>(f[8]), static_cast<int>(f[9]), 1,
