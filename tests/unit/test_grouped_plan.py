@@ -94,7 +94,7 @@ def test_groups_for_large_cells_when_the_batch_fills_the_device():
     small, large, one = plan(100), plan(100000), plan(100000, groups=1)
     assert small.tile_cells == SharedTiles.THREADS // 32
     assert small.groups == 1  # 50 tiles: one per block, spread over the SMs
-    # tiles of one cell: 7 groups share the schedule's 29 KB (2 x 3 with tiles of two)
+    # tiles of one cell: 7 groups share the schedule's 47 KB (2 x 3 with tiles of two)
     assert large.tile_cells == 1 and large.groups == 7
     assert large.smem <= H200["smem_per_block_optin"]
     per_sm = lambda t: (  # noqa: E731
