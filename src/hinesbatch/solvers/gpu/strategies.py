@@ -792,8 +792,8 @@ class SharedTiles:
         return self.groups * self.tile_cells * self.lanes
 
     def structure_bytes(self, item: int) -> int:
-        s = self.schedule
-        return s.jp.size * 12 + lu_len(s.n_nodes) * 2 * item + 4 * s.n_nodes
+        """Device bytes of the schedule: what :meth:`host_arrays` uploads."""
+        return sum(a.nbytes for a in self.host_arrays(np.dtype(f"f{item}")).values())
 
     def host_arrays(self, dtype) -> dict:
         """The schedule as the kernel reads it (:func:`.schedule.kernel_arrays`)."""
