@@ -38,10 +38,14 @@ CONFIGS = [
     ("grouped", {"one_launch": True}),  # every class in one launch
     ("grouped", {"batch": 4, "lanes": 4, "tile_cells": 8}),
     ("grouped", {"groups": 2}),
+    ("grouped", {"reroot": True}),  # every class eliminated from its centre
+    ("grouped", {"reroot": False}),  # every class from its own root
     ("auto", {}),
 ]
-#: Shared structures only: two tiles side by side in a block, one staged schedule.
-MONO_CONFIGS = CONFIGS + [("tiled", {"groups": 2})]
+#: Shared structures only: two tiles side by side in a block, one staged schedule; the cell
+#: eliminated from its centre, or from its own root (the default: whichever takes fewer steps).
+MONO_CONFIGS = CONFIGS + [("tiled", {"groups": 2}), ("tiled", {"reroot": True}),
+                          ("tiled", {"reroot": False})]
 CONFIG_IDS, MONO_CONFIG_IDS = ([s + "".join(f"-{k}{v}" for k, v in o.items()) for s, o in c]
                                for c in (CONFIGS, MONO_CONFIGS))
 DTYPES = [np.float32, np.float64]

@@ -75,6 +75,37 @@ def test_deterministic_and_singular_pivot_like_serial(seed, cp):
         gpu.value.cell == cells[0]
 
 
+@pytest.mark.parametrize("strategy", ["tiled", "grouped"])
+def test_centre_rooted_schedules_name_the_failing_leaf_like_serial(strategy, seed, cp):
+    """Eliminated from the centre, a cell's pivots are not the serial solver's, but a zero
+    at a leaf fails there first: the error names the cell and the leaf as the serial solver
+    does (the key's rank, not the node's index, picks the node met first)."""
+    rng = np.random.default_rng(seed)
+    for name, nseg in REAL_CELLS:
+        cell = real_cell(name, nseg)
+        structure = MonoBatch(cell, 300)
+        batch = structure if strategy == "tiled" else structure.expand()
+        d, rhs = hines_values(batch, rng, np.float64)
+        plan = hinesbatch.plan(batch, backend="gpu", strategy=strategy, reroot=True)
+        impl = layout_solver(plan)._parts[0].strategy
+        schedule = (impl.tiles if strategy == "tiled" else impl.tiles[0]).schedule
+        centre = int(np.flatnonzero(schedule.parent < 0)[0])
+        x = poisoned_solve(plan, batch, d, rhs, np.float64, cp)
+        assert cell_rel_error(batch, x, serial_reference(batch, d, rhs)) < 1e-12, name
+        leaves = np.setdiff1d(np.arange(cell.n_nodes), cell.parent[cell.parent >= 0])
+        bad = d.copy().reshape(structure.n_cells, cell.n_nodes)
+        cells = np.sort(rng.choice(structure.n_cells, 3, replace=False))
+        for c in cells:  # leaves far from the centre: their failures cascade over the most
+            bad[c, leaves[-1 - int(rng.integers(3))]] = 0.0
+        with pytest.raises(SingularSystemError) as cpu:
+            hinesbatch.plan(batch, backend="serial").solve(bad.reshape(d.shape), rhs)
+        with pytest.raises(SingularSystemError) as gpu:
+            plan.solve(cp.asarray(bad.reshape(d.shape)), cp.asarray(rhs))
+        assert (gpu.value.cell, gpu.value.node) == (cpu.value.cell, cpu.value.node), \
+            f"{name}: centre {centre}"
+        assert gpu.value.cell == cells[0]
+
+
 def test_auto_groups_copies_and_not_distinct_matrices(seed, cp):
     rng = np.random.default_rng(seed)
     batch = _mix(rng)
@@ -110,12 +141,14 @@ def test_large_cells_share_a_block_in_groups(dtype, seed, cp):
         assert err < (1e-12 if dtype == np.float64 else 1e-5), f"{strategy}: {err:.2e}"
 
 
+@pytest.mark.parametrize("reroot", [None, False], ids=["root-by-steps", "own-root"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
-def test_one_launch_gives_bitwise_the_launches_per_class(dtype, seed, cp):
+def test_one_launch_gives_bitwise_the_launches_per_class(dtype, reroot, seed, cp):
     """All classes in one launch run the same sweeps as one launch per class (the default),
     whichever block takes a tile: bit for bit the same solution, solve after solve (the tile
-    counters start from zero at every solve). Classes of 8, 16 and 32 lanes, a class of one
-    cell, and a large class with several tiles per group (blocks move between classes)."""
+    counters start from zero at every solve). Classes of 8, 16 and 32 lanes (from their own
+    roots; by default the 683-node cell, from its centre, takes 32), a class of one cell, and
+    a large class with several tiles per group (blocks move between classes)."""
     rng = np.random.default_rng(seed)
     sms = device_properties(0)["sm_count"]
     cells = ([real_cell(*c) for c in REAL_CELLS for _ in range(30)]
@@ -123,12 +156,14 @@ def test_one_launch_gives_bitwise_the_launches_per_class(dtype, seed, cp):
              + [rt.random_tree(50, rng=rng, branch_probability=0.3)])
     batch = HinesStructure.concatenate([cells[i] for i in rng.permutation(len(cells))])
     d, rhs = hines_values(batch, rng, dtype)
-    one = hinesbatch.plan(batch, backend="gpu", strategy="grouped", one_launch=True)
-    per_class = hinesbatch.plan(batch, backend="gpu", strategy="grouped")
+    one = hinesbatch.plan(batch, backend="gpu", strategy="grouped", one_launch=True,
+                          reroot=reroot)
+    per_class = hinesbatch.plan(batch, backend="gpu", strategy="grouped", reroot=reroot)
     assert "one launch for all classes" in one.describe(), one.describe()
     assert "one launch per class" in per_class.describe(), per_class.describe()
-    lanes = {t.lanes for t in layout_solver(one, dtype)._parts[0].strategy.one.tiles}
-    assert lanes == {8, 16, 32}, one.describe()
+    tiles = layout_solver(one, dtype)._parts[0].strategy.one.tiles
+    assert {t.lanes for t in tiles} == ({8, 16, 32} if reroot is False else {8, 32})
+    assert any(t.schedule.rerooted for t in tiles) == (reroot is None), one.describe()
     want = per_class.solve(cp.asarray(d), cp.asarray(rhs)).get()
     assert cell_rel_error(batch, want, serial_reference(batch, d, rhs)) < (
         1e-12 if dtype == np.float64 else 1e-5)

@@ -81,6 +81,20 @@ def test_real_cells_in_slot_order(seed, cp):
             f"{name} nseg={nseg} {options} seed {seed}"
 
 
+@pytest.mark.parametrize("reroot", [True, False], ids=["centre", "root"])
+def test_slot_order_from_the_centre_or_the_root(reroot, seed, cp):
+    """A schedule that eliminates the cell from its centre keeps its slots in the cell's
+    numbering: the native layout, the canonical kernel and the serial solver agree."""
+    rng = np.random.default_rng(seed)
+    structure = MonoBatch(real_cell("Gad1-F-600000.CNG.swc", 9), 2001)
+    d, rhs = hines_values(structure, rng, np.float64)
+    plan = hinesbatch.plan(structure, backend="gpu", strategy="tiled", reroot=reroot)
+    impl, x = _solve_native(plan, np.float64, d, rhs, cp)
+    assert impl._parts[0].strategy._slot_tiles().schedule.rerooted == reroot
+    assert np.array_equal(x, plan.solve(cp.asarray(d), cp.asarray(rhs)).get())
+    assert cell_rel_error(structure, x, serial_reference(structure, d, rhs)) < 1e-12
+
+
 def test_native_layout_is_canonical_without_the_slot_kernel(cp):
     structure = MonoBatch(rt.random_tree(50, rng=1), 300)
     for options in ({"lanes": 2, "batch": 2}, {"buffers": 2}):

@@ -12,6 +12,7 @@ import pytest
 from hinesbatch.solvers.gpu.schedule import (kernel_arrays, lu_len, stage_geometry,
                                              tiled_schedule)
 from hinesbatch.tree import random_trees as rt
+from hinesbatch.tree.balance import tree_centres
 from hinesbatch.tree.structure import MonoBatch
 
 from schedule_cells import CELLS
@@ -54,11 +55,13 @@ def _variants():
     return [(b, 1, 8) for b in BATCHES] + list(SPREAD)
 
 
+@pytest.mark.parametrize("reroot", [False, True], ids=["root", "centre"])
 @pytest.mark.parametrize("batch,lanes,item", _variants())
 @pytest.mark.parametrize("name,cell", CELLS, ids=[c[0] for c in CELLS])
-def test_schedule_is_a_valid_elimination_order(name, cell, batch, lanes, item):
-    s = tiled_schedule(cell, batch, lanes=lanes, item=item)
+def test_schedule_is_a_valid_elimination_order(name, cell, batch, lanes, item, reroot):
+    s = tiled_schedule(cell, batch, lanes=lanes, item=item, reroot=reroot)
     n = cell.n_nodes
+    _check_eliminated_tree(cell, s, reroot)
     words = 128 // item  # a warp's cells' planes start on banks `phase` words apart
     assert n + batch + 1 <= s.slot_stride < n + batch + 1 + words
     assert s.slot_stride % words == _bank_phase(lanes, item) % words
@@ -75,17 +78,46 @@ def test_schedule_is_a_valid_elimination_order(name, cell, batch, lanes, item):
         assert np.all(row[~real] & 0xFFFF >= n)  # dummies use their own slots
         parents = (row >> 16)[real]
         assert len(set(parents.tolist())) == parents.size  # distinct parents in a batch
-    child = np.flatnonzero(cell.parent >= 0)
-    assert np.all(batch_of[child] < batch_of[cell.parent[child]])  # children first
-    assert batch_of[0] == jp.shape[0] - 1  # the root closes the sweep
+    child = np.flatnonzero(s.parent >= 0)
+    assert np.all(batch_of[child] < batch_of[s.parent[child]])  # children first
+    root = int(np.flatnonzero(s.parent < 0)[0])
+    assert batch_of[root] == jp.shape[0] - 1  # the root closes the sweep
+    row = jp[batch_of[root]][nodes_of[batch_of[root]] == root]
+    assert np.all(row >> 16 == n + batch)  # its parent: the root-parent slot
 
 
+def _check_eliminated_tree(cell, s, reroot):
+    """The schedule's tree is the cell's (the same edges; its own root unless re-rooted at
+    the centre), ranked in Hines order (a parent below its children, so the largest failing
+    key of a cascade from one node is that node's); without re-rooting, ranks are the nodes."""
+    n = cell.n_nodes
+    edges = lambda parent: {frozenset((int(j), int(parent[j])))  # noqa: E731
+                            for j in np.flatnonzero(parent >= 0)}
+    assert edges(s.parent) == edges(np.asarray(cell.parent))
+    assert np.count_nonzero(s.parent < 0) == 1
+    if not reroot:
+        assert np.array_equal(s.parent, cell.parent) and not s.rerooted
+        assert np.array_equal(s.rank, np.arange(n))
+    else:
+        centre = int(tree_centres(MonoBatch(cell, 1))[0])
+        assert s.parent[centre] == -1 and s.rerooted == (centre != 0)
+    assert sorted(s.rank.tolist()) == list(range(n))
+    child = np.flatnonzero(s.parent >= 0)
+    assert np.all(s.rank[s.parent[child]] < s.rank[child])
+    key = kernel_arrays(s, np.float64)["node"]
+    real = s.node >= 0
+    assert np.all(key[~real] == -1)
+    assert np.array_equal(key[real] & 0xFFFF, s.node[real])
+    assert np.array_equal(key[real] >> 16, s.rank[s.node[real]])
+
+
+@pytest.mark.parametrize("reroot", [False, True], ids=["root", "centre"])
 @pytest.mark.parametrize("batch,lanes,item", _variants())
 @pytest.mark.parametrize("name,cell", CELLS, ids=[c[0] for c in CELLS])
-def test_emulated_kernel_matches_dense_solve(name, cell, batch, lanes, item):
+def test_emulated_kernel_matches_dense_solve(name, cell, batch, lanes, item, reroot):
     mono = MonoBatch(cell, 5)
     d, rhs = rt.diagonally_dominant(mono, rng=batch)
-    x = emulate(tiled_schedule(cell, batch, lanes=lanes, item=item), d, rhs)
+    x = emulate(tiled_schedule(cell, batch, lanes=lanes, item=item, reroot=reroot), d, rhs)
     ref = rt.dense_solve(mono, d, rhs)
     assert np.linalg.norm(x - ref) <= 1e-12 * np.linalg.norm(ref)
 

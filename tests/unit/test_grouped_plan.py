@@ -44,8 +44,8 @@ def test_classes_member_lists_and_launch_order(h200):
         cell = pool[kinds.pop()]
         assert tiles.schedule.n_nodes == cell.n_nodes
         assert np.array_equal(tiles.schedule.u, tiled_schedule(
-            cell, tiles.batch, lanes=tiles.lanes, item=8,
-            stage_cells=tiles.schedule.stage_cells).u)
+            cell, tiles.batch, lanes=tiles.lanes, item=8, stage_cells=tiles.schedule.stage_cells,
+            reroot=SharedTiles.rerooted(cell, tiles.batch)).u)
     assert sorted(g.members.tolist()) == list(range(batch.n_cells))
     work = [t.schedule.n_batches * c for t, c in zip(g.tiles, g.counts)]
     assert [work[k] for k in g.order] == sorted(work, reverse=True)
@@ -87,6 +87,40 @@ def test_width_rule_widens_only_when_the_steps_fall():
     assert tiled_variants(16, None, bushy) == [(16, 16)]  # an option overrides the rule
 
 
+def test_centre_or_own_root_by_steps_and_reroot_option(h200):
+    """By default a class's schedule eliminates the cell from its centre when that takes
+    fewer steps (a chain: about half), else from its own root (a star: the centre is the root);
+    ``reroot`` forces either, for ``tiled`` and every class of ``grouped``."""
+    chain, star = rt.chain(40, rng=2), rt.star(30, rng=3)
+    auto = SharedTiles.plan(chain, [(8, 8)], 1, None, 8, H200, 1000)
+    own = SharedTiles.plan(chain, [(8, 8)], 1, None, 8, H200, 1000, reroot=False)
+    assert auto.schedule.rerooted and not own.schedule.rerooted
+    assert (auto.schedule.n_batches, own.schedule.n_batches) == (21, 40)  # 19 + 1 + 20 nodes
+    assert "40 nodes from the centre" in auto.describe() and "centre" not in own.describe()
+    assert not SharedTiles.plan(star, [(8, 8)], 1, None, 8, H200, 1000).schedule.rerooted
+    assert SharedTiles.rerooted(star, 8, True) and not SharedTiles.rerooted(chain, 8, False)
+    part = split(HinesStructure.concatenate([chain, star] * 3), 1)[0]
+    kinds = lambda options: [t.schedule.rerooted  # noqa: E731
+                             for t in Grouped(part, np.float64, 0, options, 1 << 30).tiles]
+    assert sorted(kinds({})) == [False, True]
+    assert kinds({"reroot": False}) == [False, False]
+    with pytest.raises(TypeError, match="reroot must be a bool, got str"):
+        Grouped(part, np.float64, 0, {"reroot": "yes"}, 1 << 30)
+
+
+def test_tiled_reroot_option_is_for_shared_structures(monkeypatch):
+    from hinesbatch.solvers.gpu import strategies
+
+    monkeypatch.setattr(strategies, "device_properties", lambda device: H200)
+    chain = rt.chain(40, rng=2)
+    tiled = strategies.Tiled(split(MonoBatch(chain, 100), 1)[0], np.float64, 0,
+                             {"reroot": False}, 1 << 30)
+    assert not tiled.tiles.schedule.rerooted and tiled.tiles.schedule.n_batches == 40
+    with pytest.raises(ValueError, match="reroot is for shared structures"):
+        strategies.Tiled(split(HinesStructure.concatenate([chain, rt.star(9)]), 1)[0],
+                         np.float64, 0, {"reroot": True}, 1 << 30)
+
+
 def test_groups_for_large_cells_when_the_batch_fills_the_device():
     bushy = rt.random_tree(1600, rng=2, branch_probability=0.5)
     plan = lambda n, groups=None: SharedTiles.plan(  # noqa: E731
@@ -117,8 +151,8 @@ class _Kernel:
 
 def test_grid_is_persistent_for_several_groups_or_two_buffers():
     cell = rt.random_tree(60, rng=4, branch_probability=0.3)
-    plan = lambda n, **kw: SharedTiles.plan(  # noqa: E731
-        cell, [(8, 8)], kw.pop("buffers", 1), 4, 8, H200, n, **kw)
+    plan = lambda n, **kw: SharedTiles.plan(  # noqa: E731  (the sizes below: its own root)
+        cell, [(8, 8)], kw.pop("buffers", 1), 4, 8, H200, n, reroot=False, **kw)
     one = plan(20000, groups=1)
     assert one.grid(_Kernel, H200, 20000) == one.blocks(20000) == 5000  # a block per tile
     three = plan(20000, groups=3)

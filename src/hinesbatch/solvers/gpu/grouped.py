@@ -26,7 +26,7 @@ from .compile import kernel
 from .device import blocks_per_sm, cupy_module, device_properties
 from .one_launch import FIELDS, ClassesLaunch, block_arrangement
 from .strategies import (STRATEGIES, SharedTiles, Strategy, _allow_smem, _call, _i32, _i64,
-                         optional_positive_int, tiled_variants)
+                         optional_bool, optional_positive_int, tiled_variants)
 
 __all__ = ["Grouped", "MAX_CLASSES", "STREAMS"]
 
@@ -50,8 +50,8 @@ ONE_LAUNCH = False
 class Grouped(Strategy):
     """Cells with the same matrix solved together as a shared structure (module docstring).
 
-    Options ``batch``, ``lanes``, ``tile_cells`` and ``groups`` are ``tiled``'s, applied to
-    every class (a ``tile_cells`` or ``groups`` that does not fit some class is refused); by
+    Options ``batch``, ``lanes``, ``tile_cells``, ``groups`` and ``reroot`` are ``tiled``'s,
+    applied to every class (a ``tile_cells`` or ``groups`` that does not fit some class is refused); by
     default each class gets ``tiled``'s default for its cell. ``one_launch=True``: all
     classes in one launch (:mod:`.one_launch`), refused when a class's width is not one that
     launch is compiled for; by default (:data:`ONE_LAUNCH`) one launch per class.
@@ -59,7 +59,7 @@ class Grouped(Strategy):
 
     name = "grouped"
     native_is_canonical = True
-    options = ("tile_cells", "groups", "batch", "lanes", "one_launch")
+    options = ("tile_cells", "groups", "batch", "lanes", "reroot", "one_launch")
 
     def __init__(self, part, dtype, device, options, budget):
         from ...tree.schedules import cell_shapes
@@ -71,9 +71,8 @@ class Grouped(Strategy):
         batch, lanes = options.pop("batch", None), options.pop("lanes", None)
         tc = optional_positive_int(options, "tile_cells")
         groups = optional_positive_int(options, "groups")
-        one = options.pop("one_launch", None)
-        if one is not None and not isinstance(one, (bool, np.bool_)):
-            raise TypeError(f"one_launch must be a bool, got {type(one).__name__}")
+        reroot = optional_bool(options, "reroot")
+        one = optional_bool(options, "one_launch")
         classes = cell_shapes(part_structure(part), couplings=True)
         if classes.n_shapes > MAX_CLASSES:
             raise ValueError(f"strategy 'grouped' launches one kernel per class of cells with the "
@@ -83,9 +82,10 @@ class Grouped(Strategy):
         self.tiles = []
         for k in range(classes.n_shapes):
             cell = reps.cell(k)
-            self.tiles.append(SharedTiles.plan(cell, tiled_variants(batch, lanes, cell), 1, tc,
-                                               item, props, int(classes.counts[k]), "grouped",
-                                               groups, prefetch=PREFETCH))
+            self.tiles.append(SharedTiles.plan(cell, tiled_variants(batch, lanes, cell, reroot),
+                                               1, tc, item, props, int(classes.counts[k]),
+                                               "grouped", groups, prefetch=PREFETCH,
+                                               reroot=reroot))
         self.counts = classes.counts.astype(np.int64)
         self.first = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
         # members: the part's cells class by class (ascending within a class)
@@ -95,8 +95,9 @@ class Grouped(Strategy):
         self.order = np.argsort(-work, kind="stable")
         self.one = None  # the one launch of every class (ClassesLaunch), when it serves
         if one or (one is None and ONE_LAUNCH and tc is None and groups is None):
-            blocks = [block_arrangement(reps.cell(k), tiled_variants(batch, lanes, reps.cell(k)),
-                                        item, props, int(classes.counts[k]), tc, groups)
+            blocks = [block_arrangement(reps.cell(k),
+                                        tiled_variants(batch, lanes, reps.cell(k), reroot),
+                                        item, props, int(classes.counts[k]), tc, groups, reroot)
                       for k in range(classes.n_shapes)]
             if all(b is not None for b in blocks):
                 self.one = ClassesLaunch(blocks, self.counts, self.first, self.order)

@@ -47,18 +47,18 @@ PREFETCH = False
 
 
 def block_arrangement(cell, variants, item: int, props: dict, n_cells: int, tc=None,
-                      groups=None) -> SharedTiles | None:
+                      groups=None, reroot=None) -> SharedTiles | None:
     """``cell``'s arrangement (``tiled``'s width for it, from ``variants``) for a block with
     an SM's shared memory to itself: among ``tiled``'s tile sizes
     (:meth:`~.strategies.SharedTiles.tile_sizes`), the tile size and groups that hold
     the most cells, the most groups at a tie (their tiles overlap one another's loads and
     sweeps, and the class's end is finer), unless ``tc`` / ``groups`` are given. ``None``
-    when the width is not among :data:`LANES`."""
+    when the width is not among :data:`LANES`. ``reroot``: ``tiled``'s option."""
     # the block's limit counts its static shared memory too
     one = dict(props, smem_per_block_optin=props["smem_per_block_optin"] - EXTRA_SMEM
                - STATIC_SMEM)
     width = SharedTiles.plan(cell, variants, 1, tc, item, one, n_cells, "grouped",
-                             max_threads=MAX_THREADS)
+                             max_threads=MAX_THREADS, reroot=reroot)
     if width.lanes not in LANES or width.batch != width.lanes:
         return None
     if tc is None or groups is None:
@@ -78,7 +78,7 @@ def block_arrangement(cell, variants, item: int, props: dict, n_cells: int, tc=N
         if options:
             _, groups, tc = max(options)
     return SharedTiles.plan(cell, [(width.batch, width.lanes)], 1, tc, item, one, n_cells,
-                            "grouped", groups, PREFETCH, MAX_THREADS)
+                            "grouped", groups, PREFETCH, MAX_THREADS, reroot=reroot)
 
 
 @dataclass

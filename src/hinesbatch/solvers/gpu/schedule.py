@@ -21,6 +21,12 @@ shared-memory banks, and the nodes are staged in an order that spreads their slo
 sweep runs the batches in reverse: a parent's batch comes later in the backward order,
 hence earlier in the forward one.
 
+Any node may be eliminated last: with ``reroot=True`` the schedule eliminates the cell's tree
+hung from its centre (:func:`~hinesbatch.tree.balance.reroot`: the same matrix, its rows and
+columns permuted), whose longest chain of steps is shorter on many real cells. The schedule
+still names the cell's own nodes; :attr:`Schedule.rank` and :attr:`Schedule.parent` say which
+tree it eliminates.
+
 Example: the 5-node tree ``parent = [-1, 0, 1, 0, 3]`` (two branches of two nodes) with
 ``batch = 2`` gives the batches ``[2, 4]``, ``[1]``, ``[3]``, ``[0]`` (each padded with a
 dummy): four steps instead of five; 1 and 3 share the parent 0, so they go to different
@@ -33,8 +39,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Schedule", "bank_geometry", "stage_geometry", "tiled_schedule", "kernel_arrays",
-           "lu_len", "FactorSchedule", "factor_schedule", "factor_flags", "factor_pflags"]
+__all__ = ["Schedule", "bank_geometry", "stage_geometry", "tiled_schedule", "schedule_steps",
+           "elimination_tree",
+           "kernel_arrays", "lu_len", "FactorSchedule", "factor_schedule", "factor_flags", "factor_pflags"]
 
 #: Slot indices are packed in 16 bits (node | parent << 16).
 MAX_SLOTS = 1 << 15
@@ -98,6 +105,14 @@ class Schedule:
         permutation within each run of ``32 // stage_cells`` nodes.
     stage_cells : int
         Cells a warp stages side by side (:func:`stage_geometry`).
+    rank : int32[n_nodes]
+        Each node's index in the tree the schedule eliminates (Hines order: a parent ranks
+        below its children): the node itself, or its index in the cell re-rooted at its
+        centre (``reroot=True``). Of a cell's failing pivots the kernel reports the node of
+        highest rank (met first, as the serial solver meets the highest index first).
+    parent : int32[n_nodes]
+        The parent of each node in the tree the schedule eliminates (-1 at its root), in the
+        cell's numbering: the cell's own parents, or those of the re-rooted tree.
     """
 
     batch: int
@@ -109,7 +124,14 @@ class Schedule:
     node: np.ndarray
     slot: np.ndarray
     stage: np.ndarray
-    stage_cells: int = 1
+    stage_cells: int
+    rank: np.ndarray
+    parent: np.ndarray
+
+    @property
+    def rerooted(self) -> bool:
+        """Whether the schedule eliminates the cell from another root than node 0."""
+        return bool(self.parent.size) and int(self.parent[0]) >= 0
 
     @property
     def n_batches(self) -> int:
@@ -163,15 +185,16 @@ def _batches(parent: np.ndarray, batch: int) -> list[list[int]]:
 
 
 def _spread_parents(steps: list[list[int]], parent: np.ndarray, batch: int, phase: int,
-                    stage: tuple[int, int]) -> list[list[int]]:
+                    stage: tuple[int, int], cell_node: np.ndarray) -> list[list[int]]:
     """The nodes of each step reordered so that each run of ``phase`` entries (the lanes that
     one shared-memory wavefront serves, aligned) has parents in distinct slot residues
     (mod ``phase``) where the parents allow it: their loads and stores then meet no bank
     conflicts. Steps are ordered from the last (the root's) to the first, so a step's
     parents have their slots; each node of a run takes the residue that the parents of its
     children's steps, and the nodes staged with it (its run of node indices and residues
-    mod ``modulus``, ``stage = (run, modulus)``: :func:`_stage_order`), have least of, so
-    that those can be spread in turn."""
+    mod ``modulus``, ``stage = (run, modulus)``: :func:`_stage_order`; runs of the cell's
+    numbering, ``cell_node[j]`` for node ``j`` of ``parent``'s tree), have least of, so that
+    those can be spread in turn."""
     n = parent.size
     starts = np.concatenate([[0], np.cumsum([len(nodes) for nodes in steps])])
     step_of = np.empty(n, dtype=np.int64)
@@ -200,11 +223,12 @@ def _spread_parents(steps: list[list[int]], parent: np.ndarray, batch: int, phas
             base = int(starts[b]) + len(order)
             free = list(range(len(run)))  # positions; residue (base + i) % phase
             for j in sorted(run, key=lambda j: -len(child_steps[j])):
-                i = min(free, key=lambda i: staged[j // run_length, (base + i) % modulus] + sum(
+                run_of = cell_node[j] // run_length
+                i = min(free, key=lambda i: staged[run_of, (base + i) % modulus] + sum(
                     load[c, (base + i) % phase] for c in child_steps[j]))
                 free.remove(i)
                 slot[j] = base + i
-                staged[j // run_length, (base + i) % modulus] += 1
+                staged[run_of, (base + i) % modulus] += 1
                 for c in child_steps[j]:
                     load[c, (base + i) % phase] += 1
             placed = sorted(run, key=lambda j: slot[j])
@@ -229,41 +253,66 @@ def _stage_order(slot: np.ndarray, run: int, modulus: int) -> np.ndarray:
     return order
 
 
+def elimination_tree(cell, reroot: bool = False):
+    """The tree a schedule of ``cell`` (a one-cell :class:`~hinesbatch.tree.HinesStructure`)
+    eliminates: ``(parent, l, u, cell_node)`` in that tree's numbering (Hines order), with
+    ``cell_node[j]`` the cell's node that is its node ``j``. The cell itself, or with
+    ``reroot`` the cell hung from its centre (:func:`~hinesbatch.tree.balance.reroot`: where
+    an edge changed direction its ``l`` and ``u`` trade places)."""
+    if not reroot:
+        return (np.asarray(cell.parent, dtype=np.int64), np.asarray(cell.lower),
+                np.asarray(cell.u), np.arange(cell.n_nodes))
+    from ...tree.balance import reroot as rerooted
+    from ...tree.structure import MonoBatch
+
+    r = rerooted(MonoBatch(cell, 1))
+    tree = r.structure.cell
+    return (np.asarray(tree.parent, dtype=np.int64), np.asarray(tree.lower),
+            np.asarray(tree.u), np.asarray(r.order, dtype=np.int64))
+
+
+def schedule_steps(cell, batch: int, reroot: bool = False) -> int:
+    """Steps of :func:`tiled_schedule` for ``cell`` with ``batch`` nodes per step (they do not
+    depend on its other arguments), without ordering the steps for the banks."""
+    return len(_batches(elimination_tree(cell, reroot)[0], batch))
+
+
 def tiled_schedule(cell, batch: int, *, lanes: int = 1, item: int = 8,
-                   stage_cells: int = 1) -> Schedule:
+                   stage_cells: int = 1, reroot: bool = False) -> Schedule:
     """The batched schedule of a one-cell :class:`~hinesbatch.tree.HinesStructure`, for
     ``lanes`` lanes per cell, values of ``item`` bytes and ``stage_cells`` cells staged side
     by side (:func:`stage_geometry`): a step's nodes are ordered, and the nodes' staging
     order chosen, so that the kernel's shared-memory accesses to parents and to staged values
     spread over the banks (:func:`_spread_parents`, :func:`_stage_order`); the steps
-    themselves do not depend on ``lanes``, ``item`` or ``stage_cells``.
+    themselves do not depend on ``lanes``, ``item`` or ``stage_cells``. ``reroot``: eliminate
+    the cell hung from its centre (:func:`elimination_tree`); the schedule's nodes, slots and
+    staging order stay in the cell's numbering.
 
     Raises ``ValueError`` when the cell has too many nodes for 16-bit slot indices.
     """
-    parent = np.asarray(cell.parent, dtype=np.int64)
-    n = parent.size
+    n = cell.n_nodes
     if n + batch + 1 >= MAX_SLOTS:
         raise ValueError(f"the tiled strategy handles cells of fewer than {MAX_SLOTS - batch - 1} "
                          f"nodes; this cell has {n}")
+    parent, lower, upper, cell_node = elimination_tree(cell, reroot)
     words, phase, residue = bank_geometry(lanes, item)
     stage = stage_geometry(lanes, item, stage_cells)
     groups = _batches(parent, batch)
     if phase > 1:
-        groups = _spread_parents(groups, parent, batch, phase, stage)
+        groups = _spread_parents(groups, parent, batch, phase, stage, cell_node)
     order = np.asarray([j for nodes in groups for j in nodes], dtype=np.int64)
-    slot = np.empty(n, dtype=np.int64)
+    slot = np.empty(n, dtype=np.int64)  # per node of the eliminated tree
     slot[order] = np.arange(n)  # a step's nodes sit side by side in shared memory
     jp = np.empty((len(groups), batch), dtype=np.int64)
     node = np.full((len(groups), batch), -1, dtype=np.int64)
     lv = np.zeros((len(groups), batch))
     uv = np.zeros((len(groups), batch))
-    lower, upper = np.asarray(cell.lower), np.asarray(cell.u)
     for b, nodes in enumerate(groups):
         for k in range(batch):
             if k < len(nodes):
                 j = nodes[k]
                 p = int(parent[j])
-                node[b, k] = j
+                node[b, k] = cell_node[j]
                 if p < 0:
                     jp[b, k] = slot[j] | ((n + batch) << 16)
                 else:
@@ -271,11 +320,17 @@ def tiled_schedule(cell, batch: int, *, lanes: int = 1, item: int = 8,
                     lv[b, k], uv[b, k] = lower[j], upper[j]
             else:
                 jp[b, k] = (n + k) | ((n + k) << 16)
+    rank = np.empty(n, dtype=np.int64)  # in the cell's numbering from here on
+    rank[cell_node] = np.arange(n)
+    cell_slot = np.empty(n, dtype=np.int64)
+    cell_slot[cell_node] = slot
+    cell_parent = np.full(n, -1, dtype=np.int64)
+    cell_parent[cell_node[parent >= 0]] = cell_node[parent[parent >= 0]]
     stride = n + batch + 1 + (residue - (n + batch + 1)) % words
     return Schedule(batch, n, stride, jp.reshape(-1).astype(np.int32),
                     lv.reshape(-1), uv.reshape(-1), node.reshape(-1).astype(np.int32),
-                    slot.astype(np.int32), _stage_order(slot, *stage).astype(np.int32),
-                    stage_cells)
+                    cell_slot.astype(np.int32), _stage_order(cell_slot, *stage).astype(np.int32),
+                    stage_cells, rank.astype(np.int32), cell_parent.astype(np.int32))
 
 
 def lu_len(n_nodes: int) -> int:
@@ -287,7 +342,8 @@ def lu_len(n_nodes: int) -> int:
 
 def kernel_arrays(schedule: Schedule, dtype) -> dict:
     """``schedule`` as ``hines_tiled_mono`` reads it: per entry (slot, parent slot) ("jp",
-    int32 pairs) and the node ("node", for error reports); ``(l, u)`` per slot ("lu",
+    int32 pairs) and the node ("node", for error reports: ``rank << 16 | node``, so that the
+    largest failing entry is the node of highest rank, :attr:`Schedule.rank`); ``(l, u)`` per slot ("lu",
     :func:`lu_len` rows; the root's and the dummies' are zeros: a dummy's slot ``n + k``
     reads row ``n``); the staging table ("stage": ``node | slot << 16`` in staging order).
     Per slot rather than per entry, ``(l, u)`` takes less shared memory where steps have
@@ -297,9 +353,10 @@ def kernel_arrays(schedule: Schedule, dtype) -> dict:
     lu = np.zeros((lu_len(s.n_nodes), 2), dtype=dtype)
     slot = s.jp[real] & 0xFFFF
     lu[slot, 0], lu[slot, 1] = s.l[real], s.u[real]
+    node = np.where(real, (s.rank[np.maximum(s.node, 0)] << 16) | s.node, -1)
     return {"jp": np.ascontiguousarray(np.stack([s.jp & 0xFFFF, s.jp >> 16], axis=1),
                                        dtype=np.int32),
-            "lu": lu, "node": s.node,
+            "lu": lu, "node": node.astype(np.int32),
             "stage": (s.stage | (s.slot[s.stage] << 16)).astype(np.int32)}
 
 

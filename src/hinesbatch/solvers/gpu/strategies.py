@@ -41,7 +41,7 @@ from .compile import (FACTOR_PER_CELL_AHEAD, FACTOR_VARIANTS, SLOT_VARIANTS, TIL
 from .device import blocks_per_sm, cupy_module, device_properties, resident_blocks
 from .parts import Part
 from .schedule import (FLAG_BITS, Schedule, factor_pflags, factor_schedule, kernel_arrays, lu_len,
-                       tiled_schedule)
+                       schedule_steps, tiled_schedule)
 
 __all__ = ["STRATEGIES", "Strategy"]
 
@@ -595,25 +595,42 @@ class SharedTiles:
     PREFETCH = True
 
     @classmethod
-    def preferred(cls, cell) -> list[tuple[int, int]]:
+    def preferred(cls, cell, reroot=None) -> list[tuple[int, int]]:
         """(batch, lanes) to try for ``cell`` when not given: one lane per node of a step,
         8 lanes, doubled while that cuts the steps of the schedule below :data:`WIDEN` times
         the narrower one's; then the :data:`DEFAULTS`. A large cell's sweeps are bound by the
         latency of their steps (shared memory holds few such cells per SM), so more lanes pay
-        when the steps fall enough; see docs/gpu.md for the measurements that set the rule."""
+        when the steps fall enough; see docs/gpu.md for the measurements that set the rule.
+        Steps are counted from the root :meth:`rerooted` would choose (``reroot``)."""
+        def steps(batch):
+            return min(schedule_steps(cell, batch, r)
+                       for r in ((False, True) if reroot is None else (reroot,)))
+
         width = cls.WIDTHS[0]
-        steps = tiled_schedule(cell, width).n_batches
+        fewest = steps(width)
         for wider in cls.WIDTHS[1:]:
-            fewer = tiled_schedule(cell, wider).n_batches
-            if fewer >= cls.WIDEN * steps:
+            fewer = steps(wider)
+            if fewer >= cls.WIDEN * fewest:
                 break
-            width, steps = wider, fewer
+            width, fewest = wider, fewer
         return [(width, width)] + [v for v in cls.DEFAULTS if v != (width, width)]
+
+    @staticmethod
+    def rerooted(cell, batch: int, reroot=None) -> bool:
+        """Whether ``cell``'s schedule of ``batch`` nodes per step eliminates it from its
+        centre (:func:`.schedule.elimination_tree`): ``reroot`` when given (a bool), by
+        default when that takes fewer steps than from its own root (node 0). A shorter
+        longest chain of steps: of the 17 real cells of the benchmark, 389 nodes with 8 per
+        step take 58 steps from the centre against 73, 881 nodes with 16 take 68 against 76;
+        ca1 (313 nodes, 8 per step) would take 46 against 45 and keeps its root."""
+        if reroot is not None:
+            return reroot
+        return schedule_steps(cell, batch, True) < schedule_steps(cell, batch, False)
 
     @classmethod
     def plan(cls, cell, variants, buffers: int, tc, item: int, props: dict, n_cells: int,
              strategy: str = "tiled", groups=None, prefetch=None,
-             max_threads: int = 512, slots: bool = False) -> "SharedTiles":
+             max_threads: int = 512, slots: bool = False, reroot=None) -> "SharedTiles":
         """Choose among ``variants`` ((batch, lanes) pairs) the first whose smallest tile of
         ``cell`` fits in a block's shared memory (``props``: :func:`.device_properties`);
         cells per tile: ``tc``, by default :meth:`default_tile_cells`; groups per block:
@@ -622,7 +639,9 @@ class SharedTiles:
         (``hines_tiled_mono``'s bound; ``hines_tiled_classes`` takes 1024). ``ValueError``
         naming ``strategy`` when nothing fits, or when ``tc`` or ``groups`` does not.
         ``slots``: for values in slot order (``hines_tiled_slots``: one buffer, and a width of
-        :data:`.compile.SLOT_VARIANTS`, else ``ValueError``)."""
+        :data:`.compile.SLOT_VARIANTS`, else ``ValueError``). ``reroot``: whether the schedule
+        eliminates the cell from its centre (:meth:`rerooted`; by default when that takes
+        fewer steps)."""
         limit = props["smem_per_block_optin"]
         need = None
         for batch, lanes in variants:
@@ -631,7 +650,8 @@ class SharedTiles:
                                  f"(lanes, nodes per lane) among {SLOT_VARIANTS}; got {buffers} "
                                  f"buffer(s), lanes={lanes}, batch={batch}")
             schedule = tiled_schedule(cell, batch, lanes=lanes, item=item,
-                                      stage_cells=32 // lanes if cls.STAGE_WARP_CELLS else 1)
+                                      stage_cells=32 // lanes if cls.STAGE_WARP_CELLS else 1,
+                                      reroot=cls.rerooted(cell, batch, reroot))
             # bulk copies: planes on 16 bytes; a cell's pitch within its slots
             assert not slots or (schedule.slot_stride * item % 16 == 0
                                  and schedule.slot_stride >= cell.n_nodes + 16 // item)
@@ -823,18 +843,19 @@ class SharedTiles:
         return (f"{self.groups} group{'s' if self.groups > 1 else ''} of {self.tile_cells} "
                 f"cell{'s' if self.tile_cells > 1 else ''} per block, {self.lanes} lanes per "
                 f"cell, {s.batch} nodes per step: "
-                f"{s.n_batches} steps for {s.n_nodes} nodes, {self.buffers} tile "
+                f"{s.n_batches} steps for {s.n_nodes} nodes"
+                f"{' from the centre' if s.rerooted else ''}, {self.buffers} tile "
                 f"buffer{'s' if self.buffers > 1 else ''} per group"
                 f"{', next tile prefetched into L2' if self.prefetches else ''}"
                 f", {self.smem} B shared memory")
 
 
-def tiled_variants(batch, lanes, cell) -> list[tuple[int, int]]:
+def tiled_variants(batch, lanes, cell, reroot=None) -> list[tuple[int, int]]:
     """(batch, lanes) pairs to try, from the options (validated) or the defaults for
-    ``cell`` (:meth:`SharedTiles.preferred`)."""
+    ``cell`` (:meth:`SharedTiles.preferred`, counting steps as ``reroot`` says)."""
     valid = [(kb * v, kb) for kb, v in TILED_VARIANTS]
     if batch is None and lanes is None:
-        return SharedTiles.preferred(cell)
+        return SharedTiles.preferred(cell, reroot)
     chosen = [(b, l) for b, l in valid
               if (batch is None or b == batch) and (lanes is None or l == lanes)]
     if not chosen:
@@ -851,6 +872,15 @@ def optional_positive_int(options: dict, name: str):
     return tc
 
 
+def optional_bool(options: dict, name: str):
+    """Pop option ``name`` (``reroot``, ``one_launch``): ``None`` (the default rule) or a
+    bool."""
+    value = options.pop(name, None)
+    if value is not None and not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return None if value is None else bool(value)
+
+
 class Tiled(Strategy):
     """Canonical values staged through shared memory by tiles of cells (hines_tiled.cu).
 
@@ -865,7 +895,9 @@ class Tiled(Strategy):
     device memory: on the H200 the best two-buffer configuration took 1.25 ms against 1.04 ms
     for the best one-buffer one (256000 cells of 313 nodes; 0.245 against 0.140 ms for 3000
     of 1405 nodes), although at a few equal (batch, lanes, threads) two buffers were up to 6%
-    (17%) faster (benchmarks/results/h200/hines_tiled.md). Per-cell structures: one lane per cell,
+    (17%) faster (benchmarks/results/h200/hines_tiled.md). ``reroot``: eliminate the cell
+    from its centre (True), from its own root (False), or from the one that takes fewer
+    steps (default; :meth:`SharedTiles.rerooted`). Per-cell structures: one lane per cell,
     ``tile_cells`` cells per one-warp block.
 
     Native layout of a shared structure (:meth:`native_shape`): each cell's values in its
@@ -876,7 +908,7 @@ class Tiled(Strategy):
     """
 
     name = "tiled"
-    options = ("tile_cells", "groups", "batch", "lanes", "buffers")
+    options = ("tile_cells", "groups", "batch", "lanes", "buffers", "reroot")
 
     def __init__(self, part, dtype, device, options, budget):
         super().__init__(part, dtype, device, options, budget)
@@ -885,6 +917,7 @@ class Tiled(Strategy):
         batch, lanes = options.pop("batch", None), options.pop("lanes", None)
         tc = optional_positive_int(options, "tile_cells")
         groups = optional_positive_int(options, "groups")
+        reroot = optional_bool(options, "reroot")
         self._grid = None  # shared structure: blocks per launch, set at the first solve
         buffers = options.pop("buffers", None)
         if buffers not in (None, 1, 2) or isinstance(buffers, bool):
@@ -893,11 +926,15 @@ class Tiled(Strategy):
         self._slot_dev = None  # its schedule and node -> slot map on the device, when first used
         self._slot_grid = None
         if part.mono:
-            self._asked = (tc, groups)
-            self.tiles = SharedTiles.plan(part.cell, tiled_variants(batch, lanes, part.cell),
+            self._asked = (tc, groups, reroot)
+            self.tiles = SharedTiles.plan(part.cell, tiled_variants(batch, lanes, part.cell,
+                                                                    reroot),
                                           buffers or 1, tc, item, device_properties(device),
-                                          part.n_cells, groups=groups)
+                                          part.n_cells, groups=groups, reroot=reroot)
         else:
+            if reroot:
+                raise ValueError("reroot is for shared structures (MonoBatch) only: cells that "
+                                 "differ are solved one lane per cell")
             if buffers not in (None, 1):
                 raise ValueError("buffers=2 is for shared structures (MonoBatch) only")
             if groups not in (None, 1):
@@ -979,7 +1016,7 @@ class Tiled(Strategy):
                     self._slots = SharedTiles.plan(
                         self.part.cell, [(t.batch, t.lanes)], t.buffers, self._asked[0],
                         self.dtype.itemsize, device_properties(self.device), self.part.n_cells,
-                        groups=self._asked[1], slots=True)
+                        groups=self._asked[1], slots=True, reroot=self._asked[2])
                 except ValueError:  # a width or buffers without the slot-order kernel
                     pass
         return self._slots or None

@@ -61,7 +61,8 @@
 // distinct banks where it can. Staging, a warp loads a run of consecutive nodes of 1 or CW
 // cells (coalesced reads of d, of rhs; writes of x), in the host's order within the run,
 // which spreads their slots over the banks. Schedule entry: jp = (slot, parent slot), node
-// (for error reports); per slot lu = (l, u) (0 for the root and row n). Block:
+// (for error reports: rank << 16 | node, rank its index in the tree eliminated, which the
+// host may hang from the cell's centre); per slot lu = (l, u) (0 for the root and row n). Block:
 // G * tc * KB <= 512 threads, G <= 15. Registers: at most 64 per thread with one node per
 // lane and step (V = 1), 128 with more (the V = 2 variants spilled at 64). Shared memory, not
 // registers, bounds the blocks resident on an SM, except for the smallest cells.
@@ -220,7 +221,8 @@ __host__ __device__ __forceinline__ int hb_lu_len(int n) { return (n + 2) & ~1; 
 // (l, u) (by slot, a dummy's at row n) are loaded one step ahead, after the step's own
 // values: the (l, u) load waits for its entry's, and issued before the values it delayed
 // them (benchmarks/experiments/compact_schedule/). `between()` runs between the two sweeps.
-// Returns the failing node (largest index, -1 if none) and its pivot in *bad_pivot.
+// Returns the failing entry's key (largest sched_node value, -1 if none: rank << 16 | node,
+// hinesbatch.solvers.gpu.schedule.kernel_arrays) and its pivot in *bad_pivot.
 template <typename T, int KB, int V, typename F>
 __device__ __forceinline__ int hb_tile_sweeps(T* ca, T* cb, const int2* sjp,
                                               const typename hb_pair<T>::type* slu, int n,
@@ -445,7 +447,8 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
         }
         if (cell < nc && k == 0) {
             const long long cc = hb_member(c.members, c0 + cell);
-            hb_report(flag, bad_value + cc, cell_base + cc, bad, bad_pivot);
+            hb_report(flag, bad_value + cc, cell_base + cc, bad < 0 ? -1 : bad & 0xFFFF,
+                      bad_pivot);  // the node of highest rank in the tree eliminated
         }
         hb_group_sync<GROUPS>(g, gt);
         if constexpr (SLOTS)
