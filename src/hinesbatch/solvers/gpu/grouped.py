@@ -51,8 +51,8 @@ class Grouped(Strategy):
     """Cells with the same matrix solved together as a shared structure (module docstring).
 
     Options ``batch``, ``lanes``, ``tile_cells``, ``groups`` and ``reroot`` are ``tiled``'s,
-    applied to every class (a ``tile_cells`` or ``groups`` that does not fit some class is refused); by
-    default each class gets ``tiled``'s default for its cell. ``one_launch=True``: all
+    applied to every class (a ``tile_cells`` or ``groups`` that does not fit some class is
+    refused); by default each class gets ``tiled``'s default for its cell. ``one_launch=True``: all
     classes in one launch (:mod:`.one_launch`), refused when a class's width is not one that
     launch is compiled for; by default (:data:`ONE_LAUNCH`) one launch per class.
     """

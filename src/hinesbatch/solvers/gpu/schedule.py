@@ -40,8 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["Schedule", "bank_geometry", "stage_geometry", "tiled_schedule", "schedule_steps",
-           "elimination_tree",
-           "kernel_arrays", "lu_len", "FactorSchedule", "factor_schedule", "factor_flags", "factor_pflags"]
+           "elimination_tree", "kernel_arrays", "lu_len", "FactorSchedule", "factor_schedule",
+           "factor_flags", "factor_pflags"]
 
 #: Slot indices are packed in 16 bits (node | parent << 16).
 MAX_SLOTS = 1 << 15
@@ -343,11 +343,11 @@ def lu_len(n_nodes: int) -> int:
 def kernel_arrays(schedule: Schedule, dtype) -> dict:
     """``schedule`` as ``hines_tiled_mono`` reads it: per entry (slot, parent slot) ("jp",
     int32 pairs) and the node ("node", for error reports: ``rank << 16 | node``, so that the
-    largest failing entry is the node of highest rank, :attr:`Schedule.rank`); ``(l, u)`` per slot ("lu",
-    :func:`lu_len` rows; the root's and the dummies' are zeros: a dummy's slot ``n + k``
-    reads row ``n``); the staging table ("stage": ``node | slot << 16`` in staging order).
-    Per slot rather than per entry, ``(l, u)`` takes less shared memory where steps have
-    dummies, and the dummies of a step read one row."""
+    largest failing entry is the node of highest rank, :attr:`Schedule.rank`); ``(l, u)`` per
+    slot ("lu", :func:`lu_len` rows; the root's and the dummies' are zeros: a dummy's slot
+    ``n + k`` reads row ``n``); the staging table ("stage": ``node | slot << 16`` in staging
+    order). Per slot rather than per entry, ``(l, u)`` takes less shared memory where steps
+    have dummies, and the dummies of a step read one row."""
     s = schedule
     real = s.node >= 0
     lu = np.zeros((lu_len(s.n_nodes), 2), dtype=dtype)
