@@ -10,6 +10,7 @@ from hinesbatch.errors import SingularSystemError
 from hinesbatch.solvers.gpu import grouped, layout_solver
 from hinesbatch.solvers.gpu.device import device_properties
 from hinesbatch.tree import random_trees as rt
+from hinesbatch.tree.balance import tree_centres
 from hinesbatch.tree.structure import HinesStructure, MonoBatch
 
 from gpu_cases import (REAL_CELLS, cell_rel_error, hines_values, poisoned_solve, real_cell,
@@ -89,7 +90,8 @@ def test_centre_rooted_schedules_name_the_failing_leaf_like_serial(strategy, see
         plan = hinesbatch.plan(batch, backend="gpu", strategy=strategy, reroot=True)
         impl = layout_solver(plan)._parts[0].strategy
         schedule = (impl.tiles if strategy == "tiled" else impl.tiles[0]).schedule
-        centre = int(np.flatnonzero(schedule.parent < 0)[0])
+        centre = int(tree_centres(structure)[0])  # node 0 for none of the six test cells
+        assert schedule.rerooted and schedule.parent[centre] == -1, name
         x = poisoned_solve(plan, batch, d, rhs, np.float64, cp)
         assert cell_rel_error(batch, x, serial_reference(batch, d, rhs)) < 1e-12, name
         leaves = np.setdiff1d(np.arange(cell.n_nodes), cell.parent[cell.parent >= 0])
