@@ -8,7 +8,8 @@ import pytest
 import hinesbatch
 from hinesbatch.errors import SingularSystemError
 from hinesbatch.solvers.gpu import grouped, layout_solver
-from hinesbatch.solvers.gpu.device import device_properties
+from hinesbatch.solvers.gpu.device import SM_BARRIERS, device_properties
+from hinesbatch.solvers.gpu.strategies import SharedTiles
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.balance import tree_centres
 from hinesbatch.tree.structure import HinesStructure, MonoBatch
@@ -172,6 +173,42 @@ def test_one_launch_gives_bitwise_the_launches_per_class(dtype, reroot, seed, cp
     for _ in range(3):
         x = poisoned_solve(one, batch, d, rhs, dtype, cp)
         assert np.array_equal(x, want)
+
+
+@pytest.mark.parametrize("one_launch", [False, True], ids=["per-class", "one-launch"])
+def test_groups_take_many_tiles_of_small_cells_in_turn(one_launch, seed, cp):
+    """Small cells, shuffled, in numbers that give every group several tiles in turn: each
+    group loads its next tile's cell starts during the sweeps into the row its last tile no
+    longer needs. Solved like the serial solver; a zero pivot in cells met late (the last
+    tiles) is reported for the right cell and node."""
+    rng = np.random.default_rng(seed)
+    sms = device_properties(0)["sm_count"]
+    small = [rt.random_tree(12, rng=rng, branch_probability=0.4),
+             rt.random_tree(40, rng=rng, branch_probability=0.3)]
+    kinds = rng.integers(0, 2, 300 * sms)
+    batch = HinesStructure.concatenate([small[k] for k in kinds])
+    d, rhs = hines_values(batch, rng, np.float64)
+    options = {"one_launch": True} if one_launch else {"groups": 2}  # else one tile a block
+    plan = hinesbatch.plan(batch, backend="gpu", strategy="grouped", **options)
+    impl = layout_solver(plan, np.float64)._parts[0].strategy
+    arranged = impl.one.tiles if one_launch else impl.tiles
+    tiles = [-(-int(count) // t.tile_cells) for t, count in zip(arranged, impl.counts)]
+    assert all(t.listed for t in arranged)
+    if one_launch:  # one block per SM, for every class
+        assert sum(tiles) >= 2 * max(t.groups for t in arranged) * sms, plan.describe()
+    else:  # each class's grid: at most SM_BARRIERS // 16 blocks of several groups per SM
+        most = SM_BARRIERS // SharedTiles.GROUP_BARRIERS * sms
+        assert all(n >= 2 * 2 * most for n in tiles), plan.describe()
+    x = poisoned_solve(plan, batch, d, rhs, np.float64, cp)
+    assert cell_rel_error(batch, x, serial_reference(batch, d, rhs)) < 1e-12
+    last = [int(np.flatnonzero(kinds == k)[-1]) for k in (0, 1)]  # each class's last cell
+    bad = d.copy()
+    for c in last:
+        bad[batch.cell_offsets[c] + small[kinds[c]].n_nodes - 1] = 0.0  # its last leaf
+    with pytest.raises(SingularSystemError) as err:
+        plan.solve(cp.asarray(bad), cp.asarray(rhs))
+    assert err.value.cell == min(last), str(err.value)
+    assert err.value.node == small[kinds[min(last)]].n_nodes - 1, str(err.value)
 
 
 def test_one_launch_with_fewer_tiles_than_blocks(seed, cp):

@@ -50,7 +50,11 @@ def test_classes_member_lists_and_launch_order(h200):
     work = [t.schedule.n_batches * c for t, c in zip(g.tiles, g.counts)]
     assert [work[k] for k in g.order] == sorted(work, reverse=True)
     arrays = g._host_arrays()
-    assert arrays["offsets"] is part.offsets and arrays["members"] is g.members
+    assert arrays["members"] is g.members  # where each member's values start: one load
+    assert arrays["starts"].dtype == np.int64
+    assert np.array_equal(arrays["starts"], part.offsets[g.members])
+    assert all(t.listed and t.buffers == 1 for t in g.tiles)
+    assert all(t.template.endswith(", true>") for t in g.tiles)  # the member-list kernel
     assert "4 classes of cells with the same matrix" in g.describe()
 
 
@@ -58,7 +62,7 @@ def test_a_shared_structure_is_one_class_in_row_order(h200):
     part = split(MonoBatch(rt.random_tree(90, rng=4), 50), 1)[0]
     g = Grouped(part, np.float32, 0, {}, 1 << 30)
     assert len(g.tiles) == 1 and np.array_equal(g.members, np.arange(50))
-    assert np.array_equal(g._host_arrays()["offsets"], np.arange(51) * 90)
+    assert np.array_equal(g._host_arrays()["starts"], np.arange(50) * 90)
 
 
 def test_options_apply_to_every_class_and_are_checked(h200):
@@ -119,6 +123,23 @@ def test_tiled_reroot_option_is_for_shared_structures(monkeypatch):
     with pytest.raises(ValueError, match="reroot is for shared structures"):
         strategies.Tiled(split(HinesStructure.concatenate([chain, rt.star(9)]), 1)[0],
                          np.float64, 0, {"reroot": True}, 1 << 30)
+
+
+def test_listed_tiles_count_two_cell_starts_per_cell():
+    """Cells from a member list (``grouped``): each group keeps its tile's cell starts and the
+    next tile's in shared memory, 16 bytes per cell of a tile, counted in the block's bytes;
+    refused with two tile buffers or values in slot order."""
+    cell = rt.random_tree(300, rng=3, branch_probability=0.3)
+    for tc, groups in ((8, 1), (8, 4), (16, 2)):
+        plain = SharedTiles.plan(cell, [(8, 8)], 1, tc, 8, H200, 20000, groups=groups)
+        listed = SharedTiles.plan(cell, [(8, 8)], 1, tc, 8, H200, 20000, groups=groups,
+                                  listed=True)
+        assert listed.listed and not plain.listed
+        assert listed.smem - plain.smem == 16 * tc * groups
+        assert (SharedTiles.per_cell_bytes(listed.schedule, 8, listed=True)
+                == 2 * listed.schedule.slot_stride * 8 + 16)
+    with pytest.raises(ValueError, match="member list are solved with one tile buffer"):
+        SharedTiles.plan(cell, [(8, 8)], 2, None, 8, H200, 20000, listed=True)
 
 
 def test_groups_for_large_cells_when_the_batch_fills_the_device():
@@ -266,14 +287,17 @@ def test_one_launch_arrangements_fill_a_block_per_sm(h200):
         assert (t.lanes, t.batch) == (per_class.lanes, per_class.batch)  # the same sweeps
         assert t.lanes in one_launch.LANES and t.buffers == 1
         assert t.groups <= SharedTiles.MAX_GROUPS and t.threads <= one_launch.MAX_THREADS
-        fixed, per_cell = SharedTiles._schedule_smem(s, 8), 2 * s.slot_stride * 8
+        # two cell starts (int64) per cell of a tile besides its planes: a member list
+        fixed, per_cell = SharedTiles._schedule_smem(s, 8), 2 * s.slot_stride * 8 + 16
+        assert t.listed
         room = limit - one_launch.EXTRA_SMEM - one_launch.STATIC_SMEM  # dynamic + static
         assert t.smem <= room
         best = max(size * g  # every (tile size, groups) within the kernel's bounds
                    for size in range(32 // t.lanes, max(32 // t.lanes, 64 // t.lanes) + 1,
                                      32 // t.lanes)
                    for g in range(1, SharedTiles.MAX_GROUPS + 1)
-                   if fixed + g * size * per_cell <= room and g * size * t.lanes <= 1024)
+                   if fixed + g * size * per_cell <= room
+                   and g * size * t.lanes <= one_launch.MAX_THREADS == 768)
         assert t.tile_cells * t.groups == best
     assert one.smem == max(t.smem for t in one.tiles) + one_launch.EXTRA_SMEM
     assert one.smem + one_launch.STATIC_SMEM <= limit

@@ -47,8 +47,8 @@ KERNELS: dict[str, tuple[str, ...]] = {
         "hines_block_shared<{T}, true>", "hines_block_shared<{T}, false>",
     ),
     "hines_tiled.cu": (
-        *(f"hines_tiled_mono<{{T}}, {kb}, {v}, {g}>" for kb, v in TILED_VARIANTS
-          for g in ("false", "true")),
+        *(f"hines_tiled_mono<{{T}}, {kb}, {v}, {g}, {listed}>" for kb, v in TILED_VARIANTS
+          for g in ("false", "true") for listed in ("false", "true")),
         *(f"hines_tiled_slots<{{T}}, {kb}, {v}, {g}>" for kb, v in SLOT_VARIANTS
           for g in ("false", "true")),
         "hines_tiled_classes<{T}>", "hines_tiled_multi<{T}>",

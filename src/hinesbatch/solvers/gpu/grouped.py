@@ -6,7 +6,8 @@ many cells with the same matrix: the same tree and the same couplings ``u`` (and
 ``couplings=True``: exact, bit for bit). Each class is solved as a shared structure, with
 ``tiled``'s kernel (``hines_tiled_mono``, :class:`~.strategies.SharedTiles`): its schedule
 and couplings are stored once, its cells' values are read in place from the canonical
-order through a list of the class's cells, so a solve moves 24 bytes per node in fp64 (d
+order through a list of the class's cells and of where their values start (one load per
+cell, kept in shared memory with the tile), so a solve moves 24 bytes per node in fp64 (d
 and rhs in, x out) instead of the 44 that a per-cell structure costs. One launch per
 class, spread over a few streams (forked from and joined to the caller's stream with events),
 so that one class's last blocks overlap the next class's first; or, with ``one_launch=True``,
@@ -85,7 +86,7 @@ class Grouped(Strategy):
             self.tiles.append(SharedTiles.plan(cell, tiled_variants(batch, lanes, cell, reroot),
                                                1, tc, item, props, int(classes.counts[k]),
                                                "grouped", groups, prefetch=PREFETCH,
-                                               reroot=reroot))
+                                               reroot=reroot, listed=True))
         self.counts = classes.counts.astype(np.int64)
         self.first = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
         # members: the part's cells class by class (ascending within a class)
@@ -117,12 +118,13 @@ class Grouped(Strategy):
         extra = (len(tiles) * (8 * FIELDS + 4) + 4 * 32 * self.props["sm_count"]  # table,
                  if self.one else 0)  # counters, blocks' first classes
         return (sum(t.structure_bytes(self.dtype.itemsize) for t in tiles) + extra
-                + 4 * self.members.size + 8 * (self.part.n_cells + 1))
+                + 12 * self.members.size)
 
     def _host_arrays(self):
-        out = {"members": self.members,
-               "offsets": (self.part.offsets if not self.part.mono else
-                           np.arange(self.part.n_cells + 1, dtype=np.int64) * self.part.n)}
+        offsets = (self.part.offsets if not self.part.mono else
+                   np.arange(self.part.n_cells + 1, dtype=np.int64) * self.part.n)
+        # members and where their values start (offsets[members]: one load per cell)
+        out = {"members": self.members, "starts": offsets[self.members].astype(np.int64)}
         if self.one:
             out.update(self.one.host_arrays(self.dtype))
             out["counters"] = np.zeros(len(self.one.tiles), np.int32)
@@ -154,16 +156,18 @@ class Grouped(Strategy):
             self._solve_in_one_launch(d, rhs, pivots, stream, dev)
             return
         streams, joins = self._fork(stream)
-        for i, (t, fn, grid, arrays, members, count) in enumerate(self._class_launches(dev)):
-            t.launch(fn, grid, d, rhs, arrays, members, dev["offsets"], count, p.cell_start,
-                     pivots, streams[i % len(streams)])
+        for i, (t, fn, grid, arrays, members, starts, count) in enumerate(
+                self._class_launches(dev)):
+            t.launch(fn, grid, d, rhs, arrays, members, starts, count, p.cell_start, pivots,
+                     streams[i % len(streams)])
         for s, e in zip(streams, joins):
             e.record(s)
             stream.wait_event(e)
 
     def _class_launches(self, dev) -> list:
-        """Per class, in launch order: its plan, kernel, grid, schedule arrays, member list and
-        cell count (built once: the grids need the kernels' attributes, device queries)."""
+        """Per class, in launch order: its plan, kernel, grid, schedule arrays, member list,
+        starts and cell count (built once: the grids need the kernels' attributes, device
+        queries)."""
         if self._launches is None:
             self._launches = []
             for k in self.order.tolist():
@@ -172,7 +176,7 @@ class Grouped(Strategy):
                 count, first = int(self.counts[k]), int(self.first[k])
                 arrays = {key: dev[(k, key)] for key in ("jp", "lu", "node", "stage")}
                 self._launches.append((t, fn, t.grid(fn, self.props, count), arrays,
-                                       dev["members"][first:], count))
+                                       dev["members"][first:], dev["starts"][first:], count))
         return self._launches
 
     def _solve_in_one_launch(self, d, rhs, pivots, stream, dev):
@@ -189,7 +193,7 @@ class Grouped(Strategy):
         cupy.cuda.runtime.memsetAsync(counters.data.ptr, 0, counters.nbytes, stream.ptr)
         _call(fn, (self._home.size,), (one.threads,),
               (d, rhs, dev["jp"], dev["lu"], dev["node"], dev["stage"], dev["members"],
-               dev["offsets"], dev["classes"], _i32(len(one.tiles)), self._home, counters,
+               dev["starts"], dev["classes"], _i32(len(one.tiles)), self._home, counters,
                _i64(self.part.cell_start), *pivots), stream, one.smem)
 
     solve_native = solve_canonical

@@ -6,13 +6,14 @@ per class, 7 of 17 classes with a last round less than half full), and the next 
 blocks, bound to their own tiles, cannot make up for it (benchmarks/experiments/class_overlap/:
 0.30 ms of per-launch cost in 2.1 ms). Here one persistent block per SM solves class after
 class: each class's arrangement is planned for a block that has the SM's shared memory to
-itself (its schedule staged once, as many groups of ``tiled``'s as fit, up to 1024 threads),
+itself (its schedule staged once, as many groups of ``tiled``'s as fit, up to
+:data:`MAX_THREADS` threads),
 the block's groups take the class's tiles from a counter, and a block whose class has no tiles
 left moves on to the class with the most work left. Blocks start spread over the classes in
 proportion to their nodes, so a block changes class only a few times.
 
 Only the widths of one node per lane and step, 8, 16 or 32 lanes per cell, are compiled into
-the launch (with the others, the 64 registers a 1024-thread block allows spill).
+the launch (with the others, the 64 registers a 1024-thread block allowed spilled).
 
 Not ``grouped``'s default (``grouped.ONE_LAUNCH``): its solutions are bit for bit those of one
 launch per class in every GPU test, but compute-sanitizer's racecheck reports hazards in
@@ -32,8 +33,13 @@ __all__ = ["ClassesLaunch", "LANES", "FIELDS", "MAX_THREADS", "block_arrangement
 LANES = (8, 16, 32)
 #: int64 fields of a class's row in the launch's table (``HB_CLASS_FIELDS`` in the kernel).
 FIELDS = 14
-#: Threads of a block at most (``__launch_bounds__(1024, 1)``).
-MAX_THREADS = 1024
+#: Threads of a block at most (``__launch_bounds__(768, 1)``): 80 registers per thread. With
+#: 1024 threads (64 registers) ptxas issued each step's loads of the parents' values after the
+#: pivot's reciprocal, not before it: the classes of 881-1,681 nodes alone took 12-15% longer
+#: than one launch per class, and the 256000 real cells 1.776 ms against 1.656 with 768
+#: (H200, fp64, same run; benchmarks/experiments/one_launch_gap/). The smallest classes lose
+#: a little: 96 cells of 59 nodes per SM, against 120.
+MAX_THREADS = 768
 #: Static shared memory of ``hines_tiled_classes`` at most (the class, its lanes, the next
 #: class: 96 bytes by ptxas; tests/unit/test_cu_compile.py checks the bound).
 STATIC_SMEM = 128
@@ -58,13 +64,13 @@ def block_arrangement(cell, variants, item: int, props: dict, n_cells: int, tc=N
     one = dict(props, smem_per_block_optin=props["smem_per_block_optin"] - EXTRA_SMEM
                - STATIC_SMEM)
     width = SharedTiles.plan(cell, variants, 1, tc, item, one, n_cells, "grouped",
-                             max_threads=MAX_THREADS, reroot=reroot)
+                             max_threads=MAX_THREADS, reroot=reroot, listed=True)
     if width.lanes not in LANES or width.batch != width.lanes:
         return None
     if tc is None or groups is None:
         s, lanes = width.schedule, width.lanes
         fixed = SharedTiles._schedule_smem(s, item)
-        per_cell = 2 * s.slot_stride * item
+        per_cell = SharedTiles.per_cell_bytes(s, item, listed=True)
         limit = one["smem_per_block_optin"]
         fit = (limit - fixed) // per_cell
         sizes = [tc] if tc is not None else SharedTiles.tile_sizes(lanes, fit)
@@ -78,7 +84,7 @@ def block_arrangement(cell, variants, item: int, props: dict, n_cells: int, tc=N
         if options:
             _, groups, tc = max(options)
     return SharedTiles.plan(cell, [(width.batch, width.lanes)], 1, tc, item, one, n_cells,
-                            "grouped", groups, PREFETCH, MAX_THREADS, reroot=reroot)
+                            "grouped", groups, PREFETCH, MAX_THREADS, reroot=reroot, listed=True)
 
 
 @dataclass

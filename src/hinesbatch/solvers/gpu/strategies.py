@@ -564,8 +564,10 @@ class SharedTiles:
     lanes per cell, the step schedule, ``tile_cells`` cells per tile, ``groups`` groups of
     threads per block (each solves its own tiles, with its own barrier; the block stages the
     schedule once for all), ``buffers`` tile buffers per group, the block's shared memory in
-    bytes, and whether a group with one buffer asks L2 for its next tile during the sweeps
-    (``prefetch``: :data:`PREFETCH`)."""
+    bytes, whether a group with one buffer asks L2 for its next tile during the sweeps
+    (``prefetch``: :data:`PREFETCH`), and whether the cells come from a member list
+    (``listed``: ``grouped``'s classes; each group then keeps its tile's cell starts and the
+    next tile's in shared memory, :meth:`per_cell_bytes`)."""
 
     batch: int
     lanes: int
@@ -576,6 +578,7 @@ class SharedTiles:
     smem: int
     prefetch: bool = True
     slots: bool = False  # values in slot order (hines_tiled_slots), not canonical
+    listed: bool = False  # cells from a member list (grouped), not a MonoBatch's rows
 
     #: Fallbacks (batch, lanes) when the preferred width's tile does not fit, in turn.
     DEFAULTS = ((8, 8), (16, 16), (4, 4), (2, 2), (1, 1))
@@ -630,18 +633,22 @@ class SharedTiles:
     @classmethod
     def plan(cls, cell, variants, buffers: int, tc, item: int, props: dict, n_cells: int,
              strategy: str = "tiled", groups=None, prefetch=None,
-             max_threads: int = 512, slots: bool = False, reroot=None) -> "SharedTiles":
+             max_threads: int = 512, slots: bool = False, reroot=None,
+             listed: bool = False) -> "SharedTiles":
         """Choose among ``variants`` ((batch, lanes) pairs) the first whose smallest tile of
         ``cell`` fits in a block's shared memory (``props``: :func:`.device_properties`);
         cells per tile: ``tc``, by default :meth:`default_tile_cells`; groups per block:
         ``groups``, by default :meth:`default_groups`; L2 prefetch of the next tile:
         ``prefetch``, by default :data:`PREFETCH`; a block of at most ``max_threads`` threads
-        (``hines_tiled_mono``'s bound; ``hines_tiled_classes`` takes 1024). ``ValueError``
+        (``hines_tiled_mono``'s bound; ``hines_tiled_classes`` takes 768). ``ValueError``
         naming ``strategy`` when nothing fits, or when ``tc`` or ``groups`` does not.
         ``slots``: for values in slot order (``hines_tiled_slots``: one buffer, and a width of
         :data:`.compile.SLOT_VARIANTS`, else ``ValueError``). ``reroot``: whether the schedule
         eliminates the cell from its centre (:meth:`rerooted`; by default when that takes
-        fewer steps)."""
+        fewer steps). ``listed``: cells from a member list (one tile buffer)."""
+        if listed and (buffers != 1 or slots):
+            raise ValueError("cells from a member list are solved with one tile buffer, in "
+                             "canonical order")
         limit = props["smem_per_block_optin"]
         need = None
         for batch, lanes in variants:
@@ -656,7 +663,7 @@ class SharedTiles:
             assert not slots or (schedule.slot_stride * item % 16 == 0
                                  and schedule.slot_stride >= cell.n_nodes + 16 // item)
             fixed = cls._schedule_smem(schedule, item, slots)
-            per_cell = 2 * schedule.slot_stride * item * buffers
+            per_cell = cls.per_cell_bytes(schedule, item, buffers, listed)
             granule = 32 // lanes
             fit = min((limit - fixed) // per_cell, max_threads // lanes) // granule * granule
             if fit >= granule:
@@ -684,7 +691,15 @@ class SharedTiles:
                              f"at most {max_threads} threads and {cls.MAX_GROUPS} groups)")
         return cls(batch, lanes, schedule, int(tc), int(groups), buffers,
                    fixed + int(groups * tc) * per_cell,
-                   cls.PREFETCH if prefetch is None else bool(prefetch), slots)
+                   cls.PREFETCH if prefetch is None else bool(prefetch), slots, listed)
+
+    @staticmethod
+    def per_cell_bytes(schedule: Schedule, item: int, buffers: int = 1,
+                       listed: bool = False) -> int:
+        """Shared memory per cell of a tile: its two planes of ``slot_stride`` words in each
+        tile buffer, and with a member list (``listed``) two cell starts (int64: the tile's,
+        and the next tile's, loaded during the sweeps)."""
+        return 2 * schedule.slot_stride * item * buffers + (16 if listed else 0)
 
     #: Threads of a block of several groups at most (the groups rule, :meth:`default_groups`).
     GROUP_BLOCK_THREADS = 256
@@ -792,8 +807,11 @@ class SharedTiles:
     @property
     def template(self) -> str:
         several = "true" if self.groups > 1 else "false"  # one group: __syncthreads only
-        name = "hines_tiled_slots" if self.slots else "hines_tiled_mono"
-        return f"{name}<{{T}}, {self.lanes}, {self.batch // self.lanes}, {several}>"
+        if self.slots:
+            return f"hines_tiled_slots<{{T}}, {self.lanes}, {self.batch // self.lanes}, {several}>"
+        listed = "true" if self.listed else "false"  # cells from a member list (grouped)
+        return (f"hines_tiled_mono<{{T}}, {self.lanes}, {self.batch // self.lanes}, {several}, "
+                f"{listed}>")
 
     def pitch(self, item: int) -> int:
         """Words per cell of values in slot order: the cell's nodes rounded up to 16 bytes,
@@ -819,10 +837,10 @@ class SharedTiles:
         """The schedule as the kernel reads it (:func:`.schedule.kernel_arrays`)."""
         return kernel_arrays(self.schedule, dtype)
 
-    def launch(self, fn, grid: int, d, rhs, arrays: dict, members, offsets, n_cells: int,
+    def launch(self, fn, grid: int, d, rhs, arrays: dict, members, starts, n_cells: int,
                cell_base: int, pivots, stream) -> None:
-        """Solve ``n_cells`` cells (positions 0.. of ``members``, or the rows of ``d`` and
-        ``rhs`` when ``members`` is ``NULL``) with ``grid`` blocks."""
+        """Solve ``n_cells`` cells (positions 0.. of ``members``, with their values at
+        ``starts``; or, both ``NULL``, the rows of ``d`` and ``rhs``) with ``grid`` blocks."""
         s = self.schedule
         _allow_smem(fn, self.smem, carveout=True)
         if self.slots:  # a MonoBatch in slot order: no member list, no staging table
@@ -832,7 +850,7 @@ class SharedTiles:
                     _i64(cell_base), *pivots)
         else:
             args = (d, rhs, arrays["jp"], arrays["lu"], arrays["node"], arrays["stage"], members,
-                    offsets, _i32(s.n_batches), _i32(s.n_nodes), _i32(s.slot_stride),
+                    starts, _i32(s.n_batches), _i32(s.n_nodes), _i32(s.slot_stride),
                     _i32(s.stage_cells.bit_length() - 1), _i32(self.tile_cells),
                     _i32(self.buffers), _i32(self.prefetches), _i64(n_cells), _i64(cell_base),
                     *pivots)

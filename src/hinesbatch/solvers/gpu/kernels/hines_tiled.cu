@@ -23,9 +23,13 @@
 // The forward sweep runs the steps in reverse.
 //
 // Cells: position q of the launch is cell q of the part with its values at q*n (a MonoBatch),
-// or, with `members` (the `grouped` strategy: one launch per class of cells sharing one
-// matrix), cell members[q] with its values at offsets[members[q]] (canonical order of a
-// per-cell structure). Tiles: tile t holds positions t*tc .. t*tc+tc-1.
+// or, with `members` and `starts` (the `grouped` strategy: one launch per class of cells
+// sharing one matrix), cell members[q] with its values at starts[q] (canonical order of a
+// per-cell structure; the host's offsets[members[q]], so that one load, not two dependent
+// ones, finds a cell). Tiles: tile t holds positions t*tc .. t*tc+tc-1. A group keeps its
+// tile's starts in shared memory, and loads the next tile's (cp.async) during the sweeps: a
+// load from global memory on the way to staging or writing back a tile stalled every class
+// of `grouped` by 4-5% (benchmarks/experiments/one_launch_gap/).
 // Groups: a block of G * tc * KB threads holds G groups of tc * KB threads (whole warps), each
 // with its own tile buffer(s) and its own barrier (named barrier 1 + g; the GROUPS = false
 // instantiation, for one group per block, uses __syncthreads only), so the groups stage,
@@ -44,14 +48,15 @@
 // (hb_tile_prefetch), so that staging it reads L2: the tile's memory time overlaps the
 // forward sweep without a second buffer.
 //
-// Shared memory: lu[L] (T2) | tile buffers [G*nbuf] | jp[NS] (int2) stage[n] started[G],
-// NS = n_batches*W, L = n + 1 rounded up to even (hb_lu_len: the tile buffers then start on
-// 16 bytes). (l, u) is kept per slot, not per entry: a step's dummies all read slot n's
-// zeros (one broadcast), and the schedule takes less shared memory, so that an SM holds more
-// large cells (1,569 nodes: 7 instead of 6; benchmarks/experiments/compact_schedule/). A
-// tile buffer holds two planes of tc*S words: plane A (d, then m) and plane B (rhs, then y,
-// then x), cell c's slot s at c*S + s of each, so every access is one word per lane (an
-// 8-byte access serves 16 lanes per wavefront, a 16-byte one only 8).
+// Shared memory: lu[L] (T2) | with a member list, cell starts [G][2][tc] (int64) | tile
+// buffers [G*nbuf] | jp[NS] (int2) stage[n] started[G], NS = n_batches*W, L = n + 1 rounded
+// up to even (hb_lu_len: what follows then starts on 16 bytes). (l, u) is kept per slot, not
+// per entry: a step's dummies all read slot n's zeros (one broadcast), and the schedule takes
+// less shared memory, so that an SM holds more large cells (1,569 nodes: 7 instead of 6;
+// benchmarks/experiments/compact_schedule/). A tile buffer holds two planes of tc*S words:
+// plane A (d, then m) and plane B (rhs, then y, then x), cell c's slot s at c*S + s of each,
+// so every access is one word per lane (an 8-byte access serves 16 lanes per wavefront, a
+// 16-byte one only 8).
 // Nodes live in slots in schedule order, so a step's nodes are adjacent; slots n..n+W-1 are
 // the dummies' (d = 1, rhs = 0, which stay so), slot n+W the root's "parent" (0, 0); S >=
 // n + W + 1 is chosen by the host so that the CW cells of a warp fall on distinct banks
@@ -86,28 +91,32 @@ __device__ __forceinline__ void hb_group_sync(int g, int gt) {
 __device__ __forceinline__ long long hb_member(const int* members, long long q) {
     return members ? static_cast<long long>(members[q]) : q;
 }
-__device__ __forceinline__ long long hb_member_start(const int* members,
-                                                     const long long* offsets, long long q,
+__device__ __forceinline__ long long hb_member_start(const long long* starts, long long q,
                                                      int n) {
-    return members ? offsets[members[q]] : q * n;
+    return starts ? starts[q] : q * n;
 }
 
 // Call f(c, g, node, slot) for each node of the tile's nc cells (first position q0) that
 // this thread stages and writes back (tid: its index among the group's nthreads threads,
-// whole warps; g: where cell c's values start). A warp takes SC = 1 << sc_shift cells at a
+// whole warps; g: where cell c's values start, tile_starts[c] in shared memory, or
+// (q0 + c) * n without a member list). A warp takes SC = 1 << sc_shift cells at a
 // time (lanes vary fastest over them: the host gives a group at least as many such cell
 // groups as warps) and runs of 32 / SC consecutive nodes of each; sstage[i] = node | slot
 // << 16: the nodes in staging order (a permutation within each run that spreads their slots
 // over the shared-memory banks). Integer work per node is kept to a minimum: it is issued by
 // the same warps as the sweeps.
 template <typename F>
-__device__ __forceinline__ void hb_tile_nodes(const int* sstage, const int* members,
-                                              const long long* offsets, long long q0, int nc,
-                                              int n, int sc_shift, int tid, int nthreads, F f) {
+__device__ __forceinline__ void hb_tile_nodes(const int* sstage, const long long* tile_starts,
+                                              long long q0, int nc, int n, int sc_shift,
+                                              int tid, int nthreads, F f) {
     const int lane = tid & 31, run = 32 >> sc_shift;
     for (int c = ((tid >> 5) << sc_shift) + (lane & ((1 << sc_shift) - 1)); c < nc;
          c += nthreads >> (5 - sc_shift)) {
-        const long long g = hb_member_start(members, offsets, q0 + c, n);
+        long long g = (q0 + c) * n;
+        if (tile_starts) {  // read opaquely: ptxas then still issues the sweeps' loads early
+            const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(tile_starts + c));
+            asm volatile("ld.shared.s64 %0, [%1];" : "=l"(g) : "r"(a));
+        }
         for (int i = lane >> sc_shift; i < n; i += run) {
             const unsigned e = static_cast<unsigned>(sstage[i]);
             f(c, g, e & 0xFFFFu, static_cast<int>(e >> 16));
@@ -132,11 +141,11 @@ __device__ __forceinline__ void hb_tile_dummies(T* sa, T* sb, int nc, int n, int
 // c * S + s, and set the dummy / root-parent slots (hb_tile_nodes says who copies what).
 template <typename T>
 __device__ __forceinline__ void hb_tile_stage(T* sa, T* sb, const T* d, const T* rhs,
-                                              const int* sstage, const int* members,
-                                              const long long* offsets, long long q0, int nc,
-                                              int n, int S, int W, int sc_shift, int tid,
-                                              int nthreads) {
-    hb_tile_nodes(sstage, members, offsets, q0, nc, n, sc_shift, tid, nthreads,
+                                              const int* sstage,
+                                              const long long* tile_starts, long long q0,
+                                              int nc, int n, int S, int W, int sc_shift,
+                                              int tid, int nthreads) {
+    hb_tile_nodes(sstage, tile_starts, q0, nc, n, sc_shift, tid, nthreads,
                   [&](int c, long long g, unsigned node, int s) {
                       hb_cp_async(sa + c * S + s, d + g + node);
                       hb_cp_async(sb + c * S + s, rhs + g + node);
@@ -147,10 +156,10 @@ __device__ __forceinline__ void hb_tile_stage(T* sa, T* sb, const T* d, const T*
 // Write x (plane B) of the tile's nc cells back over rhs, as staged.
 template <typename T>
 __device__ __forceinline__ void hb_tile_store(const T* sb, T* rhs, const int* sstage,
-                                              const int* members, const long long* offsets,
-                                              long long q0, int nc, int n, int S, int sc_shift,
-                                              int tid, int nthreads) {
-    hb_tile_nodes(sstage, members, offsets, q0, nc, n, sc_shift, tid, nthreads,
+                                              const long long* tile_starts, long long q0,
+                                              int nc, int n, int S, int sc_shift, int tid,
+                                              int nthreads) {
+    hb_tile_nodes(sstage, tile_starts, q0, nc, n, sc_shift, tid, nthreads,
                   [&](int c, long long g, unsigned node, int s) {
                       rhs[g + node] = sb[c * S + s];
                   });
@@ -159,14 +168,14 @@ __device__ __forceinline__ void hb_tile_store(const T* sb, T* rhs, const int* ss
 // Ask L2 for the tile's d and rhs (one prefetch per 128-byte line; no registers held, no
 // wait), so that staging the tile later reads L2 instead of waiting on device memory.
 template <typename T>
-__device__ __forceinline__ void hb_tile_prefetch(const T* d, const T* rhs, const int* members,
-                                                 const long long* offsets, long long q0, int nc,
+__device__ __forceinline__ void hb_tile_prefetch(const T* d, const T* rhs,
+                                                 const long long* starts, long long q0, int nc,
                                                  int n, int tid, int nthreads) {
     constexpr int LW = 128 / sizeof(T);       // words per line
     const int lines = (n + LW - 1) / LW + 1;  // lines a cell's values can touch
     for (int k = tid; k < nc * lines; k += nthreads) {
         const int c = k / lines, i = (k - c * lines) * LW;
-        const long long g = hb_member_start(members, offsets, q0 + c, n);
+        const long long g = hb_member_start(starts, q0 + c, n);
         const long long a = i == 0 ? g : ((g + i) & ~static_cast<long long>(LW - 1));
         if (a < g + n) {
             asm volatile("prefetch.global.L2 [%0];" ::"l"(d + a));
@@ -302,9 +311,9 @@ __device__ __forceinline__ int hb_tile_sweeps(T* ca, T* cb, const int2* sjp,
 
 // One class of cells that share a schedule, as hb_tiled_groups solves it: the schedule
 // (entries jp and node, lu per slot; the staging table), the cells (positions 0 .. n_cells - 1 of
-// `members`, or of a MonoBatch when members is null) and the block's arrangement (tc cells per
-// tile, `groups` groups, nbuf tile buffers per group, prefetch: the host's
-// SharedTiles.prefetches).
+// `members`, with their values at `starts`, or of a MonoBatch when both are null) and the
+// block's arrangement (tc cells per tile, `groups` groups, nbuf tile buffers per group, one
+// with a member list; prefetch: the host's SharedTiles.prefetches).
 template <typename T>
 struct hb_tiles {
     const int2* jp;
@@ -312,6 +321,7 @@ struct hb_tiles {
     const int* node;
     const int* stage;
     const int* members;
+    const long long* starts;
     long long n_cells;
     int n_batches, n, S, sc_shift, tc, groups, nbuf, prefetch;
     int pitch;  // slot order (SLOTS): words per cell in global memory
@@ -327,12 +337,13 @@ struct hb_tiles {
 // tiles are done; the caller synchronises the block before it reuses the shared memory.
 // SLOTS: values in slot order (hb_tile_bulk_load; a MonoBatch, nbuf = 1, no counter), each
 // group's tiles copied in by bulk copies that complete on the group's mbarrier (after the
-// start flags), and out by bulk stores.
-template <typename T, int KB, int V, bool GROUPS, bool SLOTS = false>
+// start flags), and out by bulk stores. LISTED: cells from `members` and `starts` (`grouped`),
+// each group with its tile's cell starts and the next tile's in shared memory; a compile-time
+// choice, since its code in `tiled`'s kernel made ptxas issue the sweeps' loads later.
+template <typename T, int KB, int V, bool GROUPS, bool SLOTS, bool LISTED>
 __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restrict__ d,
-                                                T* __restrict__ rhs,
-                                                const long long* __restrict__ offsets,
-                                                unsigned char* smem, int* counter,
+                                                T* __restrict__ rhs, unsigned char* smem,
+                                                int* counter,
                                                 long long cell_base,
                                                 unsigned long long* __restrict__ flag,
                                                 T* __restrict__ bad_value) {
@@ -341,10 +352,13 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
     constexpr int W = KB * V;    // nodes per step: V per lane
     const int NS = c.n_batches * W, n = c.n, S = c.S, tc = c.tc, nbuf = c.nbuf;
     const int tile_words = 2 * tc * S;  // planes A and B of a tile
-    T2* slu = reinterpret_cast<T2*>(smem);
-    T* sv = reinterpret_cast<T*>(slu + hb_lu_len(n));  // the groups' tile buffers
     const int tid = threadIdx.x;
     const int gt = tc * KB, groups = GROUPS ? c.groups : 1;  // a group: gt threads
+    constexpr bool listed = LISTED;  // cells from a member list (then nbuf = 1)
+    T2* slu = reinterpret_cast<T2*>(smem);
+    // listed: each group's two rows of tc cell starts (its tile's, and the next tile's)
+    long long* sst = reinterpret_cast<long long*>(slu + hb_lu_len(n));
+    T* sv = reinterpret_cast<T*>(sst + (listed ? groups * 2 * tc : 0));  // tile buffers
     int2* sjp = reinterpret_cast<int2*>(sv + groups * nbuf * tile_words);
     int* sstage = reinterpret_cast<int*>(sjp + NS);  // node | slot << 16, staging order
     int* started = sstage + n;  // GROUPS: started[g] = 1 once group g has its first tile staged
@@ -367,6 +381,7 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
     if (tid >= groups * gt) return;
     const int g = GROUPS ? tid / gt : 0, gtid = tid - g * gt;  // the thread's group, index
     sv += g * nbuf * tile_words;                  // the group's tile buffer(s)
+    sst += g * 2 * tc;                            // the group's rows of cell starts
     const int stride = gridDim.x * groups;
     int tile = counter ? taken[groups] + g : blockIdx.x * groups + g;
     if (GROUPS && g > 0 && tile < n_tiles) {
@@ -383,22 +398,34 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
         return static_cast<int>(
             min(static_cast<long long>(tc), c.n_cells - static_cast<long long>(t) * tc));
     };
-    auto stage = [&](T* buf, int t) {
+    auto starts_of = [&](long long* row, int t) {  // listed: tile t's cell starts into row
+        if (listed && t < n_tiles)
+            for (int i = gtid; i < cells_of(t); i += gt)
+                hb_cp_async(row + i, c.starts + static_cast<long long>(t) * tc + i);
+    };
+    auto stage = [&](T* buf, int t, const long long* row) {
         if constexpr (SLOTS)
             hb_tile_bulk_load<T>(buf, buf + tc * S, d, rhs, bars + g,
                                  static_cast<long long>(t) * tc, cells_of(t), c.pitch, S, gtid);
         else
-            hb_tile_stage<T>(buf, buf + tc * S, d, rhs, sstage,
-                             c.members, offsets, static_cast<long long>(t) * tc, cells_of(t), n,
-                             S, W, c.sc_shift, gtid, gt);
+            hb_tile_stage<T>(buf, buf + tc * S, d, rhs, sstage, listed ? row : nullptr,
+                             static_cast<long long>(t) * tc, cells_of(t), n, S, W, c.sc_shift,
+                             gtid, gt);
     };
-    if (tile < n_tiles) stage(sv, tile);  // 2. the first tile (each cp.async group: one tile)
+    if (listed && tile < n_tiles) {  // the first tile's cell starts (row 0)
+        starts_of(sst, tile);
+        hb_cp_async_wait_all();
+        hb_group_sync<GROUPS>(g, gt);
+    }
+    if (tile < n_tiles) stage(sv, tile, sst);  // 2. the first tile (a cp.async group: a tile)
     hb_cp_async_commit();
     const int lane = tid & 31;
     const int cw = lane % CW, k = lane / CW;
     const int cell = (gtid >> 5) * CW + cw;
     for (int it = 0; tile < n_tiles; ++it) {
         T* buf = sv + (nbuf == 2 ? (it & 1) : 0) * tile_words;
+        long long* row = sst + (it & 1) * tc;             // listed: this tile's cell starts
+        long long* row_next = sst + ((it + 1) & 1) * tc;  // and the next tile's
         const long long c0 = static_cast<long long>(tile) * tc;
         const int nc = cells_of(tile);
         int next = tile + stride;
@@ -407,7 +434,7 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
             hb_mbar_wait(bars + g, it & 1);
             hb_tile_dummies(buf, buf + tc * S, nc, n, S, W, gtid, gt);
         } else if (nbuf == 2) {  // the next tile's loads go out now and land during the sweeps
-            if (next < n_tiles) stage(sv + ((it + 1) & 1) * tile_words, next);
+            if (next < n_tiles) stage(sv + ((it + 1) & 1) * tile_words, next, nullptr);
             hb_cp_async_commit();
             hb_cp_async_wait_prior();
         } else {
@@ -420,7 +447,12 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
         T bad_pivot;
         int bad = hb_tile_sweeps<T, KB, V>(
             buf + cell * S, buf + tc * S + cell * S, sjp, slu, n, c.node, c.n_batches, k,
-            &bad_pivot, [&]() {  // the next tile's loads, asked of L2 during the sweeps
+            &bad_pivot, [&]() {
+                if (listed) {  // the next tile's cell starts land during the forward sweep
+                    starts_of(row_next, next);
+                    hb_cp_async_commit();
+                }
+                // the next tile's loads, asked of L2 during the forward sweep
                 if (!c.prefetch || next >= n_tiles) return;
                 if constexpr (SLOTS) {
                     const long long at = static_cast<long long>(next) * tc * c.pitch;
@@ -430,9 +462,8 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
                         hb_bulk_prefetch_l2(rhs + at, bytes);
                     }
                 } else {
-                    hb_tile_prefetch<T>(d, rhs, c.members, offsets,
-                                        static_cast<long long>(next) * tc, cells_of(next), n,
-                                        gtid, gt);
+                    hb_tile_prefetch<T>(d, rhs, c.starts, static_cast<long long>(next) * tc,
+                                        cells_of(next), n, gtid, gt);
                 }
             });
         if constexpr (SLOTS) hb_fence_proxy_async();  // the tile's writes, before bulk copies
@@ -450,15 +481,16 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
             hb_report(flag, bad_value + cc, cell_base + cc, bad < 0 ? -1 : bad & 0xFFFF,
                       bad_pivot);  // the node of highest rank in the tree eliminated
         }
+        if (listed) hb_cp_async_wait_all();  // the next tile's starts (the barrier shows them)
         hb_group_sync<GROUPS>(g, gt);
         if constexpr (SLOTS)
             hb_tile_bulk_store<T>(buf + tc * S, rhs, c0, nc, c.pitch, S, gtid);  // 5.
         else
-            hb_tile_store<T>(buf + tc * S, rhs, sstage, c.members, offsets, c0, nc, n, S,
+            hb_tile_store<T>(buf + tc * S, rhs, sstage, listed ? row : nullptr, c0, nc, n, S,
                              c.sc_shift, gtid, gt);  // 5.
         hb_group_sync<GROUPS>(g, gt);  // the buffer is staged again next (nbuf 1) or after next
         if (nbuf == 1) {
-            if (next < n_tiles) stage(sv, next);
+            if (next < n_tiles) stage(sv, next, row_next);
             hb_cp_async_commit();
         }
         tile = next;
@@ -466,22 +498,25 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
     if constexpr (SLOTS) hb_bulk_store_wait();  // the last stores are complete
 }
 
-// One shared structure: a MonoBatch (`tiled`) or one class of `grouped` (one launch each).
-template <typename T, int KB, int V, bool GROUPS>
+// One shared structure: a MonoBatch (`tiled`) or, LISTED, one class of `grouped` (one launch
+// each; cells from members and starts). Two instantiations, not a test at run time: with the
+// member-list code present, ptxas issued the sweeps' loads later in `tiled`'s kernel and its
+// large cells took up to 5% longer (benchmarks/experiments/one_launch_gap/).
+template <typename T, int KB, int V, bool GROUPS, bool LISTED>
 __global__ void __launch_bounds__(512, V > 1 ? 1 : 2)
 hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ sched_jp,
                  const typename hb_pair<T>::type* __restrict__ sched_lu,
                  const int* __restrict__ sched_node, const int* __restrict__ node_stage,
-                 const int* __restrict__ members, const long long* __restrict__ offsets,
+                 const int* __restrict__ members, const long long* __restrict__ starts,
                  int n_batches, int n, int S, int sc_shift, int tc, int nbuf, int prefetch,
                  long long n_cells, long long cell_base, unsigned long long* __restrict__ flag,
                  T* __restrict__ bad_value) {
     extern __shared__ __align__(16) unsigned char hb_smem_tm[];
-    const hb_tiles<T> c{sched_jp, sched_lu, sched_node, node_stage, members, n_cells,
+    const hb_tiles<T> c{sched_jp, sched_lu, sched_node, node_stage, members, starts, n_cells,
                         n_batches, n, S, sc_shift, tc,
                         GROUPS ? static_cast<int>(blockDim.x) / (tc * KB) : 1, nbuf, prefetch};
-    hb_tiled_groups<T, KB, V, GROUPS>(c, d, rhs, offsets, hb_smem_tm, nullptr, cell_base, flag,
-                                      bad_value);
+    hb_tiled_groups<T, KB, V, GROUPS, false, LISTED>(c, d, rhs, hb_smem_tm, nullptr, cell_base,
+                                                     flag, bad_value);
 }
 
 // A MonoBatch in slot order (the native layout of `tiled`; hb_tile_bulk_load): cell q's values
@@ -494,12 +529,12 @@ hines_tiled_slots(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict
                   int tc, int prefetch, long long n_cells, long long cell_base,
                   unsigned long long* __restrict__ flag, T* __restrict__ bad_value) {
     extern __shared__ __align__(16) unsigned char hb_smem_ts[];
-    const hb_tiles<T> c{sched_jp, sched_lu, sched_node, nullptr, nullptr, n_cells,
+    const hb_tiles<T> c{sched_jp, sched_lu, sched_node, nullptr, nullptr, nullptr, n_cells,
                         n_batches, n, S, 0, tc,
                         GROUPS ? static_cast<int>(blockDim.x) / (tc * KB) : 1, 1, prefetch,
                         pitch};
-    hb_tiled_groups<T, KB, V, GROUPS, true>(c, d, rhs, nullptr, hb_smem_ts, nullptr, cell_base,
-                                            flag, bad_value);
+    hb_tiled_groups<T, KB, V, GROUPS, true, false>(c, d, rhs, hb_smem_ts, nullptr, cell_base,
+                                                   flag, bad_value);
 }
 
 // Every class of `grouped` in one launch (its classes all with one node per lane and step):
@@ -512,17 +547,21 @@ hines_tiled_slots(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict
 // until the next launch, and the schedule is staged only when a block changes class.
 // Class k: classes[k * HB_CLASS_FIELDS ...] (hinesbatch.solvers.gpu.grouped.ONE_LAUNCH_FIELDS):
 // where its entries start in jp / node, where its staging table starts in stage, where its
-// cells start in members, cells, steps, nodes, slot stride, staging shift, cells per tile,
-// groups, lanes, prefetch, work per tile, where its (l, u) start in lu.
+// cells start in members and starts, cells, steps, nodes, slot stride, staging shift, cells
+// per tile, groups, lanes, prefetch, work per tile, where its (l, u) start in lu.
+// Blocks of at most 768 threads: ptxas then has 80 registers, against 64 at 1024 threads,
+// where it issued each step's loads of the parents' values after the pivot's reciprocal
+// instead of before it (the classes of 881-1,681 nodes 12-15% slower than one launch per
+// class; benchmarks/experiments/one_launch_gap/).
 constexpr int HB_CLASS_FIELDS = 14;
 template <int N> struct hb_int { static constexpr int value = N; };
 
 template <typename T>
-__global__ void __launch_bounds__(1024, 1)
+__global__ void __launch_bounds__(768, 1)
 hines_tiled_classes(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ jp,
                     const typename hb_pair<T>::type* __restrict__ lu,
                     const int* __restrict__ node, const int* __restrict__ stage,
-                    const int* __restrict__ members, const long long* __restrict__ offsets,
+                    const int* __restrict__ members, const long long* __restrict__ starts,
                     const long long* __restrict__ classes, int n_classes,
                     const int* __restrict__ home, int* __restrict__ counters,
                     long long cell_base, unsigned long long* __restrict__ flag,
@@ -534,7 +573,7 @@ hines_tiled_classes(T* __restrict__ d, T* __restrict__ rhs, const int2* __restri
         if (threadIdx.x == 0) {
             const long long* f = classes + static_cast<long long>(k) * HB_CLASS_FIELDS;
             c = hb_tiles<T>{jp + f[0], lu + f[13], node + f[0], stage + f[1], members + f[2],
-                            f[3], static_cast<int>(f[4]), static_cast<int>(f[5]),
+                            starts + f[2], f[3], static_cast<int>(f[4]), static_cast<int>(f[5]),
                             static_cast<int>(f[6]), static_cast<int>(f[7]),
                             static_cast<int>(f[8]), static_cast<int>(f[9]), 1,
                             static_cast<int>(f[11])};
@@ -542,11 +581,11 @@ hines_tiled_classes(T* __restrict__ d, T* __restrict__ rhs, const int2* __restri
         }
         __syncthreads();
         auto run = [&](auto kb) {
-            hb_tiled_groups<T, decltype(kb)::value, 1, true>(c, d, rhs, offsets, hb_smem_tc,
-                                                                counters + k, cell_base,
-                                                                flag, bad_value);
+            constexpr int kb_ = decltype(kb)::value;  // a member list, known here
+            hb_tiled_groups<T, kb_, 1, true, false, true>(c, d, rhs, hb_smem_tc, counters + k,
+                                                          cell_base, flag, bad_value);
         };
-        switch (lanes) {  // lanes per cell: the host sends only these (fewer spilled at 64)
+        switch (lanes) {  // lanes per cell: the host sends only these (others spilled at 64)
             case 8: run(hb_int<8>{}); break;
             case 16: run(hb_int<16>{}); break;
             case 32: run(hb_int<32>{}); break;
