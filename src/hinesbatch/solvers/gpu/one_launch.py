@@ -37,8 +37,8 @@ FIELDS = 14
 #: 1024 threads (64 registers) ptxas issued each step's loads of the parents' values after the
 #: pivot's reciprocal, not before it: the classes of 881-1,681 nodes alone took 12-15% longer
 #: than one launch per class, and the 256000 real cells 1.776 ms against 1.656 with 768
-#: (H200, fp64, same run; benchmarks/experiments/one_launch_gap/). The smallest classes lose
-#: a little: 96 cells of 59 nodes per SM, against 120.
+#: (H200, fp64, same run; benchmarks/experiments/one_launch_gap/). The smallest classes fit
+#: fewer cells per SM: 96 of 59 nodes, against 120 (counted by the planner, not timed apart).
 MAX_THREADS = 768
 #: Static shared memory of ``hines_tiled_classes`` at most (the class, its lanes, the next
 #: class: 96 bytes by ptxas; tests/unit/test_cu_compile.py checks the bound).
