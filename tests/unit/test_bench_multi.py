@@ -136,3 +136,25 @@ def test_goal_c_cell_is_ca1_at_nseg_8():
     from hinesbatch.bench._multi_cases import goal_c_cell
 
     assert goal_c_cell().n_nodes == 1405
+
+
+def test_grouped_picks_are_the_one_launch_for_several_classes():
+    """auto's ``grouped`` is timed as the one launch on a batch of several classes (falling back
+    to the launches per class where the one launch could not take the batch) and as one launch
+    per class on one class; goal (a) without sharing leaves both grouped contenders out."""
+    mix = _row("real-mix", "256000 real cells", 256000, False,
+               {"interleaved": 5.0, "fine-balanced": 3.0, "grouped": 1.3, "grouped-one": 1.2},
+               classes=17, mono_equivalent={"cells": 1, "nodes": 1, "best": "tiled", "ms": 1.0})
+    cut = _row("real-mix", "2560 real cells", 2560, False,
+               {"interleaved": 1.0, "grouped": 0.5}, classes=17)
+    one = _row("real-mix", "100 copies", 100, False, {"tiled": 0.2, "grouped": 0.1}, classes=1)
+    tables, notes = multi.analyse([mix, cut, one])
+    s = {r["case"]: r for r in tables["All cases"]}
+    assert s["256000 real cells"]["auto"] == "grouped-one"
+    assert s["256000 real cells"]["auto/best"] == pytest.approx(1.0)
+    assert s["2560 real cells"]["auto"] == "grouped-one"
+    assert s["2560 real cells"]["auto/best"] == pytest.approx(1.0)  # timed as grouped
+    assert s["100 copies"]["auto"] == "grouped"
+    text = "\n".join(notes)
+    assert "goal (a) met: 256000 real cells 1.200 ms (grouped-one)" in text
+    assert "3.000 ms (fine-balanced), ratio 3.00" in text

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["CONTENDERS", "Case", "cases", "random_batch", "real_cells", "real_mix", "values",
+__all__ = ["CONTENDERS", "SHARING", "Case", "cases", "random_batch", "real_cells", "real_mix", "values",
            "gpu_ms"]
 
 #: (label, strategy, options) timed on every case; auto's pick is always one of them.
@@ -18,8 +18,14 @@ CONTENDERS = (
     ("fine", "fine", {}),
     ("dhs", "dhs", {}),
     ("fine-balanced", "fine", {"reroot": True, "split": "cost"}),
-    ("grouped", "grouped", {}),  # cells with the same matrix solved together
+    # cells with the same matrix solved together: one launch per class, and every class in
+    # one launch (refused where a class's width is not one that launch is compiled for)
+    ("grouped", "grouped", {"one_launch": False}),
+    ("grouped-one", "grouped", {"one_launch": True}),
 )
+#: The contenders that solve each class of cells with one matrix once (goal (a) is also
+#: reported without them).
+SHARING = ("grouped", "grouped-one")
 FINE_GRAINED = ("levels", "fine", "dhs", "fine-balanced")
 REAL_DIR = Path("tests/data/morphologies/real")
 FOCUS = "morph_ca1_n120.swc"

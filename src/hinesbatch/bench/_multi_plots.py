@@ -6,7 +6,8 @@ from pathlib import Path
 __all__ = ["figures"]
 
 _STYLE = {"interleaved": "k-o", "tiled": "C0-s", "levels": "C1-^", "fine": "C2-v",
-          "fine-balanced": "C2--v", "dhs": "C3-D", "grouped": "C4-P", "multicore": "C7:x",
+          "fine-balanced": "C2--v", "dhs": "C3-D", "grouped": "C4-P",
+          "grouped-one": "C4--P", "multicore": "C7:x",
           "mono": "k--"}
 
 
@@ -29,7 +30,7 @@ def figures(rows: list[dict], out: Path) -> list[Path]:
     mix = [dict(r, mono=(r["mono_equivalent"] or {}).get("ms")) for r in rows
            if r["figure"] == "real-mix" and "distinct" not in r["case"]]
     _series(ax, mix, ("interleaved", "tiled", "levels", "fine", "fine-balanced", "dhs", "grouped",
-                      "mono"))
+                      "grouped-one", "mono"))
     ax.set_title("Real mixes (17 morphologies, nseg=1); mono: ca1 copies, same nodes")
     ax = axes[0, 1]
     for depth, style in ((2, ":"), (3, "--"), (4, "-")):

@@ -39,6 +39,9 @@ QUESTION = ("How fast do levels, fine (plain and balanced) and dhs solve mono- a
             "strategy='auto' land within 10 % of the best, and are issue 5's speed goals met?")
 GOALS = {"a": 1.25, "b": 3.0, "c": 0.15}
 AUTO_TOLERANCE = 1.10
+#: The contender a strategy's backend falls back to when it cannot take a batch (timed as
+#: auto's pick when the pick itself failed).
+FALLBACK = {"tiled": "interleaved", "grouped-one": "grouped"}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -69,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
         doc = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
         tables = doc["tables"]  # multi.json keeps the rows as "Raw rows", multi_rows.json as "All cases"
         rows, machine = tables.get("Raw rows", tables["All cases"]), doc["machine"]
-        extra_notes = [n for n in doc["notes"] if n.startswith("skipped")] + [
+        extra_notes = [n for n in doc["notes"]  # what the run measured, and what it skipped
+                       if n.startswith("skipped") or "kept from an earlier run" in n] + [
             f"re-analysed without a GPU from {Path(args.from_json).name}: auto's picks are those "
             "of the current rule (hinesbatch/solvers/gpu/auto.py) on each batch's shape"]
     else:
@@ -167,7 +171,7 @@ def _run_case(cupy, case, repeats: int, l2: int, resident: int) -> dict:
            "depth": depth_fraction(structure.cell.parent) if mono else None, "resident": resident,
            "classes": cell_shapes(structure, couplings=True).n_shapes}
     name, options, row["auto_reason"] = auto_strategy(structure)
-    row["auto"] = _label(name, options)
+    row["auto"] = _label(name, options, row["classes"])
     ref, errors = None, {}
     for label, strategy, options in CONTENDERS:
         try:
@@ -235,8 +239,9 @@ def analyse(rows: list[dict]) -> tuple[dict, list[str]]:
         r["auto"], r["auto_reason"] = _auto_pick(r)
         times = {k: r[k] for k in labels if r.get(k) is not None}
         best = min(times, key=times.get) if times else None
-        # the backend falls back to interleaved when tiled cannot hold a cell in shared memory
-        auto_ms = times.get(r["auto"], times.get("interleaved") if r["auto"] == "tiled" else None)
+        # the backend falls back to interleaved when tiled cannot hold a cell in shared memory,
+        # and grouped to one launch per class when the one launch cannot take every class
+        auto_ms = times.get(r["auto"], times.get(FALLBACK.get(r["auto"])))
         fine = {k: times[k] for k in FINE_GRAINED if k in times}
         line = {"figure": r["figure"], "case": r["case"], "cells": r["cells"], "nodes": r["nodes"]}
         line.update({k: r.get(k) for k in labels})
@@ -262,15 +267,19 @@ def _auto_pick(row: dict) -> tuple[str, str]:
 
     name, options, why = choose(mono=row["mono"], n_cells=row["cells"],
                               mean_nodes=row.get("mean_cell_nodes") or row["nodes"] / row["cells"],
-                              max_nodes=row["max_cell_nodes"], depth=row.get("depth"),
-                              classes=row.get("classes"))
-    return _label(name, options), why
+                              max_nodes=row["max_cell_nodes"], classes=row.get("classes"))
+    return _label(name, options, row.get("classes")), why
 
 
-def _label(name: str, options: dict) -> str:
-    """The contender label of a (strategy, options) pair."""
+def _label(name: str, options: dict, classes: int | None) -> str:
+    """The contender label of a (strategy, options) pair for a batch of ``classes`` classes
+    of cells with one matrix: ``grouped`` with its default options takes the one launch for
+    two classes or more (:data:`hinesbatch.solvers.gpu.grouped.ONE_LAUNCH`)."""
+    from ..solvers.gpu.grouped import ONE_LAUNCH
     from ._multi_cases import CONTENDERS
 
+    if name == "grouped" and "one_launch" not in options:
+        options = {**options, "one_launch": ONE_LAUNCH and (classes or 0) > 1}
     for label, strategy, opts in CONTENDERS:
         if strategy == name and opts == options:
             return label
@@ -278,7 +287,7 @@ def _label(name: str, options: dict) -> str:
 
 
 def _goal_notes(rows, summary) -> list[str]:
-    from ._multi_cases import CONTENDERS
+    from ._multi_cases import CONTENDERS, SHARING
 
     labels = [c[0] for c in CONTENDERS]
     notes = []
@@ -293,7 +302,7 @@ def _goal_notes(rows, summary) -> list[str]:
                      f"({s['best']}) vs mono {ref:.3f} ms ({r['mono_equivalent']['best']}, "
                      f"{r['mono_equivalent']['cells']} x ca1), ratio {best / ref:.2f} "
                      f"(goal <= {GOALS['a']})")
-        alone = {k: s[k] for k in labels if k != "grouped" and s.get(k) is not None}
+        alone = {k: s[k] for k in labels if k not in SHARING and s.get(k) is not None}
         if alone:  # the strategies that read every cell's matrix on its own
             k = min(alone, key=alone.get)
             notes.append(f"goal (a) without sharing the matrices of alike cells (what a batch "
