@@ -34,8 +34,9 @@ CONFIGS = [
     ("tiled", {"batch": 16, "tile_cells": 2}),
     ("tiled", {"batch": 16, "lanes": 4, "tile_cells": 8}),  # 16 does not fit chains of 400
     ("tiled", {"buffers": 1}),
-    ("grouped", {}),  # one launch per class
-    ("grouped", {"one_launch": True}),  # every class in one launch
+    ("grouped", {}),  # every class in one launch (one launch per class for a single class)
+    ("grouped", {"one_launch": False}),  # one launch per class
+    ("grouped", {"one_launch": True}),  # every class in one launch, a single class too
     ("grouped", {"batch": 4, "lanes": 4, "tile_cells": 8}),
     ("grouped", {"groups": 2}),
     ("grouped", {"reroot": True}),  # every class eliminated from its centre

@@ -147,7 +147,7 @@ def test_large_cells_share_a_block_in_groups(dtype, seed, cp):
 @pytest.mark.parametrize("reroot", [None, False], ids=["root-by-steps", "own-root"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 def test_one_launch_gives_bitwise_the_launches_per_class(dtype, reroot, seed, cp):
-    """All classes in one launch run the same sweeps as one launch per class (the default),
+    """All classes in one launch (the default) run the same sweeps as one launch per class,
     whichever block takes a tile: bit for bit the same solution, solve after solve (the tile
     counters start from zero at every solve). Classes of 8, 16 and 32 lanes (from their own
     roots; by default the 683-node cell, from its centre, takes 32), a class of one cell, and
@@ -159,9 +159,9 @@ def test_one_launch_gives_bitwise_the_launches_per_class(dtype, reroot, seed, cp
              + [rt.random_tree(50, rng=rng, branch_probability=0.3)])
     batch = HinesStructure.concatenate([cells[i] for i in rng.permutation(len(cells))])
     d, rhs = hines_values(batch, rng, dtype)
-    one = hinesbatch.plan(batch, backend="gpu", strategy="grouped", one_launch=True,
-                          reroot=reroot)
-    per_class = hinesbatch.plan(batch, backend="gpu", strategy="grouped", reroot=reroot)
+    one = hinesbatch.plan(batch, backend="gpu", strategy="grouped", reroot=reroot)
+    per_class = hinesbatch.plan(batch, backend="gpu", strategy="grouped", one_launch=False,
+                                reroot=reroot)
     assert "one launch for all classes" in one.describe(), one.describe()
     assert "one launch per class" in per_class.describe(), per_class.describe()
     tiles = layout_solver(one, dtype)._parts[0].strategy.one.tiles

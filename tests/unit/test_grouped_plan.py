@@ -268,17 +268,17 @@ def test_prefetch_for_tiled_but_not_for_grouped_classes(h200, monkeypatch):
 
 
 def test_one_launch_arrangements_fill_a_block_per_sm(h200):
-    """With one_launch=True every class goes into one launch: each class arranged for a block
-    with the SM to itself (its schedule once, the most cells in tiles of up to THREADS //
-    lanes cells, the most groups at a tie), within the kernel's bounds; the launch is sized
-    for the largest class."""
+    """Every class goes into one launch (the default for several classes): each class
+    arranged for a block with the SM to itself (its schedule once, the most cells in tiles of
+    up to THREADS // lanes cells, the most groups at a tie), within the kernel's bounds; the
+    launch is sized for the largest class."""
     from hinesbatch.solvers.gpu import one_launch
 
     pool = _pool() + [rt.random_tree(1600, rng=6, branch_probability=0.5)]
     pick = np.random.default_rng(7).integers(0, len(pool), 2000)
     part = split(HinesStructure.concatenate([pool[i] for i in pick]), 1)[0]
-    assert Grouped(part, np.float64, 0, {}, 1 << 30).one is None  # not the default
-    g = Grouped(part, np.float64, 0, {"one_launch": True}, 1 << 30)
+    assert Grouped(part, np.float64, 0, {"one_launch": False}, 1 << 30).one is None
+    g = Grouped(part, np.float64, 0, {}, 1 << 30)
     one = g.one
     assert one is not None and "one launch for all classes" in g.describe()
     limit = H200["smem_per_block_optin"]
@@ -340,10 +340,17 @@ def test_one_launch_table_and_first_classes(h200):
     assert np.all(np.diff(rank[homes]) >= 0) and homes[0] == one.order[0]
 
 
-def test_one_launch_is_left_for_given_tiles_or_widths_it_lacks(h200, monkeypatch):
+def test_one_launch_is_the_default_for_several_classes(h200):
     part = split(HinesStructure.concatenate(_pool() * 3), 1)[0]
-    monkeypatch.setattr(grouped_module, "ONE_LAUNCH", True)  # as if it were the default
+    assert grouped_module.ONE_LAUNCH
     assert Grouped(part, np.float64, 0, {}, 1 << 30).one is not None
+    single = split(HinesStructure.concatenate([_pool()[0]] * 5), 1)[0]  # one class
+    assert Grouped(single, np.float64, 0, {}, 1 << 30).one is None
+    assert Grouped(single, np.float64, 0, {"one_launch": True}, 1 << 30).one is not None
+
+
+def test_one_launch_is_left_for_given_tiles_or_widths_it_lacks(h200):
+    part = split(HinesStructure.concatenate(_pool() * 3), 1)[0]
     assert Grouped(part, np.float64, 0, {"tile_cells": 8}, 1 << 30).one is None
     assert Grouped(part, np.float64, 0, {"one_launch": False}, 1 << 30).one is None
     assert Grouped(part, np.float64, 0, {"lanes": 4, "batch": 4}, 1 << 30).one is None

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from hinesbatch.solvers.gpu.auto import (DEEP_MIN_CELLS, GROUPED_MAX_CLASSES, GROUPED_MIN_CELLS,
+from hinesbatch.solvers.gpu.auto import (GROUPED_MAX_CLASSES,
                                          UNIFORM_SPREAD, auto_strategy, choose, depth_fraction)
 from hinesbatch.solvers.gpu.backend import STRATEGIES
 from hinesbatch.tree import random_trees as rt
@@ -17,34 +17,35 @@ def test_depth_fraction_against_hand_counts():
     assert depth_fraction(rt.binary_tree(2, branch_length=4, rng=0).parent) == pytest.approx(8 / 12)
 
 
-def test_shared_structure_gets_tiled_unless_deep_and_many():
+def test_shared_structure_gets_tiled():
     bushy = rt.random_tree(200, rng=1, branch_probability=0.5)
-    for n in (1, 100, 3000, 256000):
-        name, options, why = auto_strategy(MonoBatch(bushy, n))
-        assert (name, options) == ("tiled", {}) and "MonoBatch" in why
     deep = rt.binary_tree(2, branch_length=170, rng=2)  # Fig. 14's 2-level tree: 2/3 on one path
-    assert auto_strategy(MonoBatch(deep, DEEP_MIN_CELLS - 1))[0] == "tiled"
-    name, options, why = auto_strategy(MonoBatch(deep, DEEP_MIN_CELLS))
-    assert (name, options) == ("interleaved", {}) and "67 %" in why
+    for cell in (bushy, deep):
+        for n in (1, 100, 3000, 256000):
+            name, options, why = auto_strategy(MonoBatch(cell, n))
+            assert (name, options) == ("tiled", {}) and "MonoBatch" in why
 
 
 def test_per_cell_batches_by_size_spread():
-    same = HinesStructure.concatenate([rt.random_tree(50, rng=k) for k in range(6)])
+    # more classes than grouped takes (every cell's couplings its own)
+    same = HinesStructure.concatenate([rt.random_tree(50, rng=k)
+                                       for k in range(GROUPED_MAX_CLASSES + 1)])
     name, options, why = auto_strategy(same)
     assert (name, options) == ("tiled", {}) and "nearly equal" in why
-    mixed = HinesStructure.concatenate([rt.random_tree(10, rng=1), rt.chain(90, rng=2)])
+    mixed = HinesStructure.concatenate([rt.random_tree(10, rng=k) if k % 2 else rt.chain(90, rng=k)
+                                        for k in range(GROUPED_MAX_CLASSES + 1)])
     name, options, why = auto_strategy(mixed)
     assert (name, options) == ("fine", {"reroot": True, "split": "cost"}) and "mixed" in why
-    edge = dict(mono=False, n_cells=10, mean_nodes=100.0, depth=None)
+    edge = dict(mono=False, n_cells=10, mean_nodes=100.0)
     assert choose(max_nodes=int(UNIFORM_SPREAD * 100), **edge)[0] == "tiled"
     assert choose(max_nodes=int(UNIFORM_SPREAD * 100) + 1, **edge)[0] == "fine"
 
 
 def test_per_cell_batches_of_few_matrices_get_grouped():
-    """Copies of a few cells (the same tree and couplings) are solved class by class; the same
-    trees with every cell's couplings different are not."""
+    """Copies of a few cells (the same tree and couplings), and a few cells however different,
+    are solved class by class; many cells with every cell's couplings different are not."""
     pool = [rt.random_tree(40, rng=1), rt.chain(90, rng=2), rt.random_tree(300, rng=3)]
-    pick = np.random.default_rng(4).integers(0, len(pool), 3 * GROUPED_MIN_CELLS + 10)
+    pick = np.random.default_rng(4).integers(0, len(pool), 3 * GROUPED_MAX_CLASSES + 10)
     copies = HinesStructure.concatenate([pool[i] for i in pick])
     name, options, why = auto_strategy(copies)
     assert (name, options) == ("grouped", {}) and "3 classes" in why
@@ -52,11 +53,15 @@ def test_per_cell_batches_of_few_matrices_get_grouped():
     distinct = HinesStructure.concatenate([HinesStructure(pool[i].parent, pool[i].u * f)
                                            for i, f in zip(pick, scale)])
     assert auto_strategy(distinct)[0] == "fine"
-    edge = dict(mono=False, mean_nodes=100.0, max_nodes=1000, depth=None)
-    assert choose(n_cells=GROUPED_MIN_CELLS * 5, classes=5, **edge)[0] == "grouped"
-    assert choose(n_cells=GROUPED_MIN_CELLS * 5 - 1, classes=5, **edge)[0] == "fine"
+    few = HinesStructure.concatenate([distinct.cell(c) for c in range(10)])  # 10 classes
+    name, options, why = auto_strategy(few)
+    assert (name, options) == ("grouped", {}) and "10 classes" in why
+    edge = dict(mono=False, mean_nodes=100.0, max_nodes=1000)
+    assert choose(n_cells=5, classes=5, **edge)[0] == "grouped"
+    assert choose(n_cells=10**6, classes=GROUPED_MAX_CLASSES, **edge)[0] == "grouped"
     many = GROUPED_MAX_CLASSES + 1
-    assert choose(n_cells=GROUPED_MIN_CELLS * many, classes=many, **edge)[0] == "fine"
+    assert choose(n_cells=many, classes=many, **edge)[0] == "fine"
+    assert choose(n_cells=10**6, classes=many, **edge)[0] == "fine"
     assert choose(n_cells=10**6, classes=None, **edge)[0] == "fine"  # rows without classes
 
 
@@ -66,6 +71,6 @@ def test_every_pick_is_a_registered_strategy_with_its_options():
             for max_nodes in (10, 100, 1000):
                 for classes in (None, 1, 17, n):
                     name, options, _ = choose(mono=mono, n_cells=n, mean_nodes=100.0,
-                                              max_nodes=max_nodes, depth=0.9, classes=classes)
+                                              max_nodes=max_nodes, classes=classes)
                     assert name in STRATEGIES
                     assert set(options) <= set(STRATEGIES[name].options)

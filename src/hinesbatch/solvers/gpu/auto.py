@@ -1,26 +1,33 @@
 """``strategy="auto"``: which GPU Hines strategy a batch gets, from its shape alone.
 
-The rule (second version, set from ``hinesbatch bench multi`` and ``bench hines`` on the H200,
-``benchmarks/results/h200/multi.md`` and ``hines.md``; fp64, canonical values):
+The rule (third version, set from ``hinesbatch bench multi`` and ``bench hines`` on the H200,
+``benchmarks/results/h200/multi.md`` and ``hines.md``, and ``bench multi`` on an H100,
+``benchmarks/results/h100/multi.md``; fp64, canonical values):
 
 * a :class:`~hinesbatch.tree.structure.MonoBatch` (one structure shared by every cell) gets
-  ``tiled`` (lanes of a warp per cell, the cell staged in shared memory): the fastest on 256
-  to 256,000 cells of 200 to 1,405 nodes. Exception: a cell whose longest root-to-leaf path
-  holds more than half its nodes (long unbranched chains leave tiled's lanes idle) in a batch
-  of at least :data:`DEEP_MIN_CELLS` cells gets ``interleaved`` (Fig. 14's 2-level binary
-  trees of 510 nodes, 256,000 cells: tiled 6.67 ms, interleaved 4.38 ms; at 25,600 cells,
-  since tiled's blocks hold several groups of tiles, tiled 0.72 ms, interleaved 0.95 ms);
+  ``tiled`` (lanes of a warp per cell, the cell staged in shared memory): the fastest, or
+  within 10 % of the fastest, on 100 to 256,000 cells of 200 to 1,405 nodes. Fig. 14's deep
+  2-level binary trees (510 nodes, two thirds on one root-to-leaf path) included: since the
+  cell is eliminated from its centre where that takes fewer steps, 256,000 of them take 2.62
+  ms with ``tiled`` against 5.62 with ``interleaved`` (H100; the rule before sent such batches
+  to ``interleaved``, set when ``tiled`` took 6.67 ms on the H200). Deeper cells (long
+  unbranched chains) leave ``tiled``'s lanes idle; no such batch is measured;
 * per-cell structures whose cells fall into few classes of cells with the same matrix (at
-  most :data:`GROUPED_MAX_CLASSES` classes, at least :data:`GROUPED_MIN_CELLS` cells per
-  class on average: a batch built from a few morphologies) get ``grouped``: every class
-  solved as a shared structure by ``tiled``'s kernel, 24 bytes per node moved instead of 44;
+  most :data:`GROUPED_MAX_CLASSES` classes: a batch built from a few morphologies, or a few
+  cells) get ``grouped``: every class solved as a shared structure by ``tiled``'s kernel,
+  24 bytes per node moved instead of 44, all classes in one launch (so a class of a few cells
+  costs no launch of its own). Fastest in ``bench multi`` (H100, 2026-11-25) from 100 real
+  cells (0.037 ms against 0.067 for balanced ``fine``) to 256,000, and on 10 random cells
+  (0.015 against 0.032 for ``dhs``); 1,000 classes of one cell each took 9.7 ms against
+  0.035 for ``tiled``;
 * other per-cell structures (:class:`~hinesbatch.tree.structure.HinesStructure`) of nearly equal
   sizes (largest cell at most :data:`UNIFORM_SPREAD` times the mean) get ``tiled``: one
   thread per cell, each cell staged through shared memory, and the threads of a warp finish
   together (25,600 random trees of 200 nodes: 0.20 ms against 0.54 ms for balanced fine);
-* per-cell structures of mixed sizes (real morphologies: 30 to 1,681 nodes) get ``fine`` with
-  ``reroot=True, split="cost"``: one thread per branch, whole cells per block, so a large
-  cell does not keep a warp of small ones waiting (100 to 256,000 real cells: the fastest).
+* other per-cell structures of mixed sizes (real morphologies: 30 to 1,681 nodes, every
+  matrix different) get ``fine`` with ``reroot=True, split="cost"``: one thread per branch,
+  whole cells per block, so a large cell does not keep a warp of small ones waiting (25,600
+  real cells whose matrices all differ: 1.258 ms against 1.249 for ``dhs``, the fastest).
 
 When the chosen ``tiled`` cannot hold a cell in shared memory the backend falls back to
 ``interleaved`` (``GpuBackend._make``). The rule is a pure function of the batch shape so
@@ -31,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["auto_strategy", "choose", "depth_fraction", "AUTO_REASON", "UNIFORM_SPREAD",
-           "DEEP_FRACTION", "DEEP_MIN_CELLS", "GROUPED_MAX_CLASSES", "GROUPED_MIN_CELLS"]
+           "GROUPED_MAX_CLASSES"]
 
 #: Why ``auto`` prefers ``tiled`` for a shared structure (benchmarks/results/h200/hines.md).
 AUTO_REASON = ("fastest from canonical-order values for every cell and batch size of the H200 "
@@ -39,15 +46,8 @@ AUTO_REASON = ("fastest from canonical-order values for every cell and batch siz
                "256000 cells of 313 nodes, fp64; benchmarks/results/h200)")
 #: Per-cell batches whose largest cell is at most this times the mean size count as uniform.
 UNIFORM_SPREAD = 1.5
-#: A shared cell is "deep" when its longest root-to-leaf path holds more than this fraction.
-DEEP_FRACTION = 0.5
-#: Deep shared cells switch to ``interleaved`` from this many cells (measured: tiled still
-#: fastest at 25,600, slower at 256,000; the threshold between them is not measured).
-DEEP_MIN_CELLS = 65536
-#: ``grouped`` for per-cell batches of at most this many classes of cells with one matrix ...
+#: ``grouped`` for per-cell batches of at most this many classes of cells with one matrix.
 GROUPED_MAX_CLASSES = 64
-#: ... holding at least this many cells per class on average.
-GROUPED_MIN_CELLS = 32
 #: The balanced ``fine`` of mixed per-cell batches.
 BALANCED_FINE = {"reroot": True, "split": "cost"}
 
@@ -68,9 +68,9 @@ def auto_strategy(structure) -> tuple[str, dict, str]:
     Parameters
     ----------
     structure : HinesStructure or MonoBatch
-        The batch (its type, number of cells and cell sizes are read; for a MonoBatch also
-        the depth of the shared cell; otherwise the number of classes of cells with the same
-        matrix, :func:`~hinesbatch.tree.schedules.cell_shapes` with ``couplings=True``).
+        The batch (its type, number of cells and cell sizes are read; for a per-cell
+        structure also the number of classes of cells with the same matrix,
+        :func:`~hinesbatch.tree.schedules.cell_shapes` with ``couplings=True``).
 
     Returns
     -------
@@ -82,37 +82,29 @@ def auto_strategy(structure) -> tuple[str, dict, str]:
 
     if isinstance(structure, MonoBatch):
         n = structure.cell.n_nodes
-        return choose(mono=True, n_cells=int(structure.n_cells), mean_nodes=n, max_nodes=n,
-                      depth=depth_fraction(structure.cell.parent))
+        return choose(mono=True, n_cells=int(structure.n_cells), mean_nodes=n, max_nodes=n)
     sizes = structure.cell_sizes
     return choose(mono=False, n_cells=int(structure.n_cells),
                   mean_nodes=float(sizes.mean()) if sizes.size else 0.0,
-                  max_nodes=int(sizes.max()) if sizes.size else 0, depth=None,
+                  max_nodes=int(sizes.max()) if sizes.size else 0,
                   classes=cell_shapes(structure, couplings=True).n_shapes)
 
 
 def choose(*, mono: bool, n_cells: int, mean_nodes: float, max_nodes: int,
-           depth: float | None, classes: int | None = None) -> tuple[str, dict, str]:
+           classes: int | None = None) -> tuple[str, dict, str]:
     """The rule itself on the batch shape (see the module docstring).
 
-    ``depth``: :func:`depth_fraction` of the shared cell (read only when ``mono``);
     ``classes``: classes of cells with the same matrix (per-cell structures; ``None``:
     unknown, as in rows measured before the rule had it). Returns ``(name, options, reason)``.
     """
     if mono:
-        if depth is not None and depth > DEEP_FRACTION and n_cells >= DEEP_MIN_CELLS:
-            return "interleaved", {}, (
-                f"shared cell {100 * depth:.0f} % of whose nodes lie on one root-to-leaf path, "
-                f"{n_cells} >= {DEEP_MIN_CELLS} cells: long chains leave tiled's lanes idle "
-                f"(benchmarks/results/h200/multi.md, Fig. 14)")
         return "tiled", {}, "shared structure (MonoBatch): tiled was " + AUTO_REASON
-    if (classes is not None and 0 < classes <= GROUPED_MAX_CLASSES
-            and n_cells >= GROUPED_MIN_CELLS * classes):
+    if classes is not None and 0 < classes <= GROUPED_MAX_CLASSES:
         return "grouped", {}, (
             f"{n_cells} per-cell structures in {classes} classes of cells with the same matrix "
-            f"(<= {GROUPED_MAX_CLASSES} classes, >= {GROUPED_MIN_CELLS} cells per class): each "
-            f"class solved as a shared structure was fastest on real mixes "
-            f"(benchmarks/results/h200/multi.md)")
+            f"(<= {GROUPED_MAX_CLASSES} classes): each class solved as a shared structure, all "
+            f"in one launch, was fastest on real mixes of 100 to 256000 cells and on 10 random "
+            f"cells (benchmarks/results/h100/multi.md)")
     if max_nodes <= UNIFORM_SPREAD * mean_nodes:
         return "tiled", {}, (
             f"per-cell structures of nearly equal sizes (largest {max_nodes} <= "
@@ -120,5 +112,6 @@ def choose(*, mono: bool, n_cells: int, mean_nodes: float, max_nodes: int,
             f"shared memory was fastest (benchmarks/results/h200/multi.md, Fig. 6)")
     return "fine", dict(BALANCED_FINE), (
         f"per-cell structures of mixed sizes (largest {max_nodes} > {UNIFORM_SPREAD} x mean "
-        f"{mean_nodes:.0f} nodes): balanced fine (reroot, split cost) was fastest on real "
-        f"mixes of 100 to 256000 cells (benchmarks/results/h200/multi.md)")
+        f"{mean_nodes:.0f} nodes) of too many classes for grouped: balanced fine (reroot, "
+        f"split cost) was within 1 % of the fastest on 25600 real cells whose matrices all "
+        f"differ (benchmarks/results/h100/multi.md)")

@@ -10,10 +10,9 @@ order through a list of the class's cells and of where their values start (one l
 cell, kept in shared memory with the tile), so a solve moves 24 bytes per node in fp64 (d
 and rhs in, x out) instead of the 44 that a per-cell structure costs. One launch per
 class, spread over a few streams (forked from and joined to the caller's stream with events),
-so that one class's last blocks overlap the next class's first; or, with ``one_launch=True``,
-all classes in one launch (:mod:`.one_launch`: one persistent block per SM takes class after
-class; faster, but not the default while compute-sanitizer's racecheck reports hazards in it
-that are not understood).
+so that one class's last blocks overlap the next class's first; or all classes in one launch
+(:mod:`.one_launch`: one persistent block per SM takes class after class), the default for a
+batch of two classes or more (:data:`ONE_LAUNCH`).
 
 Cells of a class need not be adjacent, and a class may hold one cell. The number of classes
 is capped (:data:`MAX_CLASSES` launches per solve); ``auto`` picks this strategy only when
@@ -41,11 +40,16 @@ MAX_CLASSES = 1024
 PREFETCH = False
 #: Streams the class launches are spread over.
 STREAMS = 4
-#: Whether the classes are solved in one launch when nothing stands against it (the
-#: ``one_launch`` option's default; :mod:`.one_launch`). Off: compute-sanitizer's racecheck
-#: reports hazards in ``hines_tiled_classes`` (between thread 0's writes of the block's class
-#: and other warps' reads after a block barrier) that were not explained (docs/gpu.md).
-ONE_LAUNCH = False
+#: Whether a batch of two classes or more is solved in one launch when nothing stands against
+#: it (the ``one_launch`` option's default; :mod:`.one_launch`). Faster on every batch of
+#: several classes in ``bench multi`` (H100, 2026-11-25: 256000 real cells 1.643 against
+#: 1.741 ms, 2560 0.047 against 0.088, 10 random cells 0.015 against 0.039;
+#: benchmarks/results/h100/multi.md); one class has no other class's tail to fill, and its
+#: arrangement for a block with the SM to itself was slower on small batches (100 x ca1:
+#: 0.041 against 0.017 ms). The racecheck reports that kept it opt-in are the tool's: a small
+#: kernel correct by construction with the same barriers draws them too
+#: (benchmarks/experiments/racecheck_ladder/).
+ONE_LAUNCH = True
 
 
 class Grouped(Strategy):
@@ -55,7 +59,9 @@ class Grouped(Strategy):
     applied to every class (a ``tile_cells`` or ``groups`` that does not fit some class is
     refused); by default each class gets ``tiled``'s default for its cell. ``one_launch=True``: all
     classes in one launch (:mod:`.one_launch`), refused when a class's width is not one that
-    launch is compiled for; by default (:data:`ONE_LAUNCH`) one launch per class.
+    launch is compiled for; ``False``: one launch per class; by default (:data:`ONE_LAUNCH`)
+    one launch for a batch of two classes or more when neither ``tile_cells`` nor ``groups`` is
+    given and every class's width is compiled into it, else one launch per class.
     """
 
     name = "grouped"
@@ -95,7 +101,8 @@ class Grouped(Strategy):
         work = np.array([t.schedule.n_batches * c for t, c in zip(self.tiles, self.counts)])
         self.order = np.argsort(-work, kind="stable")
         self.one = None  # the one launch of every class (ClassesLaunch), when it serves
-        if one or (one is None and ONE_LAUNCH and tc is None and groups is None):
+        if one or (one is None and ONE_LAUNCH and tc is None and groups is None
+                   and classes.n_shapes > 1):
             blocks = [block_arrangement(reps.cell(k),
                                         tiled_variants(batch, lanes, reps.cell(k), reroot),
                                         item, props, int(classes.counts[k]), tc, groups, reroot)

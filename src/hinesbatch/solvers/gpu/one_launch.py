@@ -15,9 +15,12 @@ proportion to their nodes, so a block changes class only a few times.
 Only the widths of one node per lane and step, 8, 16 or 32 lanes per cell, are compiled into
 the launch (with the others, the 64 registers a 1024-thread block allowed spilled).
 
-Not ``grouped``'s default (``grouped.ONE_LAUNCH``): its solutions are bit for bit those of one
-launch per class in every GPU test, but compute-sanitizer's racecheck reports hazards in
-``hines_tiled_classes`` that are not understood (docs/gpu.md).
+``grouped``'s default for batches of two classes or more (``grouped.ONE_LAUNCH``). Its
+solutions are bit for bit those of one launch per class in every GPU test. compute-sanitizer's
+racecheck reports hazards in ``hines_tiled_classes``; a small kernel correct by construction
+with its barriers (a persistent block, a named barrier per group, warps passing them unequally
+often between block barriers) draws the same reports, and drew none when every warp passed
+them equally often (benchmarks/experiments/racecheck_ladder/, docs/multi-morphology.md).
 """
 from __future__ import annotations
 
