@@ -204,6 +204,25 @@ def test_groups_rule_most_tiles_in_blocks_of_at_most_256_threads():
     assert SharedTiles.default_groups(58_000, 55_000, 256, 3, props, 10**5) == 1
 
 
+def test_groups_rule_counts_rounds_of_resident_blocks():
+    """Leaving every SM a block must not cost a partial last round that more groups would
+    not need: 2560 copies of Fig. 14's 510-node cell in tiles of 8 took 0.066 ms with 2 groups
+    (160 blocks of one per SM: two rounds), 0.045 with 3 (107 blocks: one round; H100, same
+    run, benchmarks/experiments/racecheck_ladder/, run 4)."""
+    from hinesbatch.bench._multi_cases import binary_cells
+
+    cell = binary_cells(2, 1).cell
+    arranged = [SharedTiles.plan(cell, [(8, 8)], 1, None, 8, H200, n) for n in (256, 2560, 25600)]
+    assert [(t.tile_cells, t.groups) for t in arranged] == [(8, 1), (8, 3), (8, 3)]
+    props = dict(H200)
+    # a schedule as large as a tile: 320 tiles in blocks of 2 groups (one block per SM) take
+    # two rounds, in blocks of 3 one; 264 tiles take one round either way: 2, one per SM
+    assert SharedTiles.default_groups(58_000, 55_000, 64, 3, props, 320) == 3
+    assert SharedTiles.default_groups(58_000, 55_000, 64, 3, props, 264) == 2
+    # 32 tiles: one-group blocks on 32 SMs, one round as with more groups
+    assert SharedTiles.default_groups(58_000, 55_000, 64, 3, props, 32) == 1
+
+
 def test_tile_cells_rule_puts_the_most_cells_on_an_sm():
     """Tiles of half a group (4 cells of 8 lanes, one warp) let two blocks of 5 groups share
     an SM: 40 cells of 313 nodes instead of 32 in one block of 4 groups of 8 (measured on the

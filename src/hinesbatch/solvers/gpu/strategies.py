@@ -721,12 +721,24 @@ class SharedTiles:
         equal tiles per SM (313 nodes, 4 tiles: 0.96 against 1.03 ms for 256000 cells; 341
         nodes: 0.082 against 0.093 ms for 15000) and by far with more tiles (1,681 nodes: 0.37
         against 0.53 ms); larger blocks lost on small cells (200 nodes, one block of 8 groups
-        of 64 threads: 1.22x the best). This rule lands within 1.09x of the best on all 16."""
+        of 64 threads: 1.22x the best). This rule lands within 1.09x of the best on all 16.
+        When leaving every SM a block costs a partial last round of resident blocks that more
+        groups (up to the best) would not need, the fewest groups that need the fewest rounds
+        (2560 copies of a 510-node cell, 320 tiles: 2 groups make 160 blocks of one per SM, 2
+        rounds; 3 make 107 blocks, 1 round; see docs/multi-morphology.md for the timing)."""
         fits = [g for g in range(1, most + 1)
                 if g == 1 or g * tile_threads <= cls.GROUP_BLOCK_THREADS]
         best = max(fits, key=lambda g: (cls._tiles_per_sm(fixed, tile_bytes, tile_threads, g,
                                                            props), g))
-        return max(1, min(best, tiles // props["sm_count"]))
+        spread = max(1, min(best, tiles // props["sm_count"]))
+
+        def rounds(g):  # rounds of resident blocks for the batch's tiles
+            resident = cls._tiles_per_sm(fixed, tile_bytes, tile_threads, g, props) // g
+            return -(-(-(-tiles // g)) // (resident * props["sm_count"]))
+
+        more = [g for g in fits if spread <= g <= best]
+        fewest = min(rounds(g) for g in more)
+        return min(g for g in more if rounds(g) == fewest)
 
     @classmethod
     def _tiles_per_sm(cls, fixed: int, tile_bytes: int, tile_threads: int, g: int,
