@@ -15,9 +15,10 @@ for depth in (2, 3, 4):
     s = binary_cells(depth, 2560)
     d, rhs = (cupy.asarray(a) for a in values(s))
     for rep in range(2):
-        for label, strategy, opts in (("groups 2 (before)", "tiled", {"tile_cells": 8, "groups": 2}),
-                                      ("default (after)", "tiled", {}),
-                                      ("grouped one launch", "grouped", {"one_launch": True})):
+        for label, strategy, opts in (
+                ("groups 2 (before)", "tiled", {"tile_cells": 8, "groups": 2}),
+                ("default (after)", "tiled", {}),
+                ("grouped one launch", "grouped", {"one_launch": True})):
             ms, desc, _ = gpu_ms(cupy, s, d, rhs, strategy, opts, repeats=15,
                                  l2=int(props["l2CacheSize"]))
             print(f"depth {depth} run {rep}: {label:20s} {ms:.4f} ms", flush=True)

@@ -29,7 +29,8 @@ def main(path: str) -> None:
         if all(a):
             pairs[kernel][tuple(f"{x.group(1)} t{x.group(2)} +{x.group(4)}" for x in a)] += 1
     for line in lines:
-        if "SUMMARY" in line or " ok:" in line or "WRONG" in line or line.startswith(("ok ", "BAD")):
+        if ("SUMMARY" in line or " ok:" in line or "WRONG" in line
+                or line.startswith(("ok ", "BAD"))):
             print(line)
     print("reports per kernel:" if kinds else "reports per kernel: none")
     for kernel in sorted({k for k, _ in kinds}):

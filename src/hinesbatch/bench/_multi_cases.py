@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["CONTENDERS", "SHARING", "Case", "cases", "random_batch", "real_cells", "real_mix", "values",
-           "gpu_ms"]
+__all__ = ["CONTENDERS", "SHARING", "Case", "cases", "random_batch", "real_cells", "real_mix",
+           "values", "gpu_ms"]
 
 #: (label, strategy, options) timed on every case; auto's pick is always one of them.
 CONTENDERS = (
