@@ -273,13 +273,13 @@ def _auto_pick(row: dict) -> tuple[str, str]:
 
 def _label(name: str, options: dict, classes: int | None) -> str:
     """The contender label of a (strategy, options) pair for a batch of ``classes`` classes
-    of cells with one matrix: ``grouped`` with its default options takes the one launch for
-    two classes or more (:data:`hinesbatch.solvers.gpu.grouped.ONE_LAUNCH`)."""
-    from ..solvers.gpu.grouped import ONE_LAUNCH
+    of cells with one matrix: ``grouped`` with its default options is the contender its
+    default launch is (:func:`hinesbatch.solvers.gpu.grouped.one_launch_by_default`)."""
+    from ..solvers.gpu.grouped import one_launch_by_default
     from ._multi_cases import CONTENDERS
 
     if name == "grouped" and "one_launch" not in options:
-        options = {**options, "one_launch": ONE_LAUNCH and (classes or 0) > 1}
+        options = {**options, "one_launch": one_launch_by_default(classes or 0)}
     for label, strategy, opts in CONTENDERS:
         if strategy == name and opts == options:
             return label

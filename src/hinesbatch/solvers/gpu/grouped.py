@@ -28,7 +28,7 @@ from .one_launch import FIELDS, ClassesLaunch, block_arrangement
 from .strategies import (STRATEGIES, SharedTiles, Strategy, _allow_smem, _call, _i32, _i64,
                          optional_bool, optional_positive_int, tiled_variants)
 
-__all__ = ["Grouped", "MAX_CLASSES", "STREAMS"]
+__all__ = ["Grouped", "MAX_CLASSES", "STREAMS", "ONE_LAUNCH", "one_launch_by_default"]
 
 #: At most this many classes (one kernel launch each per solve).
 MAX_CLASSES = 1024
@@ -50,6 +50,13 @@ STREAMS = 4
 #: kernel correct by construction with the same barriers draws them too
 #: (benchmarks/experiments/racecheck_ladder/).
 ONE_LAUNCH = True
+
+
+def one_launch_by_default(n_classes: int) -> bool:
+    """Whether ``grouped`` with no ``one_launch``, ``tile_cells`` or ``groups`` option asks for
+    the one launch for a batch of ``n_classes`` classes (:data:`ONE_LAUNCH`: two or more; it
+    still falls back to one launch per class when a class's width is not compiled into it)."""
+    return ONE_LAUNCH and n_classes > 1
 
 
 class Grouped(Strategy):
@@ -101,8 +108,8 @@ class Grouped(Strategy):
         work = np.array([t.schedule.n_batches * c for t, c in zip(self.tiles, self.counts)])
         self.order = np.argsort(-work, kind="stable")
         self.one = None  # the one launch of every class (ClassesLaunch), when it serves
-        if one or (one is None and ONE_LAUNCH and tc is None and groups is None
-                   and classes.n_shapes > 1):
+        if one or (one is None and tc is None and groups is None
+                   and one_launch_by_default(classes.n_shapes)):
             blocks = [block_arrangement(reps.cell(k),
                                         tiled_variants(batch, lanes, reps.cell(k), reroot),
                                         item, props, int(classes.counts[k]), tc, groups, reroot)

@@ -736,9 +736,7 @@ class SharedTiles:
             resident = cls._tiles_per_sm(fixed, tile_bytes, tile_threads, g, props) // g
             return -(-(-(-tiles // g)) // (resident * props["sm_count"]))
 
-        more = [g for g in fits if spread <= g <= best]
-        fewest = min(rounds(g) for g in more)
-        return min(g for g in more if rounds(g) == fewest)
+        return min((g for g in fits if spread <= g <= best), key=lambda g: (rounds(g), g))
 
     @classmethod
     def _tiles_per_sm(cls, fixed: int, tile_bytes: int, tile_threads: int, g: int,
