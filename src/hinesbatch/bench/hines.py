@@ -172,8 +172,10 @@ def _find(name: str) -> Path:
                             "or the source tree; run from the repository")
 
 
-def cpu_times(batch, d0, rhs0, *, repeats: int, backends=("serial", "multicore")) -> dict:
-    """Median wall times [ms] of the CPU backends on NumPy copies of ``d0``, ``rhs0``."""
+def cpu_times(batch, d0, rhs0, *, repeats: int, backends=("serial", "multicore"),
+              warmup: int | None = None) -> dict:
+    """Median wall times [ms] of the CPU backends on NumPy copies of ``d0``, ``rhs0``, after
+    ``warmup`` untimed calls (default: one up to 2,560 cells, none above)."""
     from ..solvers.plan import plan
 
     d, rhs = np.empty_like(d0), np.empty_like(rhs0)
@@ -185,8 +187,9 @@ def cpu_times(batch, d0, rhs0, *, repeats: int, backends=("serial", "multicore")
     plans = {b: plan(batch, backend=b) for b in backends}
     runs = {b: (lambda p=p: p.solve(d, rhs, overwrite=True, check_finite=False))
             for b, p in plans.items()}
-    warm = 1 if batch.n_cells <= 2560 else 0
-    times = interleaved_times(runs, repeats=repeats, setup=restore, warmup=warm)
+    if warmup is None:
+        warmup = 1 if batch.n_cells <= 2560 else 0
+    times = interleaved_times(runs, repeats=repeats, setup=restore, warmup=warmup)
     return {b: 1e3 * statistics.median(t) for b, t in times.items()}
 
 
