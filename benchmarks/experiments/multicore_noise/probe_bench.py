@@ -4,7 +4,7 @@ probe.py found the multicore solver steady on its own (256 binary cells of 4 lev
 25 calls). This runs `bench multi`'s Fig. 14 cases up to 25,600 cells as the bench does
 (`_run_case`: the GPU contenders, then the multicore time), then times the multicore solver
 again at once and after a 2 s pause, to see whether the bench's own state slows it.
-Run: PYTHONPATH=src python3 benchmarks/experiments/multicore_noise/probe_bench.py
+Run: cd benchmarks/experiments/multicore_noise && PYTHONPATH=../../../src python3 probe_bench.py
 """
 import time
 

@@ -204,9 +204,9 @@ def _cpu_ms(structure) -> float:
     from ._multi_cases import values
 
     d, rhs = values(structure)
-    # The best of 5 calls after a warm-up: inside this process, on the lent 16-core host,
-    # calls drew spikes of up to 12 ms that the same solves alone did not
-    # (benchmarks/experiments/multicore_noise/); the best is the CPU's undisturbed time.
+    # The best of 5 calls after a warm-up: on the lent (shared) 16-core host single calls
+    # drew spikes of 2-12 ms in some runs and none in others; the best of 5 is hit less
+    # often than a median of 1 or 3 (benchmarks/experiments/multicore_noise/).
     return cpu_times(structure, d, rhs, repeats=5, backends=("multicore",), warmup=1,
                      reduce=min)["multicore"]
 
