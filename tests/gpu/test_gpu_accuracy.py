@@ -46,7 +46,8 @@ CONFIGS = [
 #: Shared structures only: two tiles side by side in a block, one staged schedule; the cell
 #: eliminated from its centre, or from its own root (the default: whichever takes fewer steps).
 MONO_CONFIGS = CONFIGS + [("tiled", {"groups": 2}), ("tiled", {"reroot": True}),
-                          ("tiled", {"reroot": False})]
+                          ("tiled", {"reroot": False}),
+                          ("tiled", {"listed": True})]  # cells through an identity member list
 CONFIG_IDS, MONO_CONFIG_IDS = ([s + "".join(f"-{k}{v}" for k, v in o.items()) for s, o in c]
                                for c in (CONFIGS, MONO_CONFIGS))
 DTYPES = [np.float32, np.float64]

@@ -125,6 +125,91 @@ def test_tiled_reroot_option_is_for_shared_structures(monkeypatch):
                          np.float64, 0, {"reroot": True}, 1 << 30)
 
 
+def _tiled(monkeypatch, structure, **options):
+    from hinesbatch.solvers.gpu import strategies
+
+    monkeypatch.setattr(strategies, "device_properties", lambda device: H200)
+    return strategies.Tiled(split(structure, 1)[0], np.float64, 0, dict(options), 1 << 30)
+
+
+def test_tiled_listed_reads_the_cells_through_an_identity_member_list(monkeypatch):
+    """``listed=True``: the same arrangement as planned without it, the kernel's listed
+    variant, every cell in order with its values at ``c * n``, 12 bytes per cell counted;
+    the launch passes the member list and the starts (a recording kernel, NumPy for CuPy)."""
+    import contextlib
+
+    from hinesbatch.solvers.gpu import strategies
+
+    cell = rt.random_tree(300, rng=3, branch_probability=0.3)
+    batch = MonoBatch(cell, 100)
+    plain = _tiled(monkeypatch, batch)
+    listed = _tiled(monkeypatch, batch, listed=True)
+    t, u = plain.tiles, listed.tiles
+    assert u.listed and not t.listed and u.template.endswith(", true>")
+    assert (u.batch, u.lanes, u.tile_cells, u.groups, u.buffers) == (
+        t.batch, t.lanes, t.tile_cells, t.groups, t.buffers)
+    assert np.array_equal(u.schedule.jp, t.schedule.jp)
+    arrays = listed._host_arrays()
+    assert np.array_equal(arrays["members"], np.arange(100)) and arrays["members"].dtype == np.int32
+    assert np.array_equal(arrays["starts"], np.arange(100) * 300)
+    assert "members" not in plain._host_arrays()
+    assert listed.structure_bytes() - plain.structure_bytes() == 12 * 100
+    assert "member list" in listed.describe() and "member list" not in plain.describe()
+
+    launched = []
+
+    class Fn:
+        max_dynamic_shared_size_bytes, preferred_shared_memory_carveout = 1 << 20, 100
+
+        def __call__(self, grid, block, args, shared_mem=0):
+            launched.append(args)
+
+    class FakeCupy:
+        asarray = staticmethod(np.ascontiguousarray)
+
+        class cuda:  # noqa: N801
+            Device = staticmethod(lambda device=0: contextlib.nullcontext())
+
+    monkeypatch.setattr(strategies, "cupy_module", lambda: FakeCupy)
+    monkeypatch.setattr(strategies, "kernel", lambda device, source, template, dtype: Fn())
+    d, rhs = np.ones((100, 300)), np.zeros((100, 300))
+    pivots = (np.zeros(1, np.uint64), np.zeros(100))
+    for tiled in (listed, plain):
+        tiled.solve_canonical(d, rhs, pivots, contextlib.nullcontext())
+    members, starts = launched[0][6], launched[0][7]
+    assert np.array_equal(members, np.arange(100)) and np.array_equal(starts, np.arange(100) * 300)
+    assert launched[1][6] is strategies.NULL and launched[1][7] is strategies.NULL
+
+
+def test_tiled_listed_by_default_only_on_one_group_blocks(monkeypatch):
+    """With :data:`SharedTiles.LISTED_ONE_GROUP` on, ``tiled`` takes the listed variant where
+    its arrangement has one group and one buffer, and keeps it as planned otherwise; off (as
+    shipped until measured on a GPU), never unless asked."""
+    from hinesbatch.solvers.gpu import strategies
+
+    one = MonoBatch(rt.binary_tree(2, branch_length=170, rng=2), 256)  # 32 one-group blocks
+    several = MonoBatch(one.cell, 2560)  # 3 groups per block
+    assert not strategies.SharedTiles.LISTED_ONE_GROUP
+    assert not _tiled(monkeypatch, one).tiles.listed
+    monkeypatch.setattr(strategies.SharedTiles, "LISTED_ONE_GROUP", True)
+    t = _tiled(monkeypatch, one).tiles
+    assert t.listed and t.groups == 1
+    t = _tiled(monkeypatch, several).tiles
+    assert not t.listed and t.groups > 1
+    assert not _tiled(monkeypatch, one, listed=False).tiles.listed
+    assert not _tiled(monkeypatch, one, buffers=2).tiles.listed
+
+
+def test_tiled_listed_refusals(monkeypatch):
+    cell = rt.random_tree(120, rng=4, branch_probability=0.3)
+    with pytest.raises(ValueError, match="one tile buffer; got buffers=2"):
+        _tiled(monkeypatch, MonoBatch(cell, 50), listed=True, buffers=2)
+    with pytest.raises(ValueError, match="listed is for shared structures"):
+        _tiled(monkeypatch, HinesStructure.concatenate([cell, rt.star(9)]), listed=True)
+    with pytest.raises(TypeError, match="listed must be a bool"):
+        _tiled(monkeypatch, MonoBatch(cell, 50), listed=1)
+
+
 def test_listed_tiles_count_two_cell_starts_per_cell():
     """Cells from a member list (``grouped``): each group keeps its tile's cell starts and the
     next tile's in shared memory, 16 bytes per cell of a tile, counted in the block's bytes;

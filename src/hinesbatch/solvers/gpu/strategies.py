@@ -596,6 +596,14 @@ class SharedTiles:
     #: benchmarks/experiments/carry/): 313 nodes x 256000 cells 0.818 -> 0.792 ms, x 435920
     #: 1.365 -> 1.326; asked when the sweeps start instead, 0.846, slower than not at all.
     PREFETCH = True
+    #: Whether ``tiled`` reads a MonoBatch's cells through an identity member list (the
+    #: kernel's listed variant, as ``grouped`` does) when its arrangement has one group and
+    #: one buffer, unless told (``listed``). Measured on an H100 (fp64, same run,
+    #: benchmarks/experiments/tiled_listed/): 256 binary cells of 510 nodes 0.0351 -> 0.0315
+    #: ms, 3000 x ca1 at 1405 nodes 0.152 -> 0.141, 100 x ca1 0.0164 both. Off until the GPU
+    #: tests and ``bench multi`` have run with it on (the listed variant itself is tested
+    #: through ``grouped`` on MonoBatches).
+    LISTED_ONE_GROUP = False
 
     @classmethod
     def preferred(cls, cell, reroot=None) -> list[tuple[int, int]]:
@@ -875,6 +883,7 @@ class SharedTiles:
                 f"{' from the centre' if s.rerooted else ''}, {self.buffers} tile "
                 f"buffer{'s' if self.buffers > 1 else ''} per group"
                 f"{', next tile prefetched into L2' if self.prefetches else ''}"
+                f"{', cells through a member list' if self.listed else ''}"
                 f", {self.smem} B shared memory")
 
 
@@ -925,8 +934,10 @@ class Tiled(Strategy):
     of 1405 nodes), although at a few equal (batch, lanes, threads) two buffers were up to 6%
     (17%) faster (benchmarks/results/h200/hines_tiled.md). ``reroot``: eliminate the cell
     from its centre (True), from its own root (False), or from the one that takes fewer
-    steps (default; :meth:`SharedTiles.rerooted`). Per-cell structures: one lane per cell,
-    ``tile_cells`` cells per one-warp block.
+    steps (default; :meth:`SharedTiles.rerooted`). ``listed``: read the cells through an
+    identity member list, the kernel variant ``grouped`` runs (one buffer; by default with one
+    group and one buffer when :data:`SharedTiles.LISTED_ONE_GROUP`). Per-cell structures: one
+    lane per cell, ``tile_cells`` cells per one-warp block.
 
     Native layout of a shared structure (:meth:`native_shape`): each cell's values in its
     schedule's slot order, ``pitch`` words per cell, so that a tile's cells are moved by bulk
@@ -936,7 +947,7 @@ class Tiled(Strategy):
     """
 
     name = "tiled"
-    options = ("tile_cells", "groups", "batch", "lanes", "buffers", "reroot")
+    options = ("tile_cells", "groups", "batch", "lanes", "buffers", "reroot", "listed")
 
     def __init__(self, part, dtype, device, options, budget):
         super().__init__(part, dtype, device, options, budget)
@@ -946,6 +957,7 @@ class Tiled(Strategy):
         tc = optional_positive_int(options, "tile_cells")
         groups = optional_positive_int(options, "groups")
         reroot = optional_bool(options, "reroot")
+        listed = optional_bool(options, "listed")
         self._grid = None  # shared structure: blocks per launch, set at the first solve
         buffers = options.pop("buffers", None)
         if buffers not in (None, 1, 2) or isinstance(buffers, bool):
@@ -955,11 +967,27 @@ class Tiled(Strategy):
         self._slot_grid = None
         if part.mono:
             self._asked = (tc, groups, reroot)
+            props = device_properties(device)
+            if listed and buffers == 2:
+                raise ValueError("listed=True reads the cells through a member list with one "
+                                 "tile buffer; got buffers=2")
             self.tiles = SharedTiles.plan(part.cell, tiled_variants(batch, lanes, part.cell,
                                                                     reroot),
-                                          buffers or 1, tc, item, device_properties(device),
-                                          part.n_cells, groups=groups, reroot=reroot)
+                                          buffers or 1, tc, item, props, part.n_cells,
+                                          groups=groups, reroot=reroot, listed=bool(listed))
+            t = self.tiles
+            if listed is None and SharedTiles.LISTED_ONE_GROUP and t.groups == t.buffers == 1:
+                try:  # the same arrangement, each tile's cell starts in shared memory too
+                    self.tiles = SharedTiles.plan(part.cell, [(t.batch, t.lanes)], 1,
+                                                  t.tile_cells, item, props, part.n_cells,
+                                                  groups=1, reroot=t.schedule.rerooted,
+                                                  listed=True)
+                except ValueError:  # the starts do not fit beside the tile: as planned
+                    pass
         else:
+            if listed:
+                raise ValueError("listed is for shared structures (MonoBatch) only: cells that "
+                                 "differ are solved one lane per cell")
             if reroot:
                 raise ValueError("reroot is for shared structures (MonoBatch) only: cells that "
                                  "differ are solved one lane per cell")
@@ -1000,15 +1028,19 @@ class Tiled(Strategy):
 
     def structure_bytes(self):
         p = self.part
-        if p.mono:  # the schedule of slot order too, once asked for
-            return sum(t.structure_bytes(self.dtype.itemsize) for t in (self.tiles, self._slots)
-                       if t)
+        if p.mono:  # the schedule of slot order too, once asked for; the member list
+            return (sum(t.structure_bytes(self.dtype.itemsize) for t in (self.tiles, self._slots)
+                        if t) + (12 * p.n_cells if self.tiles.listed else 0))
         return p.n_nodes * (4 + 2 * self.dtype.itemsize) + 12 * p.n_cells
 
     def _host_arrays(self):
         p = self.part
         if p.mono:
-            return self.tiles.host_arrays(self.dtype)
+            out = self.tiles.host_arrays(self.dtype)
+            if self.tiles.listed:  # every cell, in order, and where its values start
+                out["members"] = np.arange(p.n_cells, dtype=np.int32)
+                out["starts"] = np.arange(p.n_cells, dtype=np.int64) * p.n
+            return out
         u = p.u.astype(self.dtype)
         return {"parent": p.parent, "u": u, "l": u if p.symmetric else p.l.astype(self.dtype),
                 "offsets": p.offsets, "tiles": self.tile_first}
@@ -1022,8 +1054,9 @@ class Tiled(Strategy):
             fn = kernel(self.device, "hines_tiled.cu", t.template, self.dtype)
             if self._grid is None:  # once: the kernel's attributes are device queries
                 self._grid = t.grid(fn, device_properties(self.device), p.n_cells)
-            t.launch(fn, self._grid, d, rhs, dev, NULL, NULL, p.n_cells, p.cell_start, pivots,
-                     stream)
+            members, starts = ((dev["members"], dev["starts"]) if t.listed else (NULL, NULL))
+            t.launch(fn, self._grid, d, rhs, dev, members, starts, p.n_cells, p.cell_start,
+                     pivots, stream)
         else:
             fn = kernel(self.device, "hines_tiled.cu", "hines_tiled_multi<{T}>", self.dtype)
             _allow_smem(fn, self.smem, carveout=True)
