@@ -32,7 +32,7 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ..structure import MonoBatch, as_batch
 from .dhs_layout import DHSSchedule, build_dhs
@@ -88,13 +88,15 @@ def _schedule_cell(parent, a, b, k, step_of, lane_of):
     return step
 
 
-@njit(**_JIT)
+@njit(parallel=True, **_JIT)
 def _schedule_cells(parent, offsets, threads):
+    """Every cell list-scheduled on its own (cells spread over Numba's threads: each writes
+    only its own nodes' entries, so the result does not depend on the threads)."""
     n = parent.size
     step_of = np.empty(n, np.int64)
     lane_of = np.empty(n, np.int64)
     steps = np.empty(offsets.size - 1, np.int64)
-    for c in range(offsets.size - 1):
+    for c in prange(offsets.size - 1):
         steps[c] = _schedule_cell(parent, offsets[c], offsets[c + 1], threads[c], step_of,
                                   lane_of)
     return steps, step_of, lane_of
