@@ -7,7 +7,9 @@ import pytest
 
 import hinesbatch
 from hinesbatch.bench import multi
-from hinesbatch.bench._multi_cases import CONTENDERS, binary_cells, cases, random_batch, values
+from hinesbatch.bench._multi_cases import (CONTENDERS, binary_cells, cases, chain_cells,
+                                          random_batch, repeated_shapes, values)
+from hinesbatch.tree.schedules import cell_shapes
 from hinesbatch.cli import main
 from hinesbatch.solvers import registry
 from hinesbatch.tree.structure import MonoBatch
@@ -94,11 +96,13 @@ def test_rewrite_from_json(tmp_path):
 
 def test_case_builders_give_solvable_batches():
     quick = cases(True)
-    assert {c.figure for c in quick} == {"goal-b", "real-mix", "fig6", "arbor", "fig14"}
+    assert {c.figure for c in quick} == {"goal-b", "real-mix", "fig6", "arbor", "fig14",
+                                         "limits"}
     full = cases(False)
     assert full[0].figure == "goal-c" and full[-1].n_cells == 256000  # the biggest last
     for s in (random_batch(6, 40, 0.5, seed=2), binary_cells(3, 4, nodes=64),
-              random_batch(3, 40, 0.1, mono=True)):
+              random_batch(3, 40, 0.1, mono=True), repeated_shapes(5, 3, 40, 0.5, seed=1),
+              chain_cells(3, 50)):
         d, rhs = values(s)
         assert d.shape == rhs.shape == s.values_shape
         x = hinesbatch.plan(s, backend="serial").solve(d, rhs)
@@ -108,6 +112,11 @@ def test_case_builders_give_solvable_batches():
 
             np.testing.assert_allclose(x, dense_solve(s, d, rhs), rtol=1e-10, atol=1e-12)
     assert isinstance(binary_cells(4, 2), MonoBatch) and binary_cells(4, 2).cell.n_nodes == 510
+    many = repeated_shapes(70, 3, 40, 0.5, seed=4)  # 70 classes of 3 cells: past grouped's 64
+    shapes = cell_shapes(many, couplings=True)
+    assert shapes.n_shapes == 70 and np.all(shapes.counts == 3)
+    cable = chain_cells(2, 1000).cell
+    assert np.array_equal(cable.parent, np.arange(1000) - 1)
 
 
 def test_quick_run_needs_a_gpu(tmp_path, capsys):

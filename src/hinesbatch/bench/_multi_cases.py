@@ -112,12 +112,37 @@ def random_batch(n_cells: int, n: int, p: float, *, seed: int = 0, mono: bool = 
     rng = np.random.default_rng(seed)
     if mono:
         return MonoBatch(random_tree(n, rng=rng, branch_probability=p), n_cells)
+    parent, u = _random_cells(rng, n_cells, n, p)
+    return _from_cells(parent.reshape(-1), u.reshape(-1), np.full(n_cells, n, np.int64))
+
+
+def _random_cells(rng, n_cells: int, n: int, p: float):
+    """Local parents and couplings ``(n_cells, n)`` of :func:`random_batch`'s trees."""
     i = np.arange(n)
     jump = rng.random((n_cells, n)) < p
     parent = np.where(jump, np.floor(rng.random((n_cells, n)) * i).astype(np.int64), i - 1)
     parent[:, 0] = -1
-    u = -rng.uniform(0.5, 1.5, n_cells * n)
-    return _from_cells(parent.reshape(-1), u, np.full(n_cells, n, np.int64))
+    return parent, -rng.uniform(0.5, 1.5, (n_cells, n))
+
+
+def repeated_shapes(n_shapes: int, copies: int, n: int, p: float, *, seed: int = 0):
+    """``n_shapes`` of :func:`random_batch`'s trees, each ``copies`` times with the same
+    matrix, in a random order: more classes of cells with one matrix than ``auto`` gives
+    ``grouped`` (:data:`~hinesbatch.solvers.gpu.auto.GROUPED_MAX_CLASSES`), a few cells each."""
+    rng = np.random.default_rng(seed)
+    parent, u = _random_cells(rng, n_shapes, n, p)
+    pick = rng.permutation(np.repeat(np.arange(n_shapes), copies))
+    return _from_cells(parent[pick].reshape(-1), u[pick].reshape(-1),
+                       np.full(pick.size, n, np.int64))
+
+
+def chain_cells(n_cells: int, n: int):
+    """``n_cells`` copies of one unbranched cable of ``n`` nodes (a MonoBatch): the case that
+    leaves ``tiled``'s lanes idle (two nodes per step from its centre)."""
+    from ..tree.random_trees import chain
+    from ..tree.structure import MonoBatch
+
+    return MonoBatch(chain(n, rng=n), n_cells)
 
 
 def binary_cells(depth: int, n_cells: int, *, nodes: int = 512):
@@ -218,5 +243,14 @@ def cases(quick: bool) -> list[Case]:
     if not quick:
         out.append(Case("arbor", "100000 random medium (p=0.5)",
                         lambda: random_batch(100000, 200, 0.5, seed=7), n_cells=100000))
+    # where auto's rule rests on neighbouring cases only: more classes than grouped takes,
+    # and shared cells that are long unbranched cables
+    shapes, copies = (96, 5) if quick else (128, 10)
+    out.append(Case("limits", f"{shapes * copies} cells of {shapes} shapes ({copies} each)",
+                    lambda: repeated_shapes(shapes, copies, 200, 0.5, seed=shapes),
+                    n_cells=shapes * copies))
+    for n in ((2560,) if quick else (2560, 25600)):
+        out.append(Case("limits", f"{n} x chain of 1000 nodes", lambda n=n: chain_cells(n, 1000),
+                        n_cells=n))
     # the largest Fig. 14 batches last: the budget skips them first
     return sorted(out, key=lambda c: c.figure == "fig14" and c.n_cells > 100000)

@@ -11,7 +11,8 @@ The rule (third version, set from ``hinesbatch bench multi`` and ``bench hines``
   cell is eliminated from its centre where that takes fewer steps, 256,000 of them take 2.62
   ms with ``tiled`` against 5.62 with ``interleaved`` (H100; the rule before sent such batches
   to ``interleaved``, set when ``tiled`` took 6.67 ms on the H200). Deeper cells (long
-  unbranched chains) leave ``tiled``'s lanes idle; no such batch is measured;
+  unbranched chains) leave ``tiled``'s lanes idle; ``bench multi``'s "limits" cases (copies
+  of a 1,000-node cable) are not measured yet;
 * per-cell structures whose cells fall into few classes of cells with the same matrix (at
   most :data:`GROUPED_MAX_CLASSES` classes: a batch built from a few morphologies, or a few
   cells) get ``grouped``: every class solved as a shared structure by ``tiled``'s kernel,
