@@ -142,7 +142,7 @@ def test_tiled_listed_reads_the_cells_through_an_identity_member_list(monkeypatc
 
     cell = rt.random_tree(300, rng=3, branch_probability=0.3)
     batch = MonoBatch(cell, 100)
-    plain = _tiled(monkeypatch, batch)
+    plain = _tiled(monkeypatch, batch, listed=False)
     listed = _tiled(monkeypatch, batch, listed=True)
     t, u = plain.tiles, listed.tiles
     assert u.listed and not t.listed and u.template.endswith(", true>")
@@ -183,13 +183,13 @@ def test_tiled_listed_reads_the_cells_through_an_identity_member_list(monkeypatc
 
 def test_tiled_listed_by_default_only_on_one_group_blocks(monkeypatch):
     """With :data:`SharedTiles.LISTED_ONE_GROUP` on, ``tiled`` takes the listed variant where
-    its arrangement has one group and one buffer, and keeps it as planned otherwise; off (as
-    shipped until measured on a GPU), never unless asked."""
+    its arrangement has one group and one buffer, and keeps it as planned otherwise; off,
+    never unless asked."""
     from hinesbatch.solvers.gpu import strategies
 
     one = MonoBatch(rt.binary_tree(2, branch_length=170, rng=2), 256)  # 32 one-group blocks
     several = MonoBatch(one.cell, 2560)  # 3 groups per block
-    assert not strategies.SharedTiles.LISTED_ONE_GROUP
+    monkeypatch.setattr(strategies.SharedTiles, "LISTED_ONE_GROUP", False)
     assert not _tiled(monkeypatch, one).tiles.listed
     monkeypatch.setattr(strategies.SharedTiles, "LISTED_ONE_GROUP", True)
     t = _tiled(monkeypatch, one).tiles

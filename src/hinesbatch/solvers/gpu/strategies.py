@@ -600,10 +600,9 @@ class SharedTiles:
     #: kernel's listed variant, as ``grouped`` does) when its arrangement has one group and
     #: one buffer, unless told (``listed``). Measured on an H100 (fp64, same run,
     #: benchmarks/experiments/tiled_listed/): 256 binary cells of 510 nodes 0.0351 -> 0.0315
-    #: ms, 3000 x ca1 at 1405 nodes 0.152 -> 0.141, 100 x ca1 0.0164 both. Off until the GPU
-    #: tests and ``bench multi`` have run with it on (the listed variant itself is tested
-    #: through ``grouped`` on MonoBatches).
-    LISTED_ONE_GROUP = False
+    #: ms, 3000 x ca1 at 1405 nodes 0.152 -> 0.141, 100 x ca1 0.0164 both. With it on,
+    #: ``bench multi`` (H100) has ``tiled`` at or below ``grouped`` on every MonoBatch.
+    LISTED_ONE_GROUP = True
 
     @classmethod
     def preferred(cls, cell, reroot=None) -> list[tuple[int, int]]:
