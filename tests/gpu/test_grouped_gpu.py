@@ -121,6 +121,19 @@ def test_auto_groups_copies_and_not_distinct_matrices(seed, cp):
     assert "strategy grouped" not in hinesbatch.plan(distinct, backend="gpu").describe()
 
 
+def test_auto_groups_up_to_one_class_per_sm(seed, cp):
+    """``auto`` gives ``grouped`` as many classes as the device has SMs (its one launch keeps
+    one block per SM), and ``tiled`` one more (cells of equal sizes)."""
+    rng = np.random.default_rng(seed)
+    sms = device_properties(0)["sm_count"]
+    cells = [rt.random_tree(40, rng=rng, branch_probability=0.3) for _ in range(sms + 1)]
+    plan = hinesbatch.plan(HinesStructure.concatenate(cells[:sms]), backend="gpu")
+    assert f"strategy grouped (auto: {sms} per-cell" in plan.describe(), plan.describe()
+    assert f"<= {sms} classes, one per SM" in plan.describe()
+    plan = hinesbatch.plan(HinesStructure.concatenate(cells), backend="gpu")
+    assert "strategy tiled (auto" in plan.describe(), plan.describe()
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 def test_large_cells_share_a_block_in_groups(dtype, seed, cp):
     """1,600-node bushy cells get 32 lanes each (the width rule); with enough cells to fill

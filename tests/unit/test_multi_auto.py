@@ -65,6 +65,24 @@ def test_per_cell_batches_of_few_matrices_get_grouped():
     assert choose(n_cells=10**6, classes=None, **edge)[0] == "fine"  # rows without classes
 
 
+def test_grouped_takes_at_most_one_class_per_sm():
+    """With the device's SM count known, ``grouped`` takes up to one class per SM (its one
+    launch keeps one block per SM), past :data:`GROUPED_MAX_CLASSES`; the reason says which."""
+    edge = dict(mono=False, n_cells=10**4, mean_nodes=200.0, max_nodes=200)
+    name, _, why = choose(classes=128, sms=132, **edge)
+    assert name == "grouped" and "128 classes" in why and "<= 132 classes, one per SM" in why
+    assert choose(classes=132, sms=132, **edge)[0] == "grouped"
+    assert choose(classes=133, sms=132, **edge)[0] == "tiled"
+    assert choose(classes=40, sms=32, **edge)[0] == "tiled"
+    name, _, why = choose(classes=GROUPED_MAX_CLASSES, **edge)
+    assert name == "grouped" and "SM count not known" in why
+    assert choose(classes=GROUPED_MAX_CLASSES + 1, **edge)[0] == "tiled"
+    cells = HinesStructure.concatenate([rt.random_tree(50, rng=k) for k in range(100)])
+    assert auto_strategy(cells)[0] == "tiled"
+    name, _, why = auto_strategy(cells, sms=132)
+    assert name == "grouped" and "100 classes" in why
+
+
 def test_every_pick_is_a_registered_strategy_with_its_options():
     for mono in (True, False):
         for n in (1, 10, 10**4, 10**6):

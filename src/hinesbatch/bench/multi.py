@@ -46,6 +46,9 @@ AUTO_TOLERANCE = 1.10
 #: The contender a strategy's backend falls back to when it cannot take a batch (timed as
 #: auto's pick when the pick itself failed).
 FALLBACK = {"tiled": "interleaved", "grouped-one": "grouped"}
+#: Resident threads per SM the rows' ``resident`` counts (rows keep it, not the SM count
+#: ``auto`` reads: the SMs are ``resident // THREADS_PER_SM``).
+THREADS_PER_SM = 2048
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -113,7 +116,7 @@ def _measure(args) -> tuple[list[dict], dict, list[str]]:
     info = gpu_info(cupy)
     print("GPU:", "; ".join(info["gpus"]), flush=True)
     props = cupy.cuda.runtime.getDeviceProperties(0)
-    resident = int(props["multiProcessorCount"]) * 2048
+    resident = int(props["multiProcessorCount"]) * THREADS_PER_SM
     repeats = 3 if args.quick else args.repeats
     import numba
 
@@ -174,7 +177,7 @@ def _run_case(cupy, case, repeats: int, l2: int, resident: int) -> dict:
            "mean_cell_nodes": float(sizes.mean()),
            "depth": depth_fraction(structure.cell.parent) if mono else None, "resident": resident,
            "classes": cell_shapes(structure, couplings=True).n_shapes}
-    name, options, row["auto_reason"] = auto_strategy(structure)
+    name, options, row["auto_reason"] = auto_strategy(structure, resident // THREADS_PER_SM)
     row["auto"] = _label(name, options, row["classes"])
     ref, errors = None, {}
     for label, strategy, options in CONTENDERS:
@@ -272,9 +275,10 @@ def _auto_pick(row: dict) -> tuple[str, str]:
     """Auto's pick for a measured row (a contender label) and its reason, by the current rule."""
     from ..solvers.gpu.auto import choose
 
+    sms = row["resident"] // THREADS_PER_SM if row.get("resident") else None
     name, options, why = choose(mono=row["mono"], n_cells=row["cells"],
                               mean_nodes=row.get("mean_cell_nodes") or row["nodes"] / row["cells"],
-                              max_nodes=row["max_cell_nodes"], classes=row.get("classes"))
+                              max_nodes=row["max_cell_nodes"], classes=row.get("classes"), sms=sms)
     return _label(name, options, row.get("classes")), why
 
 

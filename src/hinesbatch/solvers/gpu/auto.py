@@ -1,6 +1,6 @@
-"""``strategy="auto"``: which GPU Hines strategy a batch gets, from its shape alone.
+"""``strategy="auto"``: which GPU Hines strategy a batch gets, from its shape and the SM count.
 
-The rule (third version, set from ``hinesbatch bench multi`` and ``bench hines`` on the H200,
+The rule (fourth version, set from ``hinesbatch bench multi`` and ``bench hines`` on the H200,
 ``benchmarks/results/h200/multi.md`` and ``hines.md``, and ``bench multi`` on an H100,
 ``benchmarks/results/h100/multi.md``; fp64, canonical values):
 
@@ -10,17 +10,23 @@ The rule (third version, set from ``hinesbatch bench multi`` and ``bench hines``
   2-level binary trees (510 nodes, two thirds on one root-to-leaf path) included: since the
   cell is eliminated from its centre where that takes fewer steps, 256,000 of them take 2.62
   ms with ``tiled`` against 5.62 with ``interleaved`` (H100; the rule before sent such batches
-  to ``interleaved``, set when ``tiled`` took 6.67 ms on the H200). Deeper cells (long
-  unbranched chains) leave ``tiled``'s lanes idle; ``bench multi``'s "limits" cases (copies
-  of a 1,000-node cable) are not measured yet;
+  to ``interleaved``, set when ``tiled`` took 6.67 ms on the H200). An unbranched cable
+  leaves most of ``tiled``'s lanes idle (two nodes per step), yet copies of a 1,000-node one
+  took 0.233 ms with ``tiled`` against 0.803 for balanced ``fine`` (2,560 cells) and 1.88
+  against 2.06 for ``interleaved`` (25,600; H100, ``bench multi``'s "limits" cases);
 * per-cell structures whose cells fall into few classes of cells with the same matrix (at
-  most :data:`GROUPED_MAX_CLASSES` classes: a batch built from a few morphologies, or a few
-  cells) get ``grouped``: every class solved as a shared structure by ``tiled``'s kernel,
-  24 bytes per node moved instead of 44, all classes in one launch (so a class of a few cells
-  costs no launch of its own). Fastest in ``bench multi`` (H100, 2026-11-25) from 100 real
-  cells (0.037 ms against 0.067 for balanced ``fine``) to 256,000, and on 10 random cells
-  (0.015 against 0.032 for ``dhs``); 1,000 classes of one cell each took 9.7 ms against
-  0.035 for ``tiled``;
+  most one class per SM of the device, :data:`GROUPED_MAX_CLASSES` when the SM count is not
+  known: a batch built from a few morphologies, or a few cells) get ``grouped``: every class
+  solved as a shared structure by ``tiled``'s kernel, 24 bytes per node moved instead of 44,
+  all classes in one launch (so a class of a few cells costs no launch of its own). Fastest in
+  ``bench multi`` (H100, 2026-11-25) from 100 real cells (0.037 ms against 0.068 for balanced
+  ``fine``) to 256,000, on 10 random cells (0.015-0.018 against 0.029-0.034) and on 1,280
+  random cells of 128 trees (0.020 against 0.037). The one launch keeps one persistent block
+  per SM; with more classes than blocks, the blocks that finish together all move to the same
+  class and wait on one another (``hines_tiled_classes``): random cells of 200 nodes
+  (benchmarks/experiments/class_count/, H100, 132 SMs) took 0.016-0.020 ms with ``grouped``
+  up to 128 classes against 0.035-0.039 with ``tiled``, then 0.17-0.19 ms at 192 classes and
+  1.9 ms at 512, whatever the copies per class (1 to 16);
 * other per-cell structures (:class:`~hinesbatch.tree.structure.HinesStructure`) of nearly equal
   sizes (largest cell at most :data:`UNIFORM_SPREAD` times the mean) get ``tiled``: one
   thread per cell, each cell staged through shared memory, and the threads of a warp finish
@@ -31,8 +37,8 @@ The rule (third version, set from ``hinesbatch bench multi`` and ``bench hines``
   real cells whose matrices all differ: 1.258 ms against 1.249 for ``dhs``, the fastest).
 
 When the chosen ``tiled`` cannot hold a cell in shared memory the backend falls back to
-``interleaved`` (``GpuBackend._make``). The rule is a pure function of the batch shape so
-that it is tested without a GPU (``tests/unit/test_multi_auto.py``).
+``interleaved`` (``GpuBackend._make``). The rule is a pure function of the batch shape and
+the SM count so that it is tested without a GPU (``tests/unit/test_multi_auto.py``).
 """
 from __future__ import annotations
 
@@ -47,7 +53,8 @@ AUTO_REASON = ("fastest from canonical-order values for every cell and batch siz
                "256000 cells of 313 nodes, fp64; benchmarks/results/h200)")
 #: Per-cell batches whose largest cell is at most this times the mean size count as uniform.
 UNIFORM_SPREAD = 1.5
-#: ``grouped`` for per-cell batches of at most this many classes of cells with one matrix.
+#: ``grouped`` for per-cell batches of at most this many classes of cells with one matrix when
+#: the device's SM count is not known (else one class per SM; module docstring).
 GROUPED_MAX_CLASSES = 64
 #: The balanced ``fine`` of mixed per-cell batches.
 BALANCED_FINE = {"reroot": True, "split": "cost"}
@@ -63,7 +70,7 @@ def depth_fraction(parent) -> float:
     return float(depth.max()) / parent.size if parent.size else 0.0
 
 
-def auto_strategy(structure) -> tuple[str, dict, str]:
+def auto_strategy(structure, sms: int | None = None) -> tuple[str, dict, str]:
     """The strategy ``auto`` picks for ``structure``, its options and why.
 
     Parameters
@@ -72,6 +79,9 @@ def auto_strategy(structure) -> tuple[str, dict, str]:
         The batch (its type, number of cells and cell sizes are read; for a per-cell
         structure also the number of classes of cells with the same matrix,
         :func:`~hinesbatch.tree.schedules.cell_shapes` with ``couplings=True``).
+    sms : int, optional
+        The device's streaming multiprocessors (``grouped`` takes at most one class per SM;
+        :data:`GROUPED_MAX_CLASSES` when not given).
 
     Returns
     -------
@@ -88,24 +98,27 @@ def auto_strategy(structure) -> tuple[str, dict, str]:
     return choose(mono=False, n_cells=int(structure.n_cells),
                   mean_nodes=float(sizes.mean()) if sizes.size else 0.0,
                   max_nodes=int(sizes.max()) if sizes.size else 0,
-                  classes=cell_shapes(structure, couplings=True).n_shapes)
+                  classes=cell_shapes(structure, couplings=True).n_shapes, sms=sms)
 
 
 def choose(*, mono: bool, n_cells: int, mean_nodes: float, max_nodes: int,
-           classes: int | None = None) -> tuple[str, dict, str]:
+           classes: int | None = None, sms: int | None = None) -> tuple[str, dict, str]:
     """The rule itself on the batch shape (see the module docstring).
 
     ``classes``: classes of cells with the same matrix (per-cell structures; ``None``:
-    unknown, as in rows measured before the rule had it). Returns ``(name, options, reason)``.
+    unknown, as in rows measured before the rule had it). ``sms``: the device's SM count
+    (``None``: unknown). Returns ``(name, options, reason)``.
     """
     if mono:
         return "tiled", {}, "shared structure (MonoBatch): tiled was " + AUTO_REASON
-    if classes is not None and 0 < classes <= GROUPED_MAX_CLASSES:
+    most = GROUPED_MAX_CLASSES if sms is None else int(sms)
+    if classes is not None and 0 < classes <= most:
+        per = "one per SM" if sms is not None else "the SM count not known"
         return "grouped", {}, (
             f"{n_cells} per-cell structures in {classes} classes of cells with the same matrix "
-            f"(<= {GROUPED_MAX_CLASSES} classes): each class solved as a shared structure, all "
-            f"in one launch, was fastest on real mixes of 100 to 256000 cells and on 10 random "
-            f"cells (benchmarks/results/h100/multi.md)")
+            f"(<= {most} classes, {per}): each class solved as a shared structure, all in one "
+            f"launch, was fastest on real mixes of 100 to 256000 cells, on 10 random cells and "
+            f"on 1280 of 128 trees (benchmarks/results/h100/multi.md)")
     if max_nodes <= UNIFORM_SPREAD * mean_nodes:
         return "tiled", {}, (
             f"per-cell structures of nearly equal sizes (largest {max_nodes} <= "

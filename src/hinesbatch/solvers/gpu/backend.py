@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import SingularSystemError
 from .auto import AUTO_REASON, auto_strategy
-from .device import availability, cupy_module, device_ids, suits_gpu
+from .device import availability, cupy_module, device_ids, device_properties, suits_gpu
 from .parts import Part, split
 from .strategies import STRATEGIES, Strategy
 from . import grouped, multi  # noqa: F401  (register the strategies grouped, levels, fine, dhs)
@@ -122,7 +122,8 @@ class GpuBackend:
                 raise ValueError(f"unknown GPU strategy {strategy!r}; valid strategies: auto, "
                                  f"{', '.join(STRATEGIES)}")
             return strategy, "requested"
-        name, self._auto_options, why = auto_strategy(self.structure)
+        sms = min(device_properties(d)["sm_count"] for d in self.devices)
+        name, self._auto_options, why = auto_strategy(self.structure, sms)
         return name, "auto: " + why
 
     def _budget(self, device: int) -> int:
