@@ -92,6 +92,11 @@ def test_rewrite_from_json(tmp_path):
     # multi.json itself (rows kept as "Raw rows") can be re-analysed again
     assert main(["bench", "multi", "--from-json", str(out / "multi.json"), "--out", str(out),
                  "--no-plots"]) == 0
+    # rows of two runs merged by hand: a "Raw rows" table alone
+    src.write_text(json.dumps(doc | {"tables": {"Raw rows": _rows()}}))
+    assert main(["bench", "multi", "--from-json", str(src), "--out", str(out), "--no-plots"]) == 0
+    again = json.loads((out / "multi.json").read_text())
+    assert [r["case"] for r in again["tables"]["Raw rows"]] == [r["case"] for r in _rows()]
 
 
 def test_case_builders_give_solvable_batches():

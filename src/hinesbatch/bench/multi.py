@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     if args.from_json:
         doc = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
         tables = doc["tables"]  # multi.json keeps the rows as "Raw rows", multi_rows.json as "All cases"
-        rows, machine = tables.get("Raw rows", tables["All cases"]), doc["machine"]
+        rows, machine = tables.get("Raw rows") or tables["All cases"], doc["machine"]
         extra_notes = [n for n in doc["notes"]  # what the run measured, and what it skipped
                        if n.startswith("skipped") or "kept from an earlier run" in n] + [
             f"re-analysed without a GPU from {Path(args.from_json).name}: auto's picks are those "
