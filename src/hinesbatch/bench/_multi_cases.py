@@ -127,8 +127,8 @@ def _random_cells(rng, n_cells: int, n: int, p: float):
 
 def repeated_shapes(n_shapes: int, copies: int, n: int, p: float, *, seed: int = 0):
     """``n_shapes`` of :func:`random_batch`'s trees, each ``copies`` times with the same
-    matrix, in a random order: more classes of cells with one matrix than ``auto`` gives
-    ``grouped`` (:data:`~hinesbatch.solvers.gpu.auto.GROUPED_MAX_CLASSES`), a few cells each."""
+    matrix, in a random order: many classes of cells with one matrix, a few cells each (``auto``
+    gives ``grouped`` at most one class per SM; :mod:`hinesbatch.solvers.gpu.auto`)."""
     rng = np.random.default_rng(seed)
     parent, u = _random_cells(rng, n_shapes, n, p)
     pick = rng.permutation(np.repeat(np.arange(n_shapes), copies))
@@ -243,8 +243,8 @@ def cases(quick: bool) -> list[Case]:
     if not quick:
         out.append(Case("arbor", "100000 random medium (p=0.5)",
                         lambda: random_batch(100000, 200, 0.5, seed=7), n_cells=100000))
-    # where auto's rule rests on neighbouring cases only: more classes than grouped takes,
-    # and shared cells that are long unbranched cables
+    # where auto's rule rested on neighbouring cases only: many classes of a few cells each
+    # (near grouped's one class per SM), and shared cells that are long unbranched cables
     shapes, copies = (96, 5) if quick else (128, 10)
     out.append(Case("limits", f"{shapes * copies} cells of {shapes} shapes ({copies} each)",
                     lambda: repeated_shapes(shapes, copies, 200, 0.5, seed=shapes),

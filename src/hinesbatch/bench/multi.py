@@ -13,8 +13,8 @@ thread per cell (``interleaved``, the papers' "old" solver) and ``tiled``; does
   tree shared vs every cell different); Fig. 14 (binary trees of about 512 nodes with 2-4
   branch levels, 256-256,000 cells, with the multicore CPU); Arbor's Figs. 7.1/7.2 (random
   trees of 200 nodes, branching 90/50/10 %, 10-10,000 cells, and 100,000 at 50 %); the
-  limits of ``auto``'s evidence: 1,280 cells of 128 random shapes, 10 copies each (more
-  classes than it gives ``grouped``), and 2,560 and 25,600 copies of an unbranched cable of
+  limits of ``auto``'s evidence: 1,280 cells of 128 random shapes, 10 copies each (near
+  ``grouped``'s one class per SM), and 2,560 and 25,600 copies of an unbranched cable of
   1,000 nodes.
 * Every case: fp64, CUDA events around ``solve`` from canonical values (gathers and
   scatters included), pivots not checked, median of ``--repeats`` after warm-up; planning

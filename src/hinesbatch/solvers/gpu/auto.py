@@ -12,14 +12,14 @@ The rule (fourth version, set from ``hinesbatch bench multi`` and ``bench hines`
   ms with ``tiled`` against 5.62 with ``interleaved`` (H100; the rule before sent such batches
   to ``interleaved``, set when ``tiled`` took 6.67 ms on the H200). An unbranched cable
   leaves most of ``tiled``'s lanes idle (two nodes per step), yet copies of a 1,000-node one
-  took 0.233 ms with ``tiled`` against 0.803 for balanced ``fine`` (2,560 cells) and 1.88
-  against 2.06 for ``interleaved`` (25,600; H100, ``bench multi``'s "limits" cases);
+  took 0.233 ms with ``tiled`` against 0.802 for balanced ``fine`` (2,560 cells) and 1.89
+  against 2.05 for ``interleaved`` (25,600; H100, ``bench multi``'s "limits" cases);
 * per-cell structures whose cells fall into few classes of cells with the same matrix (at
   most one class per SM of the device, :data:`GROUPED_MAX_CLASSES` when the SM count is not
   known: a batch built from a few morphologies, or a few cells) get ``grouped``: every class
   solved as a shared structure by ``tiled``'s kernel, 24 bytes per node moved instead of 44,
   all classes in one launch (so a class of a few cells costs no launch of its own). Fastest in
-  ``bench multi`` (H100, 2026-11-25) from 100 real cells (0.037 ms against 0.068 for balanced
+  ``bench multi`` (H100, 2026-11-25) from 100 real cells (0.037 ms against 0.066 for balanced
   ``fine``) to 256,000, on 10 random cells (0.015-0.018 against 0.029-0.034) and on 1,280
   random cells of 128 trees (0.020 against 0.037). The one launch keeps one persistent block
   per SM; with more classes than blocks, the blocks that finish together all move to the same
