@@ -117,7 +117,7 @@ def test_case_builders_give_solvable_batches():
 
             np.testing.assert_allclose(x, dense_solve(s, d, rhs), rtol=1e-10, atol=1e-12)
     assert isinstance(binary_cells(4, 2), MonoBatch) and binary_cells(4, 2).cell.n_nodes == 510
-    many = repeated_shapes(70, 3, 40, 0.5, seed=4)  # 70 classes of 3 cells: past grouped's 64
+    many = repeated_shapes(70, 3, 40, 0.5, seed=4)  # 70 classes of 3 cells each
     shapes = cell_shapes(many, couplings=True)
     assert shapes.n_shapes == 70 and np.all(shapes.counts == 3)
     cable = chain_cells(2, 1000).cell
@@ -172,3 +172,13 @@ def test_grouped_picks_are_the_one_launch_for_several_classes():
     text = "\n".join(notes)
     assert "goal (a) met: 256000 real cells 1.200 ms (grouped-one)" in text
     assert "3.000 ms (fine-balanced), ratio 3.00" in text
+
+
+def test_auto_picks_read_the_sm_count_from_the_rows():
+    """The rows keep resident threads (SMs x 2048): 100 classes are grouped's on the H200's 132
+    SMs, and not when the SM count is unknown (auto's 64)."""
+    times = {"interleaved": 1.0, "fine-balanced": 0.5, "grouped-one": 0.1}
+    row = _row("limits", "100 classes", 1000, False, times, classes=100)
+    assert multi.analyse([row])[0]["All cases"][0]["auto"] == "grouped-one"
+    row = _row("limits", "100 classes", 1000, False, times, classes=100, resident=None)
+    assert multi.analyse([row])[0]["All cases"][0]["auto"] == "fine-balanced"
