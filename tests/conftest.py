@@ -40,13 +40,13 @@ def seed(request) -> int:
     return value
 
 
-@pytest.hookimpl(wrapper=True)
+@pytest.hookimpl(hookwrapper=True)  # not wrapper=True: pyproject's test extra allows pytest 7
 def pytest_runtest_makereport(item, call):
-    report = yield
+    outcome = yield
+    report = outcome.get_result()
     if report.failed:
         seeds = [value for key, value in item.user_properties if key == "seed"]
         if seeds:
             report.sections.append(
                 ("seed", f"seed={seeds[-1]}; replay with: "
                          f"{SEED_ENV}={seeds[-1]} python -m pytest '{item.nodeid}'"))
-    return report
