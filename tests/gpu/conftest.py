@@ -1,7 +1,8 @@
 """GPU tests: skipped with the registry's reason when CuPy or a CUDA device is missing.
 
 The largest errors measured (``gpu_cases.record_error``) are printed at the end of the run
-and written to ``$HB_GPU_ERROR_LOG`` as JSON when that variable is set.
+and written to ``$HB_GPU_ERROR_LOG`` as JSON when that variable is set. The ``seed``
+fixture (``tests/conftest.py``) prints a failing test's seed; ``HB_SEED=...`` replays it.
 """
 from __future__ import annotations
 
@@ -45,11 +46,3 @@ def cp():
     import cupy
 
     return cupy
-
-
-@pytest.fixture
-def seed():
-    """A fresh seed per test (name it in assertion messages; re-run with HB_SEED=...)."""
-    return int(os.environ.get("HB_SEED", int.from_bytes(os.urandom(4), "little")))
-
-

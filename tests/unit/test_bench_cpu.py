@@ -9,6 +9,7 @@ from hinesbatch import cli
 from hinesbatch.bench.common import interleaved_times, machine_info, markdown_table, write_results
 
 
+@pytest.mark.slow
 def test_bench_cpu_quick_writes_json_and_markdown(tmp_path, capsys):
     assert cli.main(["bench", "cpu", "--quick", "--out", str(tmp_path)]) == 0
     doc = json.loads((tmp_path / "cpu.json").read_text())

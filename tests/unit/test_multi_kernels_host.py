@@ -212,6 +212,7 @@ CONFIGS = {
 }
 
 
+@pytest.mark.nvcc
 @pytest.mark.parametrize("batch", ["mixed", "nonsymmetric", "mono", "tiny"])
 @pytest.mark.parametrize("config", sorted(CONFIGS))
 def test_float64_is_the_schedule_bit_for_bit(emulator, batches, config, batch):
@@ -229,6 +230,7 @@ def test_float64_is_the_schedule_bit_for_bit(emulator, batches, config, batch):
     np.testing.assert_array_equal(run.solve(d, rhs), x)  # run after run
 
 
+@pytest.mark.nvcc
 @pytest.mark.parametrize("config", ["levels", "fine", "dhs", "dhs-32-reroot"])
 def test_float32(emulator, batches, config):
     name, options = CONFIGS[config]
@@ -242,6 +244,7 @@ def test_float32(emulator, batches, config):
     assert np.max(err) <= 1e-5, f"relative error {np.max(err):.2e}"
 
 
+@pytest.mark.nvcc
 @pytest.mark.parametrize("config", ["levels", "fine-32-reroot", "dhs"])
 def test_native_slots_leave_padding_alone(emulator, batches, config):
     name, options = CONFIGS[config]
@@ -266,6 +269,7 @@ def _leaf(structure, cell: int) -> int:
     return int(np.flatnonzero(~has_child)[-1])
 
 
+@pytest.mark.nvcc
 @pytest.mark.parametrize("config", sorted(CONFIGS))
 def test_singular_pivots_name_cell_and_node(emulator, batches, config):
     """Zero leaf pivots in two cells: the lower cell is reported with the leaf, as by the
@@ -363,6 +367,7 @@ class _FakeCupy:
     asarray = staticmethod(np.ascontiguousarray)
 
 
+@pytest.mark.nvcc
 @pytest.mark.parametrize("config", ["levels", "fine-32-reroot", "dhs"])
 def test_device_entry_points_on_a_fake_cupy(emulator, batches, monkeypatch, config):
     """solve_canonical (cached launches), to_native / solve_native / from_native and the

@@ -63,6 +63,7 @@ def layouts(draw, tree):
     return text, line_of
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(data=st.data())
 def test_random_tree_round_trip(data):

@@ -236,6 +236,7 @@ def _check(x, ref, lengths, tol):
 TOL = {np.float32: 1e-4, np.float64: 1e-11}
 
 
+@pytest.mark.nvcc
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float", "double"])
 @pytest.mark.parametrize("q", sorted(tk.CHUNK_CONFIGS))
 def test_chunked_kernel_on_the_cpu(emulator, q, dtype):
@@ -251,7 +252,9 @@ def test_chunked_kernel_on_the_cpu(emulator, q, dtype):
         assert flag == 2**64 - 1 and np.all(status == 0xFFFFFFFF)
 
 
-@pytest.mark.parametrize("q", tk.SEGMENT_ROWS)
+@pytest.mark.nvcc
+@pytest.mark.parametrize("q", [q if q == min(tk.SEGMENT_ROWS) else pytest.param(q, marks=pytest.mark.slow)
+                               for q in tk.SEGMENT_ROWS])
 def test_segmented_chunked_kernels_on_the_cpu(emulator, q):
     rng = np.random.default_rng(q + 1)
     n = 3 * q + 5
@@ -265,7 +268,9 @@ def test_segmented_chunked_kernels_on_the_cpu(emulator, q):
         assert flag == 2**64 - 1
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float", "double"])
+@pytest.mark.nvcc
+@pytest.mark.parametrize("dtype", [np.float32, pytest.param(np.float64, marks=pytest.mark.slow)],
+                         ids=["float", "double"])
 def test_thomas_kernel_and_transposes_on_the_cpu(emulator, dtype):
     rng = np.random.default_rng(7)
     for n in (1, 2, 3, 40):
@@ -281,6 +286,7 @@ def test_thomas_kernel_and_transposes_on_the_cpu(emulator, dtype):
             assert np.all(np.isnan(x[k, m:]))
 
 
+@pytest.mark.nvcc
 def test_pivot_records_on_the_cpu(emulator):
     """System 3's first pivot and system 4's last are zero: both flagged, the lowest reported
     with its row, their solutions not written; a zero pivot inside a segmented system too."""

@@ -115,7 +115,7 @@ def test_cylinder_matches_discretize_of_a_two_point_swc(tmp_path, cable_geometry
     np.testing.assert_allclose(geo.ri_megohm[1:], cable_geometry.ri_megohm[1:], rtol=1e-9)
 
 
-@pytest.mark.parametrize("end", [0.0, 1.0])
+@pytest.mark.parametrize("end", [0.0, pytest.param(1.0, marks=pytest.mark.slow)])
 def test_rallpack1_against_the_analytic_cable(cable_geometry, end):
     dt = 0.005  # ms: backward Euler's O(dt) error is ~2e-5 relative here (docs/simulation.md)
     res = run_cable(cable_geometry, dt, end)
