@@ -90,14 +90,18 @@ def test_a_number_may_have_max_field_characters_and_no_more(separator):
     assert f"({MAX_FIELD + 1} characters) is longer than any number" in str(err)
 
 
-def test_bulk_and_line_by_line_parses_agree():
+def test_bulk_and_line_by_line_parses_agree(monkeypatch):
     text = ("# header\r\n1\t1 0.5 -.25 5. 1e-1 -1 # soma\r\n\r\n  # note\r\n"
-            "2 3 1E+2 007 -0 0.1 1\r\n3 3 9007199254740993 0 1 2.0 2.0\r\n")
-    bulk = read_text(text)
-    slow = read_text(text.replace("2 3 1E+2", "2\u00a03 1E+2"))   # not ASCII: line by line
-    for name in ("ids", "types", "xyz", "radii", "parents", "lines"):
-        np.testing.assert_array_equal(getattr(bulk, name), getattr(slow, name))
-    assert bulk.header == slow.header == (" header", " note")
+            "2 3 1E+2 007 -0 0.1 1\r\n3 3 1 0 1 2.0 2.0\r\n4 3 1 0 2 3 3 extra\r\n")
+    bulk = read_text(text.replace(" extra", ""))                 # one loadtxt on the lines
+    tokenized = read_text(text)                                  # split first, then loadtxt
+    spaced = read_text(text.replace(" extra", "").replace("2 3 1E+2", "2\u00a03 1E+2"))
+    monkeypatch.setattr(hm.swc, "_bulk_values", lambda data: None)
+    slow = read_text(text)                                       # field by field
+    for m in (tokenized, spaced, slow):
+        for name in ("ids", "types", "xyz", "radii", "parents", "lines"):
+            np.testing.assert_array_equal(getattr(m, name), getattr(bulk, name))
+        assert m.header == (" header", " note")
 
 
 def test_ids_beyond_float_precision_are_exact():

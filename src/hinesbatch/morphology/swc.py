@@ -105,6 +105,8 @@ def read_swc(source: Source, *, strict: bool = False, encoding: str = "utf-8",
     table, values = _parse_bulk(lines)
     if values is None:
         table = _tokenize(lines)
+        if table.rows and not table.short:    # 7 fields everywhere: numbers in bulk still
+            values = _bulk_values([" ".join(row) for row in table.rows])
     del lines
     (ids, types, xyz, radii, pids), errors = _parse_fields(table, path, values)
     parent_index, tree_errors = _link(ids, pids, table.numbers, path)
@@ -259,40 +261,47 @@ def _value_errors(values, numbers: np.ndarray, path: str) -> list[SWCError]:
 
 def _parse_bulk(lines: list[str]):
     """(table, values) of a file whose sample lines are 7 plain decimal numbers each,
-    parsed in bulk; (None, None) if any line needs :func:`_tokenize` and :func:`_parse_slow`
-    (which word every problem)."""
+    parsed in bulk; (None, None) if any line needs :func:`_tokenize`."""
     bodies = [ln.partition("#")[0] if "#" in ln else ln for ln in lines]
     numbers = [k for k, body in enumerate(bodies, start=1) if body and not body.isspace()]
     if not numbers:
         return None, None
-    data = [bodies[k - 1] for k in numbers]
-    del bodies
-    try:
-        if "\n".join(data).encode("ascii").translate(None, _PLAIN_BYTES):
-            return None, None                       # a character no plain number has
-    except UnicodeEncodeError:
+    values = _bulk_values([bodies[k - 1] for k in numbers])
+    if values is None:
         return None, None
-    wide = [ln for ln in data if len(ln) > MAX_FIELD]
-    if wide and max(map(len, " ".join(wide).split())) > MAX_FIELD:
-        return None, None
-    try:
-        cols = np.loadtxt(data, dtype=np.float64, comments=None, ndmin=2)
-    except ValueError:                              # not a number, or a line not 7 fields
-        return None, None
-    if cols.shape != (len(data), 7):
-        return None, None
-    ints = cols[:, _INT_COLS]
-    if not (np.isfinite(cols).all() and (np.abs(ints) < 2**53).all()
-            and (ints == np.trunc(ints)).all() and (ints[:, 0] >= 0).all()
-            and (np.abs(ints[:, 1]) < 2**31).all()):
-        return None, None                           # the slow path words the problem
     header = [ln.partition("#")[2] for ln in lines
               if "#" in ln and not ln.partition("#")[0].strip()]
     table = _Table(None, np.asarray(numbers, dtype=np.int64), [], [], header,
                    len(lines) - (lines[-1] == ""))
+    return table, values
+
+
+def _bulk_values(data: list[str]):
+    """(ids, types, xyz, radii, parent ids) of sample lines (comments removed) that hold 7
+    plain decimal numbers each, in one :func:`numpy.loadtxt` call; None if any line needs
+    :func:`_parse_slow` (which words every problem)."""
+    try:
+        if "\n".join(data).encode("ascii").translate(None, _PLAIN_BYTES):
+            return None                             # a character no plain number has
+    except UnicodeEncodeError:
+        return None
+    wide = [ln for ln in data if len(ln) > MAX_FIELD]
+    if wide and max(map(len, " ".join(wide).split())) > MAX_FIELD:
+        return None
+    try:
+        cols = np.loadtxt(data, dtype=np.float64, comments=None, ndmin=2)
+    except ValueError:                              # not a number, or a line not 7 fields
+        return None
+    if cols.shape != (len(data), 7):
+        return None
+    ints = cols[:, _INT_COLS]
+    if not (np.isfinite(cols).all() and (np.abs(ints) < 2**53).all()
+            and (ints == np.trunc(ints)).all() and (ints[:, 0] >= 0).all()
+            and (np.abs(ints[:, 1]) < 2**31).all()):
+        return None
     ints = ints.astype(np.int64)
-    return table, (ints[:, 0].copy(), ints[:, 1].astype(np.int32), cols[:, 2:5].copy(),
-                   cols[:, 5].copy(), ints[:, 2].copy())
+    return (ints[:, 0].copy(), ints[:, 1].astype(np.int32), cols[:, 2:5].copy(),
+            cols[:, 5].copy(), ints[:, 2].copy())
 
 
 def _parse_slow(table: _Table, path: str):
