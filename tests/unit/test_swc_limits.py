@@ -62,7 +62,7 @@ def test_one_long_number_keeps_memory_proportional_to_the_file():
 
 @pytest.mark.parametrize("field", [0, 1, 6])
 def test_integer_beyond_pythons_digit_limit_is_a_located_syntax_error(field):
-    row = "2 3 0 0 1 1 1".split()
+    row = ["2", "3", "0", "0", "1", "1", "1"]
     row[field] = "7" * 5000                    # int() refuses more than 4300 digits
     text = f"1 1 0 0 0 5 -1\n{' '.join(row)}  # <-- here\n"
     err = raises(hm.SWCSyntaxError, text)
