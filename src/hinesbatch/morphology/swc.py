@@ -49,6 +49,7 @@ _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _INT_COLS = [0, 1, 6]
 _INT_LIMITS = {"id": (0, 2**63 - 1), "type": (-2**31, 2**31 - 1), "parent": (-2**63, 2**63 - 1)}
 _STOP_SYNTAX = "the tree (ids, parents, roots, cycles) was not checked."
+_BLOCK = 4096           # rows per bulk attempt in _parse_slow: a bad line costs its block
 
 #: Longest field read as a number [characters]. A double needs at most 17 significant
 #: digits, so 64 leaves room for any padding a writer uses; longer fields are syntax errors.
@@ -105,8 +106,6 @@ def read_swc(source: Source, *, strict: bool = False, encoding: str = "utf-8",
     table, values = _parse_bulk(lines)
     if values is None:
         table = _tokenize(lines)
-        if table.rows and not table.short:    # 7 fields everywhere: numbers in bulk still
-            values = _bulk_values([" ".join(row) for row in table.rows])
     del lines
     (ids, types, xyz, radii, pids), errors = _parse_fields(table, path, values)
     parent_index, tree_errors = _link(ids, pids, table.numbers, path)
@@ -305,23 +304,25 @@ def _bulk_values(data: list[str]):
 
 
 def _parse_slow(table: _Table, path: str):
-    """Field-by-field parse naming every bad field of every line: (values, SWCSyntaxError or None)."""
-    bad, items, parsed = [], [], []
+    """Parse naming every bad field of every line: (values, SWCSyntaxError or None).
+
+    Blocks of :data:`_BLOCK` rows are parsed in bulk where they can be, the others field by
+    field, so that a few bad lines (or extra fields) in a large file cost little.
+    """
+    bad, items = [], []
     for k, tok in table.short:
         bad.append(k)
         items.append(f"{path}:{k}: {_count(len(tok), 'field')} ({quote(' '.join(tok))}), "
                      "7 needed")
-    for k, tok in zip(table.numbers.tolist(), table.rows):
-        row, problems = _parse_row(tok)
-        if problems:                      # its other fields may be shifted: do not use them
-            bad.append(k)
-            items.append(f"{path}:{k}: " + "; ".join(problems))
-            row = [0] * 7
-        parsed.append(row)
-    arr = np.array(parsed, dtype=object).reshape(len(parsed), 7)
-    values = (arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int32),
-              arr[:, 2:5].astype(np.float64), arr[:, 5].astype(np.float64),
-              arr[:, 6].astype(np.int64))
+    numbers = table.numbers.tolist()
+    blocks = [_parse_rows([], [], path, bad, items)]          # fixes dtypes and shapes
+    for start in range(0, len(table.rows), _BLOCK):
+        rows = table.rows[start:start + _BLOCK]
+        block = _bulk_values([" ".join(row) for row in rows])
+        if block is None:
+            block = _parse_rows(rows, numbers[start:start + _BLOCK], path, bad, items)
+        blocks.append(block)
+    values = tuple(np.concatenate(parts) for parts in zip(*blocks))
     if not bad:
         return values, None
     order = np.argsort(bad, kind="stable")
@@ -329,6 +330,23 @@ def _parse_slow(table: _Table, path: str):
         path, bad, f"{_count(len(bad), 'line', 'is')} not a sample (7 fields: "
         f"{' '.join(FIELDS)}; id, type and parent integers, all finite):\n  "
         + listing([items[i] for i in order], sep="\n  "), stopped=_STOP_SYNTAX)
+
+
+def _parse_rows(rows: list, numbers: list[int], path: str, bad: list[int], items: list[str]):
+    """Field-by-field parse of ``rows`` (on lines ``numbers``); appends each bad line to
+    ``bad`` and its problems to ``items``; its values are zeros."""
+    parsed = []
+    for k, tok in zip(numbers, rows):
+        row, problems = _parse_row(tok)
+        if problems:                      # its other fields may be shifted: do not use them
+            bad.append(k)
+            items.append(f"{path}:{k}: " + "; ".join(problems))
+            row = [0] * 7
+        parsed.append(row)
+    arr = np.array(parsed, dtype=object).reshape(len(parsed), 7)
+    return (arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int32),
+            arr[:, 2:5].astype(np.float64), arr[:, 5].astype(np.float64),
+            arr[:, 6].astype(np.int64))
 
 
 def _parse_row(tok: list[str]) -> tuple[list, list[str]]:
