@@ -16,9 +16,9 @@ comments (whole lines, or the rest of a line after data). The reader checks, in 
 Each error lists every line of its rule; ``docs/swc.md`` is the catalogue.
 
 Memory and time grow with the file's size, whatever its content: files of plain 7-field
-lines are parsed in bulk (:func:`numpy.loadtxt` on the lines without comments), anything
-else line by line, and no field is converted or quoted whole when it is longer than any
-number.
+lines are parsed in bulk (:func:`numpy.loadtxt` on the lines without comments); other files
+are split into fields first and parsed in blocks of rows, field by field only in a block
+that fails; no field is converted or quoted whole when it is longer than any number.
 """
 from __future__ import annotations
 
