@@ -12,13 +12,16 @@ from hypothesis import strategies as st
 
 import hinesbatch.morphology as hm
 from hinesbatch.morphology import read_swc
+from hinesbatch.morphology.swc import MAX_MAGNITUDE
 
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+HUGE = MAX_MAGNITUDE     # coordinates and radii must stay below it (SWCRangeError)
 finite = st.one_of(st.floats(min_value=-1e4, max_value=1e4),
-                   st.floats(allow_nan=False, allow_infinity=False))     # up to ±1.8e308
+                   st.floats(min_value=-HUGE, max_value=HUGE, exclude_min=True,
+                             exclude_max=True))
 radius = st.one_of(st.just(0.0), st.floats(min_value=0.0, max_value=1e3),
-                   st.floats(min_value=0.0, allow_infinity=False))
+                   st.floats(min_value=0.0, max_value=HUGE, exclude_max=True))
 
 
 @st.composite

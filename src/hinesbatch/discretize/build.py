@@ -6,14 +6,14 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from ..morphology.errors import SWCRadiusError
+from ..morphology.errors import SWCGeometryError, SWCRadiusError, listing
 from ..morphology.model import Morphology
 from ..morphology.radii import check_radii
 from ..morphology.swc import read_swc
 from .geometry import CellGeometry
 from .import3d import Sections, import3d_sections
 from .nodes import node_layout
-from .pt3d import arc_lengths, area_ri, lambda_sums, nseg_d_lambda
+from .pt3d import NSEG_SATURATED, arc_lengths, area_ri, lambda_sums, nseg_d_lambda
 
 __all__ = ["discretize"]
 
@@ -71,6 +71,10 @@ def discretize(
     SWCRadiusError
         A radius is zero or negative (and ``min_radius`` is not given), or so small that
         it is 0 as a float32; the message names ``file:line`` of each such sample.
+    SWCGeometryError
+        A section's points, length, membrane area or axial resistance is not finite (a
+        coordinate or radius beyond float32's range, or an ``ra`` so large that a
+        resistance overflows); the message names each such section and its samples' lines.
     ValueError
         Bad ``nseg``, ``d_lambda``, ``ra``, ``cm`` or ``freq`` (or both ``nseg`` and
         ``d_lambda`` given).
@@ -94,9 +98,11 @@ def discretize(
     morph = _as_morphology(morphology)
     _check_options(nseg, d_lambda, ra, cm, freq)
     morph = check_radii(morph, min_radius=min_radius)
-    secs = import3d_sections(morph)
+    with np.errstate(over="ignore", invalid="ignore"):   # overflow is reported by section
+        secs = import3d_sections(morph)
     _check_float32_diameters(morph, secs)
     arc = arc_lengths(secs.xyz, secs.pt_offsets)
+    _check_points(morph, secs, arc)
     length = arc[secs.pt_offsets[1:] - 1]
     length = np.where(length <= 1e-9, 1e-9, length)  # NEURON's section_length()
     if d_lambda is None:
@@ -113,8 +119,9 @@ def _d_lambda_nseg(morph, secs: Sections, arc, length, d_lambda, freq, ra, cm) -
     nsegs = nseg_d_lambda(length, lam, d_lambda=d_lambda, freq=freq, ra=ra, cm=cm)
     if nsegs.max() > MAX_NSEG:
         k = int(np.argmax(nsegs))
+        asked = f"nseg={nsegs[k]}" if nsegs[k] < NSEG_SATURATED else f"nseg >= {NSEG_SATURATED}"
         raise ValueError(
-            f"d_lambda={d_lambda:g} asks for nseg={nsegs[k]} in {secs.names[k]} of "
+            f"d_lambda={d_lambda:g} asks for {asked} in {secs.names[k]} of "
             f"{morph.source}, more than NEURON's {MAX_NSEG}; use a larger d_lambda")
     return nsegs
 
@@ -140,6 +147,70 @@ def _check_float32_diameters(morph: Morphology, secs: Sections) -> None:
             f"radius {morph.radii[samples[0]]:g} µm of sample {morph.ids[samples[0]]} is 0 "
             "once stored as a float32 diameter, as NEURON stores it; use min_radius=<µm>",
             rule="non-positive radius")
+
+
+def _check_points(morph: Morphology, secs: Sections, arc: np.ndarray) -> None:
+    """Points beyond float32's range (as NEURON stores them) give no finite geometry."""
+    bad = ~(np.isfinite(secs.xyz).all(axis=1) & np.isfinite(secs.diam) & np.isfinite(arc))
+    if bad.any():
+        sec_of_point = np.repeat(np.arange(secs.n_sections), np.diff(secs.pt_offsets))
+        raise _geometry_error(
+            morph, secs, np.unique(sec_of_point[bad]),
+            "3-D points, diameters or arc lengths that are not finite once stored as float32 "
+            "(as NEURON stores them; its largest value is 3.4e38)", {})
+
+
+def _check_geometry(morph: Morphology, secs: Sections, nsegs, length, area, ri, ri_end,
+                    ra: float) -> None:
+    """Every section's length, segment areas and axial resistances finite (resistances > 0)."""
+    seg_sec = np.repeat(np.arange(secs.n_sections), nsegs)
+    bad_area = np.bincount(seg_sec, weights=~np.isfinite(area), minlength=secs.n_sections) > 0
+    ri_ok = np.isfinite(ri) & (ri > 0)
+    bad_ri = ((np.bincount(seg_sec, weights=~ri_ok, minlength=secs.n_sections) > 0)
+              | ~(np.isfinite(ri_end) & (ri_end > 0)))
+    bad_len = ~np.isfinite(length)
+    bad = np.flatnonzero(bad_area | bad_ri | bad_len)
+    if bad.size == 0:
+        return
+    first = np.concatenate([[0], np.cumsum(nsegs)[:-1]])
+    what = {}
+    for k in bad:
+        segs = slice(first[k], first[k] + nsegs[k])
+        parts = []
+        if bad_len[k]:
+            parts.append(f"length {length[k]:g} µm")
+        if bad_area[k]:
+            parts.append(f"membrane area {_worst(area[segs]):g} µm²")
+        if bad_ri[k]:
+            r = np.append(ri[segs], ri_end[k])
+            parts.append(f"axial resistance {_worst(r, positive=True):g} MΩ")
+        what[k] = ", ".join(parts)
+    raise _geometry_error(morph, secs, bad, f"a length, membrane area or axial resistance "
+                          f"(with ra = {ra:g} Ω·cm) that is not finite and positive", what)
+
+
+def _worst(values: np.ndarray, *, positive: bool = False) -> float:
+    """The first value that is not finite (or not > 0 when ``positive``)."""
+    ok = np.isfinite(values) & ((values > 0) if positive else True)
+    return float(values[np.flatnonzero(~ok)[0]])
+
+
+def _geometry_error(morph: Morphology, secs: Sections, sections, why: str,
+                    what: dict) -> SWCGeometryError:
+    """The error naming each section in ``sections`` and the lines of its samples."""
+    items, lines = [], []
+    for k in sections:
+        rows = np.unique(secs.pt_sample[secs.pt_offsets[k]:secs.pt_offsets[k + 1]])
+        own = morph.lines[rows]
+        lines.append(own)
+        detail = f": {what[k]}" if k in what else ""
+        items.append(f"{secs.names[k]} (line{'s' if own.size > 1 else ''} "
+                     f"{listing([str(v) for v in own])}){detail}")
+    n = len(items)
+    return SWCGeometryError(
+        morph.source, np.concatenate(lines),
+        f"{n} section{'s' if n > 1 else ''} ha{'ve' if n > 1 else 's'} {why}: "
+        + listing(items, sep="; "))
 
 
 def _check_options(nseg, d_lambda, ra, cm, freq) -> None:
@@ -169,6 +240,7 @@ def _geometry(morph, secs: Sections, arc, length, nsegs, ra, cm) -> CellGeometry
     seg_diam = np.full(n_seg_total, np.nan)
     ri_end = np.full(secs.n_sections, np.nan)
     area_ri(arc, secs.diam, secs.pt_offsets, nsegs, ra, seg_area, seg_ri, ri_end, seg_diam)
+    _check_geometry(morph, secs, nsegs, length, seg_area, seg_ri, ri_end, ra)
     layout = node_layout(nsegs, secs.parent, secs.parent_x)
     seg_nodes = np.flatnonzero(layout.is_segment)
     end_nodes = layout.first_segment + nsegs

@@ -24,6 +24,10 @@ __all__ = ["arc_lengths", "area_ri", "lambda_sums", "nseg_d_lambda"]
 _PI = 3.14159265358979323846  # NEURON's PI (treeset.cpp, hoc)
 _RI_FACTOR = 4.0 * 0.01       # treeset.cpp: ri * ra / PI * (4. * .01)
 
+#: :func:`nseg_d_lambda` returns at most this (any larger count is returned as it, so that
+#: the conversion to int64 cannot wrap around).
+NSEG_SATURATED = 2**31 + 1
+
 
 @njit(cache=True, error_model="numpy")
 def arc_lengths(xyz: np.ndarray, pt_offsets: np.ndarray) -> np.ndarray:
@@ -183,6 +187,7 @@ def nseg_d_lambda(length_um: np.ndarray, lam_sum: np.ndarray, *, d_lambda: float
     Returns
     -------
     int64[S]
+        At most :data:`NSEG_SATURATED`, which stands for any larger count.
     """
     if cm == 0:
         lambda_um = np.full(length_um.shape, 1e10)
@@ -190,5 +195,6 @@ def nseg_d_lambda(length_um: np.ndarray, lam_sum: np.ndarray, *, d_lambda: float
         lam = lam_sum * (math.sqrt(2) * 1e-5 * math.sqrt(4 * _PI * freq * ra * cm))
         with np.errstate(divide="ignore"):
             lambda_um = length_um / lam
-    n = np.trunc((length_um / (d_lambda * lambda_um) + 0.9) / 2)
-    return n.astype(np.int64) * 2 + 1
+    with np.errstate(over="ignore"):
+        n = np.trunc((length_um / (d_lambda * lambda_um) + 0.9) / 2)
+    return np.minimum(n, NSEG_SATURATED // 2).astype(np.int64) * 2 + 1

@@ -17,8 +17,8 @@ from typing import Iterable, Sequence
 
 __all__ = [
     "SWCError", "SWCEncodingError", "SWCSyntaxError", "SWCEmptyError", "SWCRadiusError",
-    "SWCDuplicateIdError", "SWCMissingParentError", "SWCMultipleRootsError", "SWCCycleError",
-    "SWCStrictError",
+    "SWCRangeError", "SWCDuplicateIdError", "SWCMissingParentError", "SWCMultipleRootsError",
+    "SWCCycleError", "SWCGeometryError", "SWCStrictError",
     "SWCWarning", "SWCExtraFieldsWarning", "SWCUnorderedWarning", "SWCNoSomaWarning",
     "SWCInterruptedSomaWarning", "SWCSomaAttachmentWarning", "SWCUndefinedTypeWarning",
     "SWCGeometryWarning", "SWCZeroLengthWarning", "SWCFatEndWarning",
@@ -28,6 +28,12 @@ __all__ = [
 #: At most this many offending lines are spelled out in a message; ``lines`` has them all.
 MAX_LISTED = 20
 
+#: Longest field a message quotes in full [characters]; longer ones are cut (:func:`quote`).
+MAX_QUOTED = 64
+
+#: How many leading characters of a cut field a message shows.
+QUOTED_HEAD = 20
+
 
 def listing(items: Sequence[str], *, sep: str = ", ") -> str:
     """Join message items, cut after :data:`MAX_LISTED` with a count of the rest."""
@@ -35,6 +41,14 @@ def listing(items: Sequence[str], *, sep: str = ", ") -> str:
         return sep.join(items)
     rest = len(items) - MAX_LISTED
     return sep.join(items[:MAX_LISTED]) + f"{sep}... and {rest} more (all in the .lines attribute)"
+
+
+def quote(text: str) -> str:
+    """``repr(text)``, cut to its first :data:`QUOTED_HEAD` characters and its length when
+    longer than :data:`MAX_QUOTED` (``'12345678901234567890'... (587000 characters)``)."""
+    if len(text) <= MAX_QUOTED:
+        return repr(text)
+    return f"{text[:QUOTED_HEAD]!r}... ({len(text)} characters)"
 
 
 class _Located:
@@ -133,6 +147,15 @@ class SWCRadiusError(SWCError):
     rule = "negative radius"
 
 
+class SWCRangeError(SWCError):
+    """A coordinate or radius of magnitude ``1e38`` µm or more. NEURON (and MorphIO) store
+    points and diameters as float32, whose largest value is 3.4e38: such a value, a
+    diameter twice it or the difference of two such coordinates is infinite there, and no
+    finite area or axial resistance can be computed from it."""
+
+    rule = "value out of range"
+
+
 class SWCDuplicateIdError(SWCError):
     """The same sample id defined on more than one line."""
 
@@ -155,6 +178,14 @@ class SWCCycleError(SWCError):
     """Parent links that form a loop (a sample that is its own parent included)."""
 
     rule = "cycle"
+
+
+class SWCGeometryError(SWCError):
+    """A section whose length, membrane area or axial resistance is not finite although
+    every value read was (raised by :func:`~hinesbatch.discretize`); the message names the
+    section and ``lines`` holds the lines of every sample that made its points."""
+
+    rule = "non-finite geometry"
 
 
 class SWCStrictError(SWCError):

@@ -4,14 +4,21 @@ An SWC file has one sample per line, ``id type x y z radius parent`` (µm), and 
 comments (whole lines, or the rest of a line after data). The reader checks, in order:
 
 1. encoding (undecodable bytes: :class:`SWCEncodingError`, reading stops);
-2. fields of every line (:class:`SWCSyntaxError`, reading stops after this check;
-   negative radii: :class:`SWCRadiusError`); no samples at all: :class:`SWCEmptyError`;
+2. fields of every line (:class:`SWCSyntaxError`, reading stops after this check; a field
+   longer than :data:`MAX_FIELD` characters is one, never converted); no samples at all:
+   :class:`SWCEmptyError`; negative radii (:class:`SWCRadiusError`) and coordinates or radii
+   too large for float32 geometry (:class:`SWCRangeError`);
 3. the tree (:class:`SWCDuplicateIdError`, :class:`SWCMissingParentError`,
    :class:`SWCMultipleRootsError`, :class:`SWCCycleError`), all rules reported together;
 4. the order (children listed before parents are re-sorted with an
    :class:`SWCUnorderedWarning`) and the conventions (:mod:`.conventions`).
 
 Each error lists every line of its rule; ``docs/swc.md`` is the catalogue.
+
+Memory and time grow with the file's size, whatever its content: files of plain 7-field
+lines are parsed in bulk (:func:`numpy.loadtxt` on the lines without comments); other files
+are split into fields first and parsed in blocks of rows, field by field only in a block
+that fails; no field is converted or quoted whole when it is longer than any number.
 """
 from __future__ import annotations
 
@@ -26,8 +33,8 @@ import numpy as np
 from .conventions import convention_warnings
 from .errors import (SWCCycleError, SWCDuplicateIdError, SWCEmptyError, SWCEncodingError,
                      SWCError, SWCExtraFieldsWarning, SWCMissingParentError,
-                     SWCMultipleRootsError, SWCRadiusError, SWCStrictError, SWCSyntaxError,
-                     SWCUnorderedWarning, SWCWarning, listing)
+                     SWCMultipleRootsError, SWCRadiusError, SWCRangeError, SWCStrictError,
+                     SWCSyntaxError, SWCUnorderedWarning, SWCWarning, listing, quote)
 from .model import Morphology
 
 __all__ = ["read_swc"]
@@ -36,12 +43,22 @@ Source = Union[str, "os.PathLike[str]", IO[str], IO[bytes]]
 
 FIELDS = ("id", "type", "x", "y", "z", "radius", "parent")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")             # universal newlines, as editors count
-_NOT_PLAIN_NUMBER = re.compile(r"[^0-9+\-.eE ]")     # anything the fast path must not see
+_PLAIN_BYTES = b"0123456789+-.eE \t\n"              # all the bulk parser may see
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _INT_COLS = [0, 1, 6]
 _INT_LIMITS = {"id": (0, 2**63 - 1), "type": (-2**31, 2**31 - 1), "parent": (-2**63, 2**63 - 1)}
 _STOP_SYNTAX = "the tree (ids, parents, roots, cycles) was not checked."
+_BLOCK = 4096           # rows per bulk attempt in _parse_slow: a bad line costs its block
+
+#: Longest field read as a number [characters]. A double needs at most 17 significant
+#: digits, so 64 leaves room for any padding a writer uses; longer fields are syntax errors.
+MAX_FIELD = 64
+
+#: Coordinates and radii must be smaller than this in magnitude [µm]: NEURON stores points
+#: as float32 (largest 3.4e38), where a diameter or a difference of two coordinates of
+#: this size still fits (see :class:`SWCRangeError`).
+MAX_MAGNITUDE = 1e38
 
 
 def read_swc(source: Source, *, strict: bool = False, encoding: str = "utf-8",
@@ -84,8 +101,13 @@ def read_swc(source: Source, *, strict: bool = False, encoding: str = "utf-8",
         One warning per convention rule broken, listing every line involved.
     """
     text, path = _read_text(source, encoding=encoding, name=name)
-    table = _tokenize(_LINE_BREAK.split(text))
-    (ids, types, xyz, radii, pids), errors = _parse_fields(table, path)
+    lines = _LINE_BREAK.split(text)
+    del text
+    table, values = _parse_bulk(lines)
+    if values is None:
+        table = _tokenize(lines)
+    del lines
+    (ids, types, xyz, radii, pids), errors = _parse_fields(table, path, values)
     parent_index, tree_errors = _link(ids, pids, table.numbers, path)
     errors += tree_errors
     if errors:
@@ -163,7 +185,7 @@ def _decode(data: bytes, encoding: str, path: str) -> str:
 
 @dataclass
 class _Table:
-    rows: list          # the first 7 fields of each data line
+    rows: list | None   # the first 7 fields of each data line (None after a bulk parse)
     numbers: np.ndarray  # int64, 1-based line number of each row
     short: list         # (line, fields) of data lines with fewer than 7 fields
     extra: list         # lines with more than 7 fields
@@ -191,78 +213,116 @@ def _tokenize(lines: list[str]) -> _Table:
     return _Table(rows, np.asarray(numbers, dtype=np.int64), short, extra, header, n_lines)
 
 
-def _parse_fields(table: _Table, path: str):
-    """Arrays (ids, types, xyz, radii, parent ids) and the negative-radius error, if any.
+def _parse_fields(table: _Table, path: str, values=None):
+    """Arrays (ids, types, xyz, radii, parent ids) and the value errors (negative radius,
+    out of range), if any. ``values``: those of a bulk parse, else the table is parsed here.
 
-    Raises SWCEmptyError, or SWCSyntaxError (with any negative-radius error in ``also``).
+    Raises SWCEmptyError, or SWCSyntaxError (with any value errors in ``also``).
     """
-    if not table.rows and not table.short:
+    if not table.rows and not table.short and values is None:
         what = ("is empty" if table.n_lines == 0 else
                 f"has {_count(table.n_lines, 'line')}, all comments or blank")
         raise SWCEmptyError(path, [max(table.n_lines, 1)], f"the file {what}; an SWC file "
                             "needs at least one sample line (id type x y z radius parent).")
-    values = _parse_fast(table.rows)
     syntax = None
-    if values is None or table.short:
+    if values is None:
         values, syntax = _parse_slow(table, path)
-    ids, _, _, radii, _ = values
     errors = [] if syntax is None else [syntax]
-    negative = np.flatnonzero(radii < 0)
-    if negative.size:
-        items = [f"sample {ids[i]} (line {table.numbers[i]}) has radius {radii[i]:g}"
-                 for i in negative]
-        errors.append(SWCRadiusError(path, table.numbers[negative],
-                                     "radii must not be negative: " + listing(items, sep="; ")))
+    errors += _value_errors(values, table.numbers, path)
     if syntax is not None:
         raise _combine(errors)
     return values, errors
 
 
-def _parse_fast(rows: list):
-    """Vectorised parse of plain decimal numbers; None if anything needs a closer look."""
-    if not rows or _NOT_PLAIN_NUMBER.search(" ".join(" ".join(r) for r in rows)):
-        return None
-    tok = np.array(rows)
-    try:
-        flts = tok[:, 2:6].astype(np.float64)
-        ints = _integers(tok[:, _INT_COLS])
-    except (ValueError, OverflowError):
-        return None
-    if ints is None or not (np.isfinite(flts).all() and (ints[:, 0] >= 0).all()
-                            and (np.abs(ints[:, 1]) < 2**31).all()):
-        return None                                 # the slow path words the problem
-    ids, types, pids = ints[:, 0].copy(), ints[:, 1].astype(np.int32), ints[:, 2].copy()
-    return ids, types, flts[:, :3].copy(), flts[:, 3].copy(), pids
+def _value_errors(values, numbers: np.ndarray, path: str) -> list[SWCError]:
+    """Negative radii, and coordinates or radii too large for finite geometry."""
+    ids, _, xyz, radii, _ = values
+    errors = []
+    negative = np.flatnonzero(radii < 0)
+    if negative.size:
+        items = [f"sample {ids[i]} (line {numbers[i]}) has radius {radii[i]:g}"
+                 for i in negative]
+        errors.append(SWCRadiusError(path, numbers[negative],
+                                     "radii must not be negative: " + listing(items, sep="; ")))
+    huge = np.abs(np.column_stack([xyz, radii])) >= MAX_MAGNITUDE
+    rows = np.flatnonzero(huge.any(axis=1))
+    if rows.size:
+        items = [f"sample {ids[i]} (line {numbers[i]}) has "
+                 + _and([f"{name} {value:g}" for name, value, big in
+                         zip(FIELDS[2:6], [*xyz[i], radii[i]], huge[i]) if big])
+                 for i in rows]
+        errors.append(SWCRangeError(
+            path, numbers[rows], f"coordinates and radii must be below {MAX_MAGNITUDE:g} µm "
+            "in magnitude (NEURON stores points as float32, largest 3.4e38, and no finite "
+            "area or resistance comes from larger ones): " + listing(items, sep="; ")))
+    return errors
 
 
-def _integers(tok: np.ndarray) -> np.ndarray | None:
-    """Integer fields, also when written as decimals ("5.0"); None if one is not integral."""
+def _parse_bulk(lines: list[str]):
+    """(table, values) of a file whose sample lines are 7 plain decimal numbers each,
+    parsed in bulk; (None, None) if any line needs :func:`_tokenize`."""
+    bodies = [ln.partition("#")[0] if "#" in ln else ln for ln in lines]
+    numbers = [k for k, body in enumerate(bodies, start=1) if body and not body.isspace()]
+    if not numbers:
+        return None, None
+    values = _bulk_values([bodies[k - 1] for k in numbers])
+    if values is None:
+        return None, None
+    header = [ln.partition("#")[2] for ln in lines
+              if "#" in ln and not ln.partition("#")[0].strip()]
+    table = _Table(None, np.asarray(numbers, dtype=np.int64), [], [], header,
+                   len(lines) - (lines[-1] == ""))
+    return table, values
+
+
+def _bulk_values(data: list[str]):
+    """(ids, types, xyz, radii, parent ids) of sample lines (comments removed) that hold 7
+    plain decimal numbers each, in one :func:`numpy.loadtxt` call; None if any line needs
+    :func:`_parse_slow` (which words every problem)."""
     try:
-        return tok.astype(np.int64)
-    except (ValueError, OverflowError):
-        values = tok.astype(np.float64)
-    if not (np.all(np.abs(values) < 2**53) and np.all(values == np.floor(values))):
+        if "\n".join(data).encode("ascii").translate(None, _PLAIN_BYTES):
+            return None                             # a character no plain number has
+    except UnicodeEncodeError:
         return None
-    return values.astype(np.int64)
+    wide = [ln for ln in data if len(ln) > MAX_FIELD]
+    if wide and max(map(len, " ".join(wide).split())) > MAX_FIELD:
+        return None
+    try:
+        cols = np.loadtxt(data, dtype=np.float64, comments=None, ndmin=2)
+    except ValueError:                              # not a number, or a line not 7 fields
+        return None
+    if cols.shape != (len(data), 7):
+        return None
+    ints = cols[:, _INT_COLS]
+    if not (np.isfinite(cols).all() and (np.abs(ints) < 2**53).all()
+            and (ints == np.trunc(ints)).all() and (ints[:, 0] >= 0).all()
+            and (np.abs(ints[:, 1]) < 2**31).all()):
+        return None
+    ints = ints.astype(np.int64)
+    return (ints[:, 0].copy(), ints[:, 1].astype(np.int32), cols[:, 2:5].copy(),
+            cols[:, 5].copy(), ints[:, 2].copy())
 
 
 def _parse_slow(table: _Table, path: str):
-    """Field-by-field parse naming every bad field of every line: (values, SWCSyntaxError or None)."""
-    bad, items, parsed = [], [], []
+    """Parse naming every bad field of every line: (values, SWCSyntaxError or None).
+
+    Blocks of :data:`_BLOCK` rows are parsed in bulk where they can be, the others field by
+    field, so that a few bad lines (or extra fields) in a large file cost little.
+    """
+    bad, items = [], []
     for k, tok in table.short:
         bad.append(k)
-        items.append(f"{path}:{k}: {_count(len(tok), 'field')} ({' '.join(tok)!r}), 7 needed")
-    for k, tok in zip(table.numbers.tolist(), table.rows):
-        row, problems = _parse_row(tok)
-        if problems:                      # its other fields may be shifted: do not use them
-            bad.append(k)
-            items.append(f"{path}:{k}: " + "; ".join(problems))
-            row = [0] * 7
-        parsed.append(row)
-    arr = np.array(parsed, dtype=object).reshape(len(parsed), 7)
-    values = (arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int32),
-              arr[:, 2:5].astype(np.float64), arr[:, 5].astype(np.float64),
-              arr[:, 6].astype(np.int64))
+        items.append(f"{path}:{k}: {_count(len(tok), 'field')} ({quote(' '.join(tok))}), "
+                     "7 needed")
+    numbers = table.numbers.tolist()
+    blocks = [_parse_rows([], [], path, bad, items)]          # fixes dtypes and shapes
+    for start in range(0, len(table.rows), _BLOCK):
+        rows = table.rows[start:start + _BLOCK]
+        block = _bulk_values([" ".join(row) for row in rows])
+        if block is None:
+            block = _parse_rows(rows, numbers[start:start + _BLOCK], path, bad, items)
+        blocks.append(block)
+    values = tuple(np.concatenate(parts) for parts in zip(*blocks))
     if not bad:
         return values, None
     order = np.argsort(bad, kind="stable")
@@ -272,10 +332,30 @@ def _parse_slow(table: _Table, path: str):
         + listing([items[i] for i in order], sep="\n  "), stopped=_STOP_SYNTAX)
 
 
+def _parse_rows(rows: list, numbers: list[int], path: str, bad: list[int], items: list[str]):
+    """Field-by-field parse of ``rows`` (on lines ``numbers``); appends each bad line to
+    ``bad`` and its problems to ``items``; its values are zeros."""
+    parsed = []
+    for k, tok in zip(numbers, rows):
+        row, problems = _parse_row(tok)
+        if problems:                      # its other fields may be shifted: do not use them
+            bad.append(k)
+            items.append(f"{path}:{k}: " + "; ".join(problems))
+            row = [0] * 7
+        parsed.append(row)
+    arr = np.array(parsed, dtype=object).reshape(len(parsed), 7)
+    return (arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int32),
+            arr[:, 2:5].astype(np.float64), arr[:, 5].astype(np.float64),
+            arr[:, 6].astype(np.int64))
+
+
 def _parse_row(tok: list[str]) -> tuple[list, list[str]]:
     values, problems = [], []
-    for name, text in zip(FIELDS, tok):
-        if name in _INT_LIMITS:
+    for field, (name, text) in enumerate(zip(FIELDS, tok), start=1):
+        if len(text) > MAX_FIELD:
+            value, problem = 0, (f"{name} (field {field}) {quote(text)} is longer than any "
+                                 f"number ({MAX_FIELD} characters at most)")
+        elif name in _INT_LIMITS:
             value, problem = _parse_int(name, text)
         elif _FLOAT.fullmatch(text):
             value = float(text)
