@@ -224,7 +224,8 @@ def _sim_row(geo, protocol, repeats, *, use_neuron: bool) -> dict:
 
     ours_s, nrn_s, solve_s = [], [], []
     for k in range(repeats + 1):  # round 0 compiles and warms up: not counted
-        trace, loop_s = ours()
+        trace, times = ours()
+        loop_s = times["first_step_s"] + times["loop_s"]
         nrn = neuron["run"]() if neuron is not None else None
         one = _solve_alone(solver, d0, rhs0, amps.size)
         if k:
