@@ -58,8 +58,9 @@ EFFICIENCY_GOAL = 0.7
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add ``bench cpu``'s arguments to ``parser``."""
-    parser.add_argument("--out", default="benchmarks/results/cpu", metavar="DIR",
-                        help="directory for cpu.json and cpu.md (default benchmarks/results/cpu)")
+    parser.description = QUESTION
+    parser.add_argument("--out", default=".", metavar="DIR",
+                        help="directory for cpu.json and cpu.md (default: the current folder)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: bundled c91662 only, tiny batches, a 2 ms simulation")
     parser.add_argument("--swc", nargs="+", metavar="FILE",
