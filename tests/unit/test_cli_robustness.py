@@ -203,3 +203,12 @@ def test_warning_format_is_restored_after_main(tmp_path):
     before = warnings.formatwarning
     _simulate("--out", str(tmp_path / "x.npz"))
     assert warnings.formatwarning is before
+
+
+def test_output_files_get_the_usual_permissions(tmp_path):
+    """Written through a temporary file, but with the mode a plain open() would give."""
+    (tmp_path / "plain").write_bytes(b"")
+    expected = (tmp_path / "plain").stat().st_mode & 0o777
+    assert _simulate("--out", str(tmp_path / "x.npz"), "--plot", str(tmp_path / "x.png")) == 0
+    for name in ("x.npz", "x.png"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == expected

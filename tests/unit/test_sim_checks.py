@@ -119,7 +119,6 @@ def test_run_that_cannot_fit_is_refused_before_allocating(monkeypatch):
 
 
 def test_recordings_that_cannot_fit_fit_decimated_or_streamed(monkeypatch, tmp_path):
-    monkeypatch.setattr(memory, "HEADROOM", 0)
     monkeypatch.setattr(memory, "available_host_memory", lambda: (50 * 2**10, "a test limit"))
     kw = dict(tstop=100.0, n_cells=2, backend="serial")  # 4001 samples x 2 cells: 62.5 KiB
     with pytest.raises(InsufficientMemoryError, match=r"recordings 62\.5 KiB\) but 50\.0 KiB"):
@@ -149,6 +148,14 @@ def test_host_memory_reads_the_cgroup_limit(monkeypatch, tmp_path):
     assert free == 2 * 2**30 + 2**20 and "3.0 GiB" in source
     avail, _ = memory.available_host_memory()
     assert avail <= free
+
+
+def test_streamed_recordings_must_fit_the_address_space(monkeypatch, tmp_path):
+    """A streamed .npy is memory-mapped: under ``ulimit -v`` it must fit the address space."""
+    monkeypatch.setattr(memory, "available_address_space", lambda: (50 * 2**10, "ulimit -v"))
+    with pytest.raises(InsufficientMemoryError, match="address space but 50.0 KiB is left"):
+        simulate_passive(tstop=100.0, n_cells=2, backend="serial", record_to=tmp_path / "v.npy")
+    assert not (tmp_path / "v.npy").exists()
 
 
 def test_format_bytes():

@@ -21,7 +21,7 @@ from ..errors import BackendUnavailableError, SingularSystemError
 from .errors import NonFiniteStateError
 from .memory import format_bytes
 from .passive import DEFAULT_ICLAMP, DEFAULT_TSTOP, NEURON_DEFAULTS, simulate_passive
-from .stimuli import parse_location
+from .stimuli import MAX_STEPS, parse_location
 
 __all__ = ["configure", "run", "write_npz", "npz_path"]
 
@@ -209,8 +209,17 @@ def _temporary(path: str, suffix: str) -> str:
     """A new empty file in ``path``'s folder, hidden and named after ``path``."""
     folder, name = os.path.split(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=suffix, dir=folder)
-    os.close(fd)
+    try:
+        os.fchmod(fd, _new_file_mode())  # as open() would create it, not mkstemp's 0600
+    finally:
+        os.close(fd)
     return tmp
+
+
+def _new_file_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def _remove(path: str) -> None:
@@ -234,6 +243,8 @@ def _check_writable(path: str) -> None:
 def _check_disk(out: str, args) -> None:
     """``OSError`` when the output (and a streamed recording beside it) cannot fit on disk."""
     steps = max(0.0, args.tstop / args.dt) if args.dt > 0 else 0.0
+    if not steps <= MAX_STEPS:  # refused by the simulation, with its own message
+        return
     size = args.cells * (steps // args.record_every + 1) * 8
     size *= 2 if args.stream else 1  # the .npy and the .npz exist together at the end
     folder = os.path.dirname(os.path.abspath(out))

@@ -15,14 +15,12 @@ from pathlib import Path
 
 from .errors import InsufficientMemoryError
 
-__all__ = ["MemoryEstimate", "available_host_memory",
+__all__ = ["MemoryEstimate", "available_host_memory", "available_address_space",
            "available_device_memory", "format_bytes"]
 
 _F64 = 8
 #: Bytes of ``/proc/meminfo`` etc. values given in kB.
 _KB = 1024
-#: Room left for the interpreter, Numba and NumPy temporaries [bytes].
-HEADROOM = 256 * 2**20
 
 
 @dataclass
@@ -34,7 +32,8 @@ class MemoryEstimate:
     host, device : dict[str, int]
         Part name -> bytes (``device`` is empty for CPU backends).
     disk : int
-        Bytes written to disk while running (recordings streamed to a file).
+        Bytes written to disk while running (recordings streamed to a file); they are
+        memory-mapped, so they take address space (``ulimit -v``) but not memory.
     """
 
     host: dict = field(default_factory=dict)
@@ -98,13 +97,20 @@ class MemoryEstimate:
             if not parts or free is None:
                 continue
             avail, source = free()
-            if avail is None or need + (HEADROOM if where == "host" else 0) <= avail:
+            if avail is None or need <= avail:
                 continue
             listed = ", ".join(f"{name} {format_bytes(b)}" for name, b in parts.items() if b)
             raise InsufficientMemoryError(
                 f"this run needs about {format_bytes(need)} of {where} memory ({listed}) but "
                 f"{format_bytes(avail)} is available ({source}); {hint}",
                 needed=need, available=avail, where=where)
+        space, source = available_address_space()
+        need = self.host_bytes + self.disk
+        if self.disk and space is not None and need > space:
+            raise InsufficientMemoryError(
+                f"the recordings file is mapped into memory: this run needs about "
+                f"{format_bytes(need)} of address space but {format_bytes(space)} is left "
+                f"({source}); {hint}", needed=need, available=space, where="address space")
 
 
 def format_bytes(n: float) -> str:
@@ -131,14 +137,23 @@ def available_host_memory() -> tuple[int | None, str]:
     cgroup = _cgroup_free()
     if cgroup is not None:
         found.append(cgroup)
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if soft != resource.RLIM_INFINITY:
-        size = _read_keyed(Path("/proc/self/status")).get("VmSize", 0) * _KB
-        found.append((max(0, soft - size), f"address-space limit (ulimit -v) of "
-                      f"{format_bytes(soft)}, {format_bytes(size)} in use"))
+    space = available_address_space()
+    if space[0] is not None:
+        found.append(space)
     if not found:
         return None, "no memory information on this system"
     return min(found, key=lambda item: item[0])
+
+
+def available_address_space() -> tuple[int | None, str]:
+    """Bytes of address space left under ``ulimit -v`` (``RLIMIT_AS``), or ``(None, ...)``
+    when there is no such limit."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None, "no address-space limit"
+    size = _read_keyed(Path("/proc/self/status")).get("VmSize", 0) * _KB
+    return max(0, soft - size), (f"address-space limit (ulimit -v) of {format_bytes(soft)}, "
+                                 f"{format_bytes(size)} in use")
 
 
 def available_device_memory(xp) -> tuple[int | None, str]:
