@@ -84,6 +84,20 @@ def test_time_grid_chunks_equal_the_whole(monkeypatch):
         np.testing.assert_array_equal(grid.sample_times(every), t[::every])
 
 
+def test_time_grid_of_a_long_run_holds_no_arrays_of_every_step():
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        grid = TimeGrid(1e5, 0.025)  # 4 million steps: 64 MB as two float64 arrays
+        assert grid.n_steps == 4_000_000
+        assert grid.sample_times(400_000).size == 11
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2**20
+
+
 def test_record_every_keeps_every_kth_sample():
     full = simulate_passive(tstop=20.0, backend="serial")
     for every in (3, 8, 801):

@@ -182,15 +182,14 @@ def simulate_passive(
                                         shape=(n_cells, n_samples))
     show = _show_progress(progress, grid.n_steps * system.n_nodes * n_cells)
     setup_s = time.perf_counter() - t0
-    stamps = _node_names(geometry, system)
     v, times = run_passive(system, solver, v_init=v_init, grid=grid, iclamp=stim,
                            stim_node=system.position(clamp_node),
                            record_node=system.position(record_node), progress=show,
-                           record_every=record_every, out=out, node_name=stamps)
-    if out is not None:
-        out.flush()
-        del out
-        v = np.load(out_path, mmap_mode="r")
+                           record_every=record_every, out=out,
+                           node_name=_node_names(geometry, system))
+    if out_path is not None:
+        v.flush()
+        v = np.load(out_path, mmap_mode="r")  # read-only from here on
     params = {
         "morphology": str(geometry.source),
         "tstop_ms": float(tstop), "dt_ms": float(dt), "n_steps": grid.n_steps,

@@ -9,6 +9,7 @@ This module reproduces those rules with the same floating-point accumulation.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -72,7 +73,7 @@ class TimeGrid:
 
     The times are accumulated as NEURON does, value by value (``t += dt/2`` twice a step; a
     closed form would round differently), with ``np.add.accumulate``, which adds in order.
-    Only :attr:`n_steps` is kept: :meth:`chunks` regenerates the times, so a run of 10^9
+    Only :attr:`n_steps` is kept (counted on first use): :meth:`chunks` regenerates the times, so a run of 10^9
     steps needs no arrays of 10^9 times.
 
     Parameters
@@ -93,7 +94,11 @@ class TimeGrid:
         if tstop / dt > MAX_STEPS:
             raise ValueError(f"tstop/dt = {tstop}/{dt} asks for more than {MAX_STEPS:.0e} steps")
         self.tstop, self.dt = float(tstop), float(dt)
-        self.n_steps = sum(t_mid.size for t_mid, _ in self.chunks())
+
+    @functools.cached_property
+    def n_steps(self) -> int:
+        """Steps of the run (counted by generating the grid once: 10^9 steps take seconds)."""
+        return sum(t_mid.size for t_mid, _ in self.chunks())
 
     def chunks(self, size: int | None = None):
         """Yield ``(t_mid, t_end)`` for consecutive runs of at most ``size`` steps.
