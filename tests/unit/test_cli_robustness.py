@@ -192,7 +192,7 @@ def test_swc_warnings_point_at_the_swc_line_not_at_hinesbatch(tmp_path):
          "--backend", "serial", "--out", str(tmp_path / "x.npz")],
         capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.startswith(f"{path}:23: warning: neurite far from soma")
+    assert proc.stderr.startswith(f"{path}:23: warning: ")
     assert "[SWCDetachedNeuriteWarning]" in proc.stderr
     assert ".py:" not in proc.stderr and "return read_swc" not in proc.stderr
 
