@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
                 _check_writable(path)
         _check_disk(out, args)
     except USER_ERRORS as exc:
-        return _fail(str(exc))
+        return _fail(_one_line(exc))
     with contextlib.ExitStack() as cleanup:
         record_to = None
         if args.stream:
