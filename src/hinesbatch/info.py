@@ -34,6 +34,10 @@ def gpu_status() -> dict:
     try:
         n = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:  # CUDARuntimeError: no driver, driver too old, ...
+        from .solvers.gpu.device import NO_DRIVER, nvidia_driver_found
+
+        if not nvidia_driver_found():  # CUDA calls a missing driver an insufficient one
+            return {"found": False, "reason": NO_DRIVER}
         return {"found": False, "reason": f"CUDA driver error: {exc}"}
     if n == 0:
         return {"found": False, "reason": "CuPy is installed but no CUDA device is visible"}

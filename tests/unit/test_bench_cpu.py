@@ -59,3 +59,11 @@ def test_markdown_table_empty_and_interleaving_order():
     assert {k: len(v) for k, v in times.items()} == {"x": 2, "y": 2}
     with pytest.raises(ValueError, match="repeats"):
         interleaved_times({}, repeats=0)
+
+
+def test_bench_cpu_writes_to_the_current_folder_by_default(tmp_path, monkeypatch, capsys):
+    """Not into the source tree's benchmarks/results/ (a snapshot kept under version control)."""
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["bench", "cpu", "--quick", "--no-neuron"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cpu.json", "cpu.md"]
+    assert "wrote cpu.json and cpu.md" in capsys.readouterr().out

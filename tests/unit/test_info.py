@@ -6,6 +6,7 @@ import types
 import pytest
 
 from hinesbatch import cli, info
+from hinesbatch.solvers.gpu import device
 
 
 def test_info_json_lists_backends_and_gpu_state(capsys):
@@ -43,9 +44,47 @@ def test_gpu_status_reports_driver_errors(monkeypatch):
 
     fake = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=FakeRuntime))
     monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(device, "nvidia_driver_found", lambda: True)  # an old driver
     status = info.gpu_status()
     assert not status["found"]
     assert "CUDA driver error" in status["reason"] and "insufficient" in status["reason"]
+
+
+def test_no_driver_at_all_is_not_called_an_old_driver(monkeypatch):
+    """Without any NVIDIA driver, CUDA reports cudaErrorInsufficientDriver; info and the gpu
+    backend say that no driver was found instead of sending people to upgrade it."""
+    class FakeRuntime:
+        @staticmethod
+        def getDeviceCount():
+            raise RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is "
+                               "insufficient for CUDA runtime version")
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=FakeRuntime),
+                                 __version__="13.0.0")
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(device.os.path, "exists", lambda path: False)
+    monkeypatch.setattr(device.ctypes.util, "find_library", lambda name: None)
+    assert not device.nvidia_driver_found()
+    status = info.gpu_status()
+    assert status == {"found": False, "reason": device.NO_DRIVER}
+    assert "no NVIDIA driver found" in status["reason"]
+    device.availability.cache_clear()
+    try:
+        ok, why = device.availability()
+        assert not ok and why.startswith("no NVIDIA driver found") and "insufficient" not in why
+    finally:
+        device.availability.cache_clear()
+
+
+def test_a_driver_is_found_by_its_proc_file_or_library(monkeypatch):
+    monkeypatch.setattr(device.os.path, "exists",
+                        lambda path: path == "/proc/driver/nvidia/version")
+    monkeypatch.setattr(device.ctypes.util, "find_library", lambda name: None)
+    assert device.nvidia_driver_found()
+    monkeypatch.setattr(device.os.path, "exists", lambda path: False)
+    monkeypatch.setattr(device.ctypes.util, "find_library",
+                        lambda name: "libcuda.so.1" if name == "cuda" else None)
+    assert device.nvidia_driver_found()
 
 
 @pytest.mark.parametrize("argv", [["bench"], ["frobnicate"]])

@@ -58,8 +58,9 @@ EFFICIENCY_GOAL = 0.7
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add ``bench cpu``'s arguments to ``parser``."""
-    parser.add_argument("--out", default="benchmarks/results/cpu", metavar="DIR",
-                        help="directory for cpu.json and cpu.md (default benchmarks/results/cpu)")
+    parser.description = QUESTION
+    parser.add_argument("--out", default=".", metavar="DIR",
+                        help="directory for cpu.json and cpu.md (default: the current folder)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: bundled c91662 only, tiny batches, a 2 ms simulation")
     parser.add_argument("--swc", nargs="+", metavar="FILE",
@@ -224,7 +225,8 @@ def _sim_row(geo, protocol, repeats, *, use_neuron: bool) -> dict:
 
     ours_s, nrn_s, solve_s = [], [], []
     for k in range(repeats + 1):  # round 0 compiles and warms up: not counted
-        trace, loop_s = ours()
+        trace, times = ours()
+        loop_s = times["first_step_s"] + times["loop_s"]
         nrn = neuron["run"]() if neuron is not None else None
         one = _solve_alone(solver, d0, rhs0, amps.size)
         if k:

@@ -98,6 +98,11 @@ def passive_system(geometry, *, dt: float, cm: float, g_pas: float, e_pas: float
         Leak reversal potential [mV].
     """
     g = np.asarray(geometry.g_axial_uS, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(g))
+    if bad.size:
+        raise ValueError(
+            f"the axial conductance 1/ri is not finite at {bad.size} of {g.size} nodes of "
+            f"{geometry.source} (ra = {geometry.ra:g} ohm*cm): ra is too small for float64")
     structure = HinesStructure(geometry.parent, -g)
     order = depth_order(structure)
     structure = structure.renumber(order)
@@ -105,17 +110,19 @@ def passive_system(geometry, *, dt: float, cm: float, g_pas: float, e_pas: float
     area = np.where(geometry.has_membrane, np.asarray(geometry.area_um2, dtype=np.float64), 0.0)[order]
     g = g[order]
     g[parent < 0] = 0.0
-    c_dt = area * 1e-5 * cm / dt
-    g_leak = area * 1e-2 * g_pas
-    axial = g.copy()
-    np.add.at(axial, parent[parent >= 0], g[parent >= 0])
+    with np.errstate(over="ignore", invalid="ignore"):  # the caller checks for overflow
+        c_dt = area * 1e-5 * cm / dt
+        g_leak = area * 1e-2 * g_pas
+        axial = g.copy()
+        np.add.at(axial, parent[parent >= 0], g[parent >= 0])
+        diagonal = c_dt + g_leak + axial
     return PassiveSystem(
         structure=structure,
         parent=parent,
         g_axial_uS=g,
         g_leak_uS=g_leak,
         c_dt_uS=c_dt,
-        diagonal_uS=c_dt + g_leak + axial,
+        diagonal_uS=diagonal,
         e_pas=float(e_pas),
         node_order=order,
     )

@@ -4,12 +4,14 @@ Nothing here imports CuPy at module import time; :func:`cupy_module` does it on 
 """
 from __future__ import annotations
 
+import ctypes.util
 import functools
+import os
 from typing import Sequence
 
 import numpy as np
 
-__all__ = ["cupy_module", "availability", "device_ids", "device_properties", "resident_blocks",
+__all__ = ["cupy_module", "availability", "nvidia_driver_found", "NO_DRIVER", "device_ids", "device_properties", "resident_blocks",
            "blocks_per_sm", "suits_gpu", "GPU_MIN_UNKNOWNS", "SM_BARRIERS"]
 
 #: Below this many unknowns a kernel launch and its synchronisation cost more than the CPU's
@@ -32,12 +34,25 @@ def cupy_module():
     return cupy
 
 
+#: The reason given when no NVIDIA driver is installed at all.
+NO_DRIVER = ("no NVIDIA driver found (no libcuda library and no /proc/driver/nvidia/version): "
+             "a CUDA GPU needs NVIDIA's driver installed")
+
+
+def nvidia_driver_found() -> bool:
+    """Whether an NVIDIA driver is installed: its kernel module reports a version in
+    ``/proc/driver/nvidia/version``, or its user-space library ``libcuda`` can be found."""
+    if os.path.exists("/proc/driver/nvidia/version"):
+        return True
+    return ctypes.util.find_library("cuda") is not None
+
+
 @functools.lru_cache(maxsize=1)
 def availability() -> tuple[bool, str]:
     """Whether CuPy and at least one CUDA device can be used here, and if not, why.
 
     The reason names the cause: CuPy not installed (or failing to import, with its message),
-    no CUDA device, or the driver's error text. Cached for the life of the process.
+    no NVIDIA driver at all, no CUDA device, or the driver's error text. Cached for the life of the process.
     """
     try:
         cupy = cupy_module()
@@ -51,6 +66,8 @@ def availability() -> tuple[bool, str]:
         count = int(cupy.cuda.runtime.getDeviceCount())
     except Exception as exc:  # cupy_backends.cuda.api.runtime.CUDARuntimeError and kin
         text = str(exc)
+        if not nvidia_driver_found():  # CUDA then says "driver version is insufficient"
+            return False, NO_DRIVER
         if "NoDevice" in text or "no CUDA-capable device" in text:
             return False, f"no CUDA device is visible ({text})"
         return False, f"the CUDA driver reported an error: {text}"
