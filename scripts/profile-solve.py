@@ -5,8 +5,8 @@
         --section SpeedOfLight --section WarpStateStats --section Occupancy \\
         --section MemoryWorkloadAnalysis python3 scripts/profile-solve.py tiled medium-high 256000
 
-Arguments: the strategy, a ``bench hines`` stand-in category (or ``goal-c`` for ca1 at
-nseg=8), the number of cells, then ``key=value`` options of the strategy (ints, or strings such
+Arguments: the strategy, a ``bench hines`` stand-in category (or ``large-cell`` for ca1
+at nseg=8), the number of cells, then ``key=value`` options of the strategy (ints, or strings such
 as ``keep=factors``). Solves twice in the strategy's native layout (the first launch is a
 warm-up) and checks the first 16 cells against the serial CPU solver.
 """
@@ -23,7 +23,7 @@ import cupy  # noqa: E402
 
 import hinesbatch  # noqa: E402
 from hinesbatch.bench._hines_cases import hines_values  # noqa: E402
-from hinesbatch.bench._multi_cases import goal_c_cell  # noqa: E402
+from hinesbatch.bench._multi_cases import large_cell  # noqa: E402
 from hinesbatch.bench.hines import stand_in_structure  # noqa: E402
 from hinesbatch.tree.structure import MonoBatch  # noqa: E402
 
@@ -32,7 +32,7 @@ def main(argv) -> int:
     strategy, category, n = argv[0], argv[1], int(argv[2])
     options = {k: int(v) if v.lstrip("-").isdigit() else v
                for k, v in (a.split("=") for a in argv[3:])}
-    cell = goal_c_cell() if category == "goal-c" else stand_in_structure(category)[0]
+    cell = large_cell() if category == "large-cell" else stand_in_structure(category)[0]
     d, rhs = hines_values(cell, n)
     plan = hinesbatch.plan(MonoBatch(cell, n), backend="gpu", strategy=strategy,
                            check_pivots=False, **options)
