@@ -109,13 +109,13 @@ def main(only: list[str]) -> int:
             warnings.simplefilter("ignore")
             plan = hinesbatch.plan(structure, backend="gpu", strategy=strategy,
                                    **{k: v for k, v in options.items() if k != "native"})
-        if props:  # before the first solve, which sizes the grids
+        if props:  # before the first solve, which sizes the grids (a backend internal)
             impl = layout_solver(plan, np.float64)._parts[0].strategy
             impl.props = {**impl.props, **props[0]}
-        if native:  # solved in the plan's native layout
-            impl = layout_solver(plan, np.float64)
-            dn, rn = impl.to_layout(cupy.asarray(d)), impl.to_layout(cupy.asarray(rhs))
-            x = impl.from_layout(impl.solve_layout(dn, rn)).get()
+        if native:  # solved in the plan's native layout; x is written over rn
+            dn, rn = plan.to_layout(cupy.asarray(d)), plan.to_layout(cupy.asarray(rhs))
+            plan.solve_layout(dn, rn)
+            x = plan.from_layout(rn).get()
         else:
             x = plan.solve(cupy.asarray(d), cupy.asarray(rhs)).get()
         err = float(np.max(np.abs(x - ref)) / np.max(np.abs(ref)))
