@@ -37,3 +37,37 @@ def test_api_reference_names_only_exported_names():
     assert all(name.startswith("hinesbatch.") and name.count(".") == 1 for name in documented)
     exported = {f"hinesbatch.{n}" for n in hinesbatch.__all__ if n != "__version__"}
     assert documented == exported
+
+
+def _doc_pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+#: The commit whose tree still holds the removed experiments and tuning scripts.
+HISTORY = "3fca6f9"
+#: Files the documentation once cited that are not in the repository (nor will be).
+_ABSENT = ("NEURON-COMPAT", "DESIGN.md")
+
+
+def test_docs_cite_only_files_of_the_repository():
+    """Every repository path a page names in backticks exists (globs allowed), and no page
+    cites a file that lives outside the repository. Removed code (the experiments folder) may
+    be named only on a line that gives the commit which still holds it."""
+    import re
+
+    missing = []
+    for page in _doc_pages():
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            where = f"{page.relative_to(ROOT)}:{number}"
+            missing += [f"{where}: {name}" for name in _ABSENT if name in line]
+            for path in re.findall(r"`((?:benchmarks|scripts|tests|src|docs)/[^`\s]*)`", line):
+                if "<" in path:  # a pattern such as benchmarks/results/<machine>/
+                    continue
+                if HISTORY in line:  # code kept in git history, named with its commit
+                    continue
+                if path.startswith("benchmarks/experiments"):
+                    missing.append(f"{where}: {path} (removed: name it with commit {HISTORY})")
+                    continue
+                if not list(ROOT.glob(path.rstrip("/"))):
+                    missing.append(f"{where}: {path}")
+    assert not missing, "\n".join(missing)
