@@ -71,3 +71,19 @@ def test_docs_cite_only_files_of_the_repository():
                 if not list(ROOT.glob(path.rstrip("/"))):
                     missing.append(f"{where}: {path}")
     assert not missing, "\n".join(missing)
+
+
+def test_docs_describe_the_software_not_its_history():
+    """User-facing text speaks of the software as it is: no numbered rounds of work, issue
+    numbers or goal letters, and no account of which machines were available."""
+    import re
+
+    history = re.compile(r"\bsessions?\b|\bissue[ -]?\d+|\bgoal \([a-z]\)|\bgoals? [a-z]\b[,)]|"
+                         r"\bthe brief\b|\bthe run before\b|\bwe were\b|\blent\b", re.I)
+    texts = [*_doc_pages(), *sorted((ROOT / "src" / "hinesbatch" / "bench").glob("*.py")),
+             *sorted(p for p in (ROOT / "scripts").iterdir() if p.is_file())]
+    found = [f"{p.relative_to(ROOT)}:{n}: {line.strip()[:100]}"
+             for p in texts
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if history.search(line)]
+    assert not found, "\n".join(found)
