@@ -69,7 +69,7 @@ CASES = [
     # every class in one launch on only 2 SMs' worth of blocks, so that blocks change class
     # and groups take several tiles of the 32-lane class from its counter. racecheck reports
     # hazards in this kernel (hines_tiled_classes); a small kernel correct by construction with
-    # the same barriers draws them too (benchmarks/experiments/racecheck_ladder/)
+    # the same barriers draws them too (docs/decisions/010-grouped-one-launch.md)
     ("grouped one launch, 2 blocks",
      lambda r: HinesStructure.concatenate([[rt.random_tree(1000, rng=4, branch_probability=0.5),
                                             rt.chain(40, rng=2), rt.random_tree(120, rng=3)][k]
@@ -109,13 +109,13 @@ def main(only: list[str]) -> int:
             warnings.simplefilter("ignore")
             plan = hinesbatch.plan(structure, backend="gpu", strategy=strategy,
                                    **{k: v for k, v in options.items() if k != "native"})
-        if props:  # before the first solve, which sizes the grids
+        if props:  # before the first solve, which sizes the grids (a backend internal)
             impl = layout_solver(plan, np.float64)._parts[0].strategy
             impl.props = {**impl.props, **props[0]}
-        if native:  # solved in the plan's native layout
-            impl = layout_solver(plan, np.float64)
-            dn, rn = impl.to_layout(cupy.asarray(d)), impl.to_layout(cupy.asarray(rhs))
-            x = impl.from_layout(impl.solve_layout(dn, rn)).get()
+        if native:  # solved in the plan's native layout; x is written over rn
+            dn, rn = plan.to_layout(cupy.asarray(d)), plan.to_layout(cupy.asarray(rhs))
+            plan.solve_layout(dn, rn)
+            x = plan.from_layout(rn).get()
         else:
             x = plan.solve(cupy.asarray(d), cupy.asarray(rhs)).get()
         err = float(np.max(np.abs(x - ref)) / np.max(np.abs(ref)))

@@ -1,6 +1,6 @@
 """``tiled`` on a MonoBatch through an identity member list (``listed=True``, the kernel
 variant ``grouped`` runs): bit for bit the plain kernel's solution, on poisoned buffers, and
-the same failing cell and node (benchmarks/experiments/tiled_listed/ measured it faster on
+the same failing cell and node (docs/decisions/011-tiled-listed-one-group.md: faster on
 one-group blocks; :data:`SharedTiles.LISTED_ONE_GROUP` makes it the default there)."""
 from __future__ import annotations
 

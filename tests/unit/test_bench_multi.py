@@ -1,5 +1,5 @@
 """``hinesbatch bench multi`` without a GPU: the case builders, the analysis (best, auto's
-pick against the best, the speed goals), the re-analysis from JSON and the CLI entry."""
+pick against the best, the speed targets), the re-analysis from JSON and the CLI entry."""
 import json
 
 import numpy as np
@@ -29,8 +29,8 @@ def _row(figure, case, cells, mono, times, **extra):
 
 def _rows():
     return [
-        _row("goal-c", "3000 x ca1 (nseg=8)", 3000, True, {"interleaved": 1.0, "tiled": 0.12}),
-        _row("goal-b", "100 x ca1 (nseg=1)", 100, True,
+        _row("large-cell", "3000 x ca1 (nseg=8)", 3000, True, {"interleaved": 1.0, "tiled": 0.12}),
+        _row("small-batch", "100 x ca1 (nseg=1)", 100, True,
              {"interleaved": 0.3, "tiled": 0.02, "dhs": 0.05, "fine": 0.2}),
         _row("real-mix", "256000 real cells", 256000, False,
              {"interleaved": 5.0, "tiled": 2.0, "dhs": 1.0},
@@ -41,7 +41,7 @@ def _rows():
     ]
 
 
-def test_analysis_finds_best_auto_and_goals():
+def test_analysis_finds_best_auto_and_targets():
     tables, notes = multi.analyse(_rows())
     s = {r["case"]: r for r in tables["All cases"]}
     assert s["3000 x ca1 (nseg=8)"]["best"] == "tiled"
@@ -54,18 +54,18 @@ def test_analysis_finds_best_auto_and_goals():
     text = "\n".join(notes)
     assert "auto within 10 % of the best on 2 of 4 cases" in text
     assert "auto's pick failed" in text
-    assert "goal (a) met" in text and "ratio 1.00" in text
-    assert "goal (b) met on 100 x ca1" in text
-    assert "goal (c) met" in text
+    assert "mixed/mono target met" in text and "ratio 1.00" in text
+    assert "small-batch target met on 100 x ca1" in text
+    assert "large-cell target met" in text
 
 
-def test_goals_not_met_are_said_so():
+def test_targets_not_met_are_said_so():
     rows = _rows()
     rows[0]["tiled"] = 0.5
     rows[1].update(dhs=0.2, fine=0.25)
     rows[2]["dhs"] = 3.0
     notes = "\n".join(multi.analyse(rows)[1])
-    assert "goal (a) NOT met" in notes and "goal (b) NOT met" in notes and "goal (c) NOT met" in notes
+    assert "mixed/mono target NOT met" in notes and "small-batch target NOT met" in notes and "large-cell target NOT met" in notes
 
 
 def test_auto_falls_back_to_interleaved_when_tiled_failed():
@@ -87,7 +87,7 @@ def test_rewrite_from_json(tmp_path):
     assert [r["case"] for r in again["tables"]["All cases"]] == [r["case"] for r in _rows()]
     assert any(n.startswith("skipped") for n in again["notes"])
     assert (out / "multi.png").stat().st_size > 10000
-    assert "goal (c) met" in (out / "multi.md").read_text()
+    assert "large-cell target met" in (out / "multi.md").read_text()
     assert any("re-analysed" in n for n in again["notes"])
     # multi.json itself (rows kept as "Raw rows") can be re-analysed again
     assert main(["bench", "multi", "--from-json", str(out / "multi.json"), "--out", str(out),
@@ -101,10 +101,10 @@ def test_rewrite_from_json(tmp_path):
 
 def test_case_builders_give_solvable_batches():
     quick = cases(True)
-    assert {c.figure for c in quick} == {"goal-b", "real-mix", "fig6", "arbor", "fig14",
+    assert {c.figure for c in quick} == {"small-batch", "real-mix", "fig6", "arbor", "fig14",
                                          "limits"}
     full = cases(False)
-    assert full[0].figure == "goal-c" and full[-1].n_cells == 256000  # the biggest last
+    assert full[0].figure == "large-cell" and full[-1].n_cells == 256000  # the biggest last
     for s in (random_batch(6, 40, 0.5, seed=2), binary_cells(3, 4, nodes=64),
               random_batch(3, 40, 0.1, mono=True), repeated_shapes(5, 3, 40, 0.5, seed=1),
               chain_cells(3, 50)):
@@ -133,7 +133,7 @@ def test_quick_run_needs_a_gpu(tmp_path, capsys):
 
 
 def test_resume_keeps_an_earlier_runs_rows(tmp_path):
-    rows = [{"figure": "goal-b", "case": "100 x ca1 (nseg=1)", "cells": 100}]
+    rows = [{"figure": "small-batch", "case": "100 x ca1 (nseg=1)", "cells": 100}]
     for table in ("Raw rows", "All cases"):  # multi.json and multi_rows.json
         path = tmp_path / f"{table}.json"
         path.write_text(json.dumps({"machine": {"date": "2026-11-22T00:00:00+00:00"},
@@ -146,16 +146,16 @@ def test_resume_keeps_an_earlier_runs_rows(tmp_path):
         multi._earlier_rows(other)
 
 
-def test_goal_c_cell_is_ca1_at_nseg_8():
-    from hinesbatch.bench._multi_cases import goal_c_cell
+def test_large_cell_is_ca1_at_nseg_8():
+    from hinesbatch.bench._multi_cases import large_cell
 
-    assert goal_c_cell().n_nodes == 1405
+    assert large_cell().n_nodes == 1405
 
 
 def test_grouped_picks_are_the_one_launch_for_several_classes():
     """auto's ``grouped`` is timed as the one launch on a batch of several classes (falling back
     to the launches per class where the one launch could not take the batch) and as one launch
-    per class on one class; goal (a) without sharing leaves both grouped contenders out."""
+    per class on one class; the mixed/mono target without sharing leaves both grouped contenders out."""
     mix = _row("real-mix", "256000 real cells", 256000, False,
                {"interleaved": 5.0, "fine-balanced": 3.0, "grouped": 1.3, "grouped-one": 1.2},
                classes=17, mono_equivalent={"cells": 1, "nodes": 1, "best": "tiled", "ms": 1.0})
@@ -170,7 +170,7 @@ def test_grouped_picks_are_the_one_launch_for_several_classes():
     assert s["2560 real cells"]["auto/best"] == pytest.approx(1.0)  # timed as grouped
     assert s["100 copies"]["auto"] == "grouped"
     text = "\n".join(notes)
-    assert "goal (a) met: 256000 real cells 1.200 ms (grouped-one)" in text
+    assert "mixed/mono target met: 256000 real cells 1.200 ms (grouped-one)" in text
     assert "3.000 ms (fine-balanced), ratio 3.00" in text
 
 

@@ -1,4 +1,4 @@
-"""hinesbatch.discretize: NEURON's numbers (NEURON-COMPAT §7), nodes, errors, Hines structure.
+"""hinesbatch.discretize: NEURON's numbers (printed by NEURON 9.0.2), nodes, errors, Hines structure.
 
 The numbers below were produced by NEURON 9.0.2 (printed with repr); the comparison with
 NEURON itself on every real file is tests/validation/test_neuron_geometry.py.
@@ -33,7 +33,7 @@ def segments(geometry: CellGeometry, name: str) -> np.ndarray:
     return np.flatnonzero((geometry.section == k) & geometry.has_membrane)
 
 
-# -- NEURON-COMPAT §7: small verified numbers ------------------------------------------------
+# -- small numbers printed by NEURON 9.0.2 -----------------------------------------------------
 
 def test_one_point_soma_is_a_cylinder_of_length_and_diameter_d():
     g = discretize(cell("1 1 0 0 0 5 -1"), nseg=1, ra=35.4)

@@ -1,6 +1,6 @@
 """NEURON's Import3d rules (hinesbatch.discretize.import3d) on small inline cells.
 
-Each case states what NEURON 9.0.2 makes of the file (NEURON-COMPAT §1-§2; the same cases
+Each case states what NEURON 9.0.2 makes of the file (docs/geometry.md lists the rules; the same cases
 and 250 random trees are checked against NEURON itself in
 tests/validation/test_neuron_geometry.py).
 """
@@ -133,7 +133,7 @@ def test_branch_off_a_wired_neurites_first_sample_connects_to_its_proximal_end()
 
 def test_first_neurite_sample_at_index_1_is_its_own_short_section():
     # sample 2 (index 1) has only a non-contiguous child: it ends a section by itself,
-    # running from the soma centre copy (the "index-1 quirk" of NEURON-COMPAT §1)
+    # running from the soma centre copy (the "index-1 quirk" of Import3d's read_swc.hoc)
     text = CASES["index_1"]
     secs = import3d_sections(cell(text))
     assert secs.names == ("soma[0]", "dend[0]", "dend[1]", "dend[2]")

@@ -1,7 +1,7 @@
 """The passive time loop: NEURON's numbers, NEURON's matrix, the two assemblers, batches.
 
-References: NEURON-COMPAT.md §5 (values NEURON 9.0.2 printed), NEURON's per-area matrix
-written out densely from §4's formulas, and a dense ``np.linalg.solve`` stand-in for the plan.
+References: values NEURON 9.0.2 printed, NEURON's per-area matrix written out densely from
+its formulas (docs/simulation.md), and a dense ``np.linalg.solve`` stand-in for the plan.
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def geometry(parent, area, ri, has_membrane, section, x, names, nseg, **kw) -> C
 
 
 def single_soma() -> CellGeometry:
-    """Single-sample soma r = 5 µm, Ra 35.4, nseg 1 (NEURON-COMPAT §7's numbers)."""
+    """Single-sample soma r = 5 µm, Ra 35.4, nseg 1 (numbers NEURON 9.0.2 printed)."""
     return geometry(
         parent=[-1, 0, 1], area=[0.0, 314.1592653589793, 0.0],
         ri=[np.inf, 0.022536339941812384, 0.02253633994181238],
@@ -55,7 +55,7 @@ def single_soma() -> CellGeometry:
 
 
 def soma_dend() -> CellGeometry:
-    """NEURON-COMPAT §7's soma + 3-segment dendrite (Ra 100), dendrite wired at soma(0.5)."""
+    """NEURON 9.0.2's numbers for a soma + 3-segment dendrite (Ra 100), dendrite wired at soma(0.5)."""
     return geometry(
         parent=[-1, 0, 1, 1, 3, 4, 5],
         area=[0, 314.1592653589793, 0, 18.84955592153876, 18.849555921538766, 14.33217155903711, 0],
@@ -68,7 +68,7 @@ def soma_dend() -> CellGeometry:
 
 
 def neuron_matrix(geo: CellGeometry, *, dt, cm, g_pas):
-    """NEURON's per-area matrix (S/cm²) from NEURON-COMPAT §4, densely, and the row areas."""
+    """NEURON's per-area matrix (S/cm²) (treeset.cpp), densely, and the row areas."""
     n = geo.n_nodes
     area = np.where(geo.has_membrane, geo.area_um2, 100.0)
     mem = geo.has_membrane.astype(float)
@@ -83,7 +83,7 @@ def neuron_matrix(geo: CellGeometry, *, dt, cm, g_pas):
 
 
 def test_neuron_first_steps_single_sample_soma():
-    # NEURON-COMPAT §5: cm 1, g 1e-4, e -65, 0.5 nA from t = 0, dt 0.025.
+    # NEURON 9.0.2's fixed step: cm 1, g 1e-4, e -65, 0.5 nA from t = 0, dt 0.025.
     res = simulate_passive(single_soma(), tstop=0.05, dt=0.025, iclamp=(0.5, 0.0, 1e9),
                            g_pas=1e-4, e_pas=-65.0, v_init=-65.0, backend="serial")
     assert res.v.shape == (1, 3)

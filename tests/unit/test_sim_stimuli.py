@@ -8,7 +8,7 @@ from hinesbatch.sim.stimuli import IClamp, parse_location, time_grid
 
 
 def neuron_loop(tstop, dt):
-    """stdrun's continuerun with fadvance's two half steps, written out (NEURON-COMPAT §5)."""
+    """stdrun's continuerun with fadvance's two half steps, written out (docs/simulation.md)."""
     t, ts, mids = 0.0, [0.0], []
     while t < tstop - dt / 2:
         t += dt / 2

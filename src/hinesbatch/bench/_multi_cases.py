@@ -23,8 +23,8 @@ CONTENDERS = (
     ("grouped", "grouped", {"one_launch": False}),
     ("grouped-one", "grouped", {"one_launch": True}),
 )
-#: The contenders that solve each class of cells with one matrix once (goal (a) is also
-#: reported without them).
+#: The contenders that solve each class of cells with one matrix once (the mixed/mono
+#: target is also reported without them).
 SHARING = ("grouped", "grouped-one")
 FINE_GRAINED = ("levels", "fine", "dhs", "fine-balanced")
 REAL_DIR = Path("tests/data/morphologies/real")
@@ -62,8 +62,8 @@ def real_cells(nseg: int = 1) -> dict:
     return out
 
 
-def goal_c_cell():
-    """Issue 5's goal (c) cell: morph_ca1_n120 at nseg=8 (1405 nodes), one-cell structure."""
+def large_cell():
+    """The large-cell target's cell: morph_ca1_n120 at nseg=8 (1405 nodes), one-cell structure."""
     from ..discretize import discretize
 
     with warnings.catch_warnings():  # SWC convention warnings of real files: not our topic
@@ -198,7 +198,7 @@ def gpu_ms(cupy, structure, d0, r0, strategy: str, options: dict, *, repeats: in
 
 
 def cases(quick: bool) -> list[Case]:
-    """The batches, most important first (the speed goals), each built on demand."""
+    """The batches, most important first (the speed targets), each built on demand."""
     cache: dict = {}
 
     def real(nseg=1):
@@ -213,9 +213,9 @@ def cases(quick: bool) -> list[Case]:
 
     out = []
     if not quick:
-        out.append(Case("goal-c", "3000 x ca1 (nseg=8)", lambda: MonoBatch(goal_c_cell(), 3000),
+        out.append(Case("large-cell", "3000 x ca1 (nseg=8)", lambda: MonoBatch(large_cell(), 3000),
                         n_cells=3000))
-    out.append(Case("goal-b", "100 x ca1 (nseg=1)", mono_real(1, 100), n_cells=100))
+    out.append(Case("small-batch", "100 x ca1 (nseg=1)", mono_real(1, 100), n_cells=100))
     mixes = (100, 2560) if quick else (100, 2560, 25600, 256000)
     for n in mixes:
         out.append(Case("real-mix", f"{n} real cells", lambda n=n: real_mix(real(), n, seed=n),

@@ -1,14 +1,15 @@
-"""``hinesbatch bench multi``: multi-morphology batches on the GPU (issue 5 §3-4).
+"""``hinesbatch bench multi``: multi-morphology batches on the GPU.
 
 Question: how fast do the fine-grained strategies ``levels``, ``fine`` (plain and balanced:
 reroot + split "cost") and ``dhs`` solve batches of cells of one or many shapes, against one
 thread per cell (``interleaved``, the papers' "old" solver) and ``tiled``; does
-``strategy="auto"`` land within 10 % of the best; are the speed goals met?
+``strategy="auto"`` land within 10 % of the best; are the speed targets met?
 
-* Cases (:func:`._multi_cases.cases`; most important first): goal (c) 3000 copies of
-  morph_ca1_n120 at nseg=8 (1405 nodes); goal (b) 100 copies at nseg=1; real mixes (cells
-  drawn from all 17 repository morphologies, nseg=1, min_radius 0.01 µm; 100 to 256,000
-  cells; each with the mono-morphology batch of the same total nodes, for goal (a));
+* Cases (:func:`._multi_cases.cases`; most important first): 3000 copies of
+  morph_ca1_n120 at nseg=8 (1405 nodes, the large-cell target); 100 copies at nseg=1 (the
+  small-batch target); real mixes (cells drawn from all 17 repository morphologies, nseg=1,
+  min_radius 0.01 µm; 100 to 256,000 cells; each with the mono-morphology batch of the same
+  total nodes, for the mixed/mono target);
   Valero-Lara 2018 Fig. 6 (25,600 random trees of 200 nodes, branching 10 % and 50 %, one
   tree shared vs every cell different); Fig. 14 (binary trees of about 512 nodes with 2-4
   branch levels, 256-256,000 cells, with the multicore CPU); Arbor's Figs. 7.1/7.2 (random
@@ -22,7 +23,7 @@ thread per cell (``interleaved``, the papers' "old" solver) and ``tiled``; does
   Every strategy's solution is compared with ``interleaved``'s (max abs difference over max
   abs value). The multicore CPU (Fig. 14): the best of 5 calls after a warm-up, all of
   Numba's threads.
-* ``auto``: the pick of :func:`hinesbatch.solvers.gpu.auto.auto_strategy` for the batch,
+* ``auto``: the GPU backend's pick for the batch,
   and the time of that (default-option) contender in the same case against the best.
 * A wall-clock budget (``--budget``) skips the remaining cases when spent (listed as such).
 """
@@ -40,8 +41,11 @@ __all__ = ["configure", "run", "analyse", "QUESTION"]
 
 QUESTION = ("How fast do levels, fine (plain and balanced) and dhs solve mono- and "
             "multi-morphology batches against one thread per cell (interleaved) and tiled, does "
-            "strategy='auto' land within 10 % of the best, and are issue 5's speed goals met?")
-GOALS = {"a": 1.25, "b": 3.0, "c": 0.15}
+            "strategy='auto' land within 10 % of the best, and are the speed targets met?")
+#: Speed targets: 256000 real cells at most this many times the same nodes of one shared
+#: cell; the best fine-grained strategy at least this many times faster than one thread per
+#: cell on 100 cells; 3000 copies of the 1405-node ca1 cell in at most this many ms.
+TARGETS = {"mixed/mono": 1.25, "small batch": 3.0, "large cell": 0.15}
 AUTO_TOLERANCE = 1.10
 #: The contender a strategy's backend falls back to when it cannot take a batch (timed as
 #: auto's pick when the pick itself failed).
@@ -82,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         extra_notes = [n for n in doc["notes"]  # what the run measured, and what it skipped
                        if n.startswith("skipped") or "kept from an earlier run" in n] + [
             f"re-analysed without a GPU from {Path(args.from_json).name}: auto's picks are those "
-            "of the current rule (hinesbatch/solvers/gpu/auto.py) on each batch's shape"]
+            "of the GPU backend's current rule on each batch's shape"]
     else:
         from ..solvers import registry
 
@@ -210,16 +214,16 @@ def _cpu_ms(structure) -> float:
     from ._multi_cases import values
 
     d, rhs = values(structure)
-    # The best of 5 calls after a warm-up: on the lent (shared) 16-core host single calls
-    # drew spikes of 2-12 ms in some runs and none in others; the best of 5 is hit less
-    # often than a median of 1 or 3 (benchmarks/experiments/multicore_noise/).
+    # The best of 5 calls after a warm-up: on a shared 16-core host single calls drew
+    # spikes of 2-12 ms in some runs and none in others; the best of 5 is hit less often
+    # than a median of 1 or 3 (docs/decisions/016-multicore-timing.md).
     return cpu_times(structure, d, rhs, repeats=5, backends=("multicore",), warmup=1,
                      reduce=min)["multicore"]
 
 
 def _mono_equivalent(cupy, structure, repeats: int, l2: int) -> dict:
     """Best time of tiled and interleaved on a MonoBatch of the focus cell with the same total
-    nodes (goal (a)'s reference)."""
+    nodes (the mixed/mono target's reference)."""
     from ..tree.structure import MonoBatch
     from ._gpu_timing import free_memory
     from ._multi_cases import FOCUS, gpu_ms, real_cells, values
@@ -240,7 +244,7 @@ def _mono_equivalent(cupy, structure, repeats: int, l2: int) -> dict:
 # -- analysis (no GPU) --------------------------------------------------------------------------
 def analyse(rows: list[dict]) -> tuple[dict, list[str]]:
     """Result tables and notes from the measured rows: best per case, auto against the best,
-    the figures' ratios and the speed goals. Auto's pick is recomputed with the current rule."""
+    the figures' ratios and the speed targets. Auto's pick is recomputed with the current rule."""
     from ._multi_cases import CONTENDERS, FINE_GRAINED
 
     labels = [c[0] for c in CONTENDERS]
@@ -267,7 +271,7 @@ def analyse(rows: list[dict]) -> tuple[dict, list[str]]:
                      f"{s['case']} (auto {s['auto']} {s['auto/best']:.2f}x best {s['best']})"
                      if s["auto/best"] else f"{s['case']} (auto's pick failed)"
                      for s in summary if s not in within)))
-    notes += _goal_notes(rows, summary)
+    notes += _target_notes(rows, summary)
     return {"All cases": summary, "Raw rows": rows}, notes
 
 
@@ -297,7 +301,7 @@ def _label(name: str, options: dict, classes: int | None) -> str:
     raise ValueError(f"auto picked {name} {options}, which the benchmark does not time")
 
 
-def _goal_notes(rows, summary) -> list[str]:
+def _target_notes(rows, summary) -> list[str]:
     from ._multi_cases import CONTENDERS, SHARING
 
     labels = [c[0] for c in CONTENDERS]
@@ -308,32 +312,34 @@ def _goal_notes(rows, summary) -> list[str]:
         r, s = big[0], by_case[big[0]["case"]]
         best = s[s["best"]] if s["best"] else None
         ref = r["mono_equivalent"]["ms"]
-        ok = best is not None and best <= GOALS["a"] * ref
-        notes.append(f"goal (a) {'met' if ok else 'NOT met'}: 256000 real cells {best:.3f} ms "
+        ok = best is not None and best <= TARGETS["mixed/mono"] * ref
+        notes.append(f"mixed/mono target {'met' if ok else 'NOT met'}: 256000 real cells {best:.3f} ms "
                      f"({s['best']}) vs mono {ref:.3f} ms ({r['mono_equivalent']['best']}, "
                      f"{r['mono_equivalent']['cells']} x ca1), ratio {best / ref:.2f} "
-                     f"(goal <= {GOALS['a']})")
+                     f"(target <= {TARGETS['mixed/mono']})")
         alone = {k: s[k] for k in labels if k not in SHARING and s.get(k) is not None}
         if alone:  # the strategies that read every cell's matrix on its own
             k = min(alone, key=alone.get)
-            notes.append(f"goal (a) without sharing the matrices of alike cells (what a batch "
+            notes.append(f"mixed/mono without sharing the matrices of alike cells (what a batch "
                          f"whose cells all differ gets; {r.get('classes', '?')} classes here): "
                          f"{alone[k]:.3f} ms ({k}), ratio {alone[k] / ref:.2f}")
     else:
-        notes.append("goal (a): not measured (case skipped or failed)")
+        notes.append("mixed/mono target: not measured (case skipped or failed)")
     for name in ("100 x ca1 (nseg=1)", "100 real cells"):
         s = by_case.get(name)
         if s and s["best fine/interleaved"]:
-            ok = s["best fine/interleaved"] >= GOALS["b"]
-            notes.append(f"goal (b) {'met' if ok else 'NOT met'} on {name}: best fine-grained "
+            ok = s["best fine/interleaved"] >= TARGETS["small batch"]
+            notes.append(f"small-batch target {'met' if ok else 'NOT met'} on {name}: best fine-grained "
                          f"{s['best fine/interleaved']:.2f}x faster than one thread per cell "
-                         f"(goal >= {GOALS['b']})")
+                         f"(target >= {TARGETS['small batch']})")
     s = by_case.get("3000 x ca1 (nseg=8)")
     if s and s["best"]:
         ms = s[s["best"]]
-        notes.append(f"goal (c) {'met' if ms <= GOALS['c'] else 'NOT met'}: 3000 x ca1 (1405 "
-                     f"nodes) {ms:.3f} ms per solve ({s['best']}; goal <= {GOALS['c']} ms)")
+        ok = ms <= TARGETS["large cell"]
+        notes.append(f"large-cell target {'met' if ok else 'NOT met'}: 3000 x ca1 (1405 "
+                     f"nodes) {ms:.3f} ms per solve ({s['best']}; target <= "
+                     f"{TARGETS['large cell']} ms)")
     else:
-        notes.append("goal (c): not measured")
+        notes.append("large-cell target: not measured")
     return notes
 

@@ -17,7 +17,7 @@ class CellGeometry:
     The nodes are NEURON's: each section has ``nseg`` segment nodes at
     ``x = (i + 0.5)/nseg`` and one node at ``x = 1`` (no membrane); the root section also
     owns the cell's root node at ``x = 0`` (no membrane). Children hang on their parent's
-    node as NEURON's ``connect`` rules say (``NEURON-COMPAT.md`` in the docs).
+    node as NEURON's ``connect`` rules say (docs/geometry.md).
 
     Attributes (per node, length ``n_nodes``, Hines order: ``parent[i] < i``)
     --------------------------------------------------------------------------
@@ -98,7 +98,7 @@ class CellGeometry:
     def hines_structure(self) -> HinesStructure:
         """The cell's symmetric Hines structure in µS: ``u[i] = -g_axial_uS[i]``.
 
-        NEURON's matrix row ``i`` (S/cm², ``NEURON-COMPAT.md`` §4) multiplied by
+        NEURON's matrix row ``i`` (S/cm², as ``treeset.cpp`` builds it) multiplied by
         ``A_i/100`` (``A_i`` the node's membrane area in µm², NEURON's 100 on the nodes
         without membrane) has off-diagonals ``-1/ri`` in µS, the same in both triangles.
         The simulator adds the diagonal (``A·1e-2·(1e-3·cm/dt + G) + Σ g`` in µS) and the

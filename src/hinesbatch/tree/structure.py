@@ -59,6 +59,8 @@ class HinesStructure:
         Node ranges of the cells; by default one range per root (a new cell starts at every
         ``-1`` in ``parent``).
 
+    Notes
+    -----
     The arrays are copied into read-only storage (``parent`` as int32, ``cell_offsets`` as
     int64, ``u`` and ``l`` as float64), so a structure never changes after construction.
     Construction validates the format (Hines order, cell ranges, finite ``u`` and ``l``
