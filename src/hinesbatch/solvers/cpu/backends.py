@@ -1,13 +1,15 @@
 """The CPU backends: ``serial`` and ``multicore`` (Numba), for Hines and tridiagonal batches.
 
 Each class implements the backend protocol of :mod:`hinesbatch.solvers.registry`: analysis
-in ``__init__`` (structure arrays converted once to the plan's dtype, scratch allocated
-once), the hot loop in ``solve``. Validation, dtype and aliasing rules live in the front ends
+in ``__init__`` (structure arrays converted once to the plan's dtype), the hot loop in ``solve``.
+A backend object holds nothing a solve writes: the kernels' pivot status is allocated per
+call (one int64 per cell or system), so one plan may be solved from several threads at once. Validation, dtype and aliasing rules live in the front ends
 (:mod:`hinesbatch.solvers.plan`, :mod:`hinesbatch.solvers.tridiagonal`).
 """
 from __future__ import annotations
 
 import contextlib
+import threading
 
 import numba
 import numpy as np
@@ -78,16 +80,39 @@ class _Threads:
 
     @contextlib.contextmanager
     def running(self):
-        """Set Numba's (thread-local) thread count for the block, then restore it."""
-        if self.threads is None:
-            yield
-            return
-        old = numba.get_num_threads()
-        numba.set_num_threads(self.threads)
-        try:
-            yield
-        finally:
-            numba.set_num_threads(old)
+        """Set Numba's (thread-local) thread count for the block, then restore it; the block
+        runs alone when the threading layer cannot run kernels for several threads at once."""
+        with _layer_guard():
+            if self.threads is None:
+                yield
+                return
+            old = numba.get_num_threads()
+            numba.set_num_threads(self.threads)
+            try:
+                yield
+            finally:
+                numba.set_num_threads(old)
+
+
+#: Numba's ``workqueue`` threading layer aborts the process when parallel kernels are launched
+#: from two threads at once; ``omp`` and ``tbb`` take them. Parallel kernels run under this
+#: lock until the first one has told which layer Numba chose, and for good if it is
+#: ``workqueue``.
+_WORKQUEUE_LOCK = threading.Lock()
+_layer_takes_threads: bool | None = None
+
+
+@contextlib.contextmanager
+def _layer_guard():
+    global _layer_takes_threads
+    if _layer_takes_threads:
+        yield
+        return
+    with _WORKQUEUE_LOCK:
+        yield
+        if _layer_takes_threads is None:
+            with contextlib.suppress(ValueError):  # no parallel kernel ran in the block
+                _layer_takes_threads = numba.threading_layer() != "workqueue"
 
 
 def _singular(kind: str, cell: int, node: int, pivot: float) -> SingularSystemError:
@@ -146,7 +171,10 @@ class _CpuHines(_Cpu):
         self._u = _readonly(s.u, self.dtype)
         self._l = _readonly(s.lower, self.dtype)
         self._n_cells = structure.n_cells
-        self._status = np.empty(self._n_cells, dtype=np.int64)
+
+    def _status(self) -> np.ndarray:
+        """Per-call scratch of the kernels: first bad pivot per cell."""
+        return np.empty(self._n_cells, dtype=np.int64)
 
     def _raise(self, d: np.ndarray, cell: int, node: int):
         flat = d.reshape(-1)
@@ -171,7 +199,7 @@ class SerialHines(_CpuHines):
         d1, rhs1 = d.reshape(-1), rhs.reshape(-1)
         if self._mono:
             cell, node = shared_serial(self._parent, self._u, self._l, d1, rhs1,
-                                       self._n_cells, self._lockstep, self._status)
+                                       self._n_cells, self._lockstep, self._status())
         else:
             cell, node = cells_serial(self._parent, self._offsets, self._u, self._l, d1, rhs1)
         if cell >= 0:
@@ -201,10 +229,10 @@ class MulticoreHines(_Threaded, _CpuHines):
         with self._threads.running():
             if self._mono:
                 cell, node = shared_parallel(self._parent, self._u, self._l, d1, rhs1,
-                                             self._n_cells, self._lockstep, self._status)
+                                             self._n_cells, self._lockstep, self._status())
             else:
                 cell, node = cells_parallel(self._parent, self._offsets, self._u, self._l,
-                                            d1, rhs1, self._status)
+                                            d1, rhs1, self._status())
         if cell >= 0:
             self._raise(d, cell, node)
 
@@ -234,7 +262,10 @@ class _CpuTridiagonal(_Cpu):
         super().__init__(dtype=dtype, lockstep=lockstep, options=options)
         self._n = shape.n
         self._lengths = shape.lengths_or_full()  # read-only int64[batch]
-        self._status = np.empty(self._lengths.size, dtype=np.int64)
+
+    def _status(self) -> np.ndarray:
+        """Per-call scratch of the kernels: first bad pivot per system."""
+        return np.empty(self._lengths.size, dtype=np.int64)
 
     def _raise(self, d: np.ndarray, system: int, row: int):
         raise _singular("tridiagonal", system, row, float(d[system, row]))
@@ -251,7 +282,7 @@ class SerialTridiagonal(_CpuTridiagonal):
 
     def solve(self, dl, d, du, rhs) -> None:
         k, row = thomas_serial(dl.reshape(-1), d.reshape(-1), du.reshape(-1), rhs.reshape(-1),
-                               self._n, self._lengths, self._lockstep, self._status)
+                               self._n, self._lengths, self._lockstep, self._status())
         if k >= 0:
             self._raise(d, k, row)
 
@@ -276,7 +307,7 @@ class MulticoreTridiagonal(_Threaded, _CpuTridiagonal):
         with self._threads.running():
             k, row = thomas_parallel(dl.reshape(-1), d.reshape(-1), du.reshape(-1),
                                      rhs.reshape(-1), self._n, self._lengths, self._lockstep,
-                                     self._status)
+                                     self._status())
         if k >= 0:
             self._raise(d, k, row)
 
