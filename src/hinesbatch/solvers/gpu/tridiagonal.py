@@ -24,6 +24,8 @@ transposes: :meth:`GpuTridiagonal.solve_interleaved` (see :func:`native_solver`)
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ...errors import SingularSystemError
@@ -159,6 +161,7 @@ class GpuTridiagonal:
         self._interleaved = None       # thomas, canonical entry: (n, batch) copies
         self._cbuf = None              # thomas, native entry: c' scratch
         self._last = None              # what check_singular needs about the last launch
+        self._lock = threading.Lock()  # solve: one call at a time
 
     # -- protocol -------------------------------------------------------------------------
     def describe(self) -> str:
@@ -175,9 +178,15 @@ class GpuTridiagonal:
 
     def solve(self, dl, d, du, rhs) -> None:
         """Solve canonical ``(batch, n)`` systems: the solution is written over ``rhs`` below
-        each length. ``dl``, ``d`` and ``du`` are not modified."""
-        self.enqueue(dl, d, du, rhs, rhs)
-        self.check_singular()
+        each length. ``dl``, ``d`` and ``du`` are not modified.
+
+        Calls from several host threads take turns: the launch's flags and scratch are the
+        backend's, and the call waits for its work before it returns. (:meth:`enqueue` and
+        :meth:`check_singular` are two halves of one call and belong to one thread.)
+        """
+        with self._lock:
+            self.enqueue(dl, d, du, rhs, rhs)
+            self.check_singular()
 
     def enqueue(self, dl, d, du, rhs, out) -> None:
         """Launch the solve of canonical systems into ``out`` (``(batch, n)``, may be ``rhs``)
