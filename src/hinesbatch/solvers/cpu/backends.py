@@ -14,7 +14,7 @@ import threading
 import numba
 import numpy as np
 
-from ...errors import SingularSystemError
+from ...errors import singular_pivot_error
 from ...tree.structure import MonoBatch
 from .. import registry
 from .hines_kernels import cells_parallel, cells_serial, shared_parallel, shared_serial
@@ -115,15 +115,6 @@ def _layer_guard():
                 _layer_takes_threads = numba.threading_layer() != "workqueue"
 
 
-def _singular(kind: str, cell: int, node: int, pivot: float) -> SingularSystemError:
-    where = f"system {cell}, row {node}" if kind == "tridiagonal" else f"cell {cell}, node {node}"
-    return SingularSystemError(
-        f"zero or non-finite pivot {pivot!r} at {where}: the {kind} system is singular or too "
-        f"far from diagonally dominant for elimination without pivoting",
-        cell=cell, node=node,
-    )
-
-
 def _check_lockstep(lockstep) -> int:
     if isinstance(lockstep, bool) or not isinstance(lockstep, (int, np.integer)):
         raise TypeError(f"lockstep must be an int, got {type(lockstep).__name__}")
@@ -179,7 +170,7 @@ class _CpuHines(_Cpu):
     def _raise(self, d: np.ndarray, cell: int, node: int):
         flat = d.reshape(-1)
         index = cell * self._parent.size + node if self._mono else self._offsets[cell] + node
-        raise _singular("Hines", cell, node, float(flat[index]))
+        raise singular_pivot_error("Hines", cell, node, float(flat[index]))
 
     def _layout(self) -> str:
         if self._mono:
@@ -268,7 +259,7 @@ class _CpuTridiagonal(_Cpu):
         return np.empty(self._lengths.size, dtype=np.int64)
 
     def _raise(self, d: np.ndarray, system: int, row: int):
-        raise _singular("tridiagonal", system, row, float(d[system, row]))
+        raise singular_pivot_error("tridiagonal", system, row, float(d[system, row]))
 
     def _how(self) -> str:
         k = self._lockstep

@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-from ...errors import SingularSystemError
+from ...errors import singular_pivot_error
 from .auto import AUTO_REASON, auto_strategy
 from .device import availability, cupy_module, device_ids, device_properties, suits_gpu
 from .parts import Part, split
@@ -270,11 +270,9 @@ class GpuBackend:
         with cupy.cuda.Device(p.device):
             pivot = float(p.values[cell - p.part.cell_start: cell - p.part.cell_start + 1]
                           .get(stream=stream)[0])
-        raise SingularSystemError(
-            f"zero or non-finite pivot {pivot!r} at cell {cell}, node {node}: the hines system is "
-            f"singular or too far from diagonally dominant for elimination without pivoting "
-            f"(the lowest failing cell; its node met first in descending elimination order)",
-            cell=cell, node=node)
+        raise singular_pivot_error(
+            "Hines", cell, node, pivot,
+            detail="the lowest failing cell; its node met first in descending elimination order")
 
     # -- NumPy values larger than the device (streaming.py) -------------------------------------
     def streams_host(self) -> bool:

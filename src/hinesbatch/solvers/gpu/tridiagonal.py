@@ -28,7 +28,7 @@ import threading
 
 import numpy as np
 
-from ...errors import SingularSystemError
+from ...errors import SingularSystemError, singular_pivot_error
 from .. import registry
 from . import cusparse as _cusparse  # noqa: F401  (registers the "cusparse" reference backend)
 from .device import availability, cupy_module, device_properties, suits_gpu
@@ -248,12 +248,10 @@ class GpuTridiagonal:
         self.last_singular = bad.get().astype(np.int64)
         if self.on_singular == "raise":
             system, row = int(key >> np.uint64(32)), int(key & np.uint64(0xFFFFFFFF))
-            raise SingularSystemError(
-                f"zero, tiny or non-finite pivot at system {system}, row {row}: the tridiagonal "
-                f"system is singular or too far from diagonally dominant for elimination "
-                f"without pivoting ({bad.size} system(s) flagged; on_singular='pivot' re-solves "
-                f"them with partial pivoting, 'report' returns NaN for them)",
-                cell=system, node=row)
+            raise singular_pivot_error(
+                "tridiagonal", system, row, tiny=True,
+                detail=f"{bad.size} system(s) flagged; on_singular='pivot' re-solves them with "
+                       f"partial pivoting, 'report' returns NaN for them")
         layout, dl, d, du, rhs, out = self._last
         canon = (lambda a: a) if layout == "canonical" else (lambda a: a.T)
         m = self.n if self.lengths is None else dev["lengths"]
