@@ -81,17 +81,23 @@ class _Threads:
     @contextlib.contextmanager
     def running(self):
         """Set Numba's (thread-local) thread count for the block, then restore it; the block
-        runs alone when the threading layer cannot run kernels for several threads at once."""
-        with _layer_guard():
-            if self.threads is None:
-                yield
-                return
-            old = numba.get_num_threads()
-            numba.set_num_threads(self.threads)
-            try:
-                yield
-            finally:
+        runs alone when the threading layer cannot run kernels for several threads at once
+        (:data:`_WORKQUEUE_LOCK`)."""
+        guarded = not _layer_takes_threads
+        if guarded:
+            _WORKQUEUE_LOCK.acquire()
+        old = None
+        try:
+            if self.threads is not None:
+                old = numba.get_num_threads()
+                numba.set_num_threads(self.threads)
+            yield
+        finally:
+            if old is not None:
                 numba.set_num_threads(old)
+            if guarded:
+                _learn_layer()
+                _WORKQUEUE_LOCK.release()
 
 
 #: Numba's ``workqueue`` threading layer aborts the process when parallel kernels are launched
@@ -102,17 +108,11 @@ _WORKQUEUE_LOCK = threading.Lock()
 _layer_takes_threads: bool | None = None
 
 
-@contextlib.contextmanager
-def _layer_guard():
+def _learn_layer() -> None:
     global _layer_takes_threads
-    if _layer_takes_threads:
-        yield
-        return
-    with _WORKQUEUE_LOCK:
-        yield
-        if _layer_takes_threads is None:
-            with contextlib.suppress(ValueError):  # no parallel kernel ran in the block
-                _layer_takes_threads = numba.threading_layer() != "workqueue"
+    if _layer_takes_threads is None:
+        with contextlib.suppress(ValueError):  # no parallel kernel has run yet
+            _layer_takes_threads = numba.threading_layer() != "workqueue"
 
 
 def _check_lockstep(lockstep) -> int:
