@@ -24,6 +24,10 @@ class Plan(BackendPlan):
         self.structure: HinesStructure | MonoBatch = as_batch(structure)
         super().__init__(self.structure, backend, options)
 
+    @classmethod
+    def _from_subject(cls, subject, backend: str, options: dict) -> "Plan":
+        return cls(subject, backend, **options)
+
     def describe(self) -> str:
         """What was planned: structure, backend, the reason for the choice, backend details."""
         s = self.structure

@@ -51,6 +51,10 @@ class TridiagonalShape:
         if self.lengths is not None:
             object.__setattr__(self, "lengths", _check_lengths(self.lengths, n, batch))
 
+    def __reduce__(self):
+        # copies and pickles go through the constructor: checked, read-only lengths
+        return (TridiagonalShape, (self.n, self.batch, self.lengths))
+
     @property
     def values_shape(self) -> tuple[int, int]:
         return (self.batch, self.n)
@@ -100,6 +104,10 @@ class TridiagonalPlan(BackendPlan):
     def __init__(self, n: int, batch: int, *, lengths=None, backend: str = "auto", **options):
         self.shape = TridiagonalShape(n, batch, lengths)
         super().__init__(self.shape, backend, options)
+
+    @classmethod
+    def _from_subject(cls, subject, backend: str, options: dict) -> "TridiagonalPlan":
+        return cls(subject.n, subject.batch, lengths=subject.lengths, backend=backend, **options)
 
     def describe(self) -> str:
         s = self.shape
