@@ -275,6 +275,7 @@ class MonoBatch:
         Structure of exactly one cell.
     n_cells : int
         Number of value sets; ``d`` and ``rhs`` have shape ``(n_cells, cell.n_nodes)``.
+        An integer ``>= 0`` (``TypeError`` for other types, ``bool`` included).
     """
 
     cell: HinesStructure
@@ -286,10 +287,12 @@ class MonoBatch:
             raise TypeError(f"cell must be a HinesStructure, got {type(self.cell).__name__}")
         if self.cell.n_cells != 1:
             raise ValueError(f"a MonoBatch shares one cell, got a structure of {self.cell.n_cells}")
-        n = int(self.n_cells)
+        n = self.n_cells
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"n_cells must be an int, got {type(n).__name__} {n!r}")
         if n < 0:
             raise ValueError(f"n_cells must be >= 0, got {n}")
-        object.__setattr__(self, "n_cells", n)
+        object.__setattr__(self, "n_cells", int(n))
 
     def __reduce__(self):
         return (MonoBatch, (self.cell, self.n_cells))
