@@ -166,7 +166,7 @@ def test_workqueue_layer_takes_several_threads(tmp_path):
     env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue")
     script = tmp_path / "two_threads.py"
     script.write_text(_WORKQUEUE_SCRIPT)
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, check=False,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "layer workqueue" in done.stdout

@@ -42,7 +42,7 @@ class BackendPlan:
         return (_replan, (type(self), self._subject, self._asked, self._options))
 
     @classmethod
-    def _from_subject(cls, subject, backend: str, options: dict) -> "BackendPlan":
+    def _from_subject(cls, subject, backend: str, options: dict) -> BackendPlan:
         raise NotImplementedError
 
     @property

@@ -25,7 +25,7 @@ class Plan(BackendPlan):
         super().__init__(self.structure, backend, options)
 
     @classmethod
-    def _from_subject(cls, subject, backend: str, options: dict) -> "Plan":
+    def _from_subject(cls, subject, backend: str, options: dict) -> Plan:
         return cls(subject, backend, **options)
 
     def describe(self) -> str:

@@ -106,7 +106,7 @@ class TridiagonalPlan(BackendPlan):
         super().__init__(self.shape, backend, options)
 
     @classmethod
-    def _from_subject(cls, subject, backend: str, options: dict) -> "TridiagonalPlan":
+    def _from_subject(cls, subject, backend: str, options: dict) -> TridiagonalPlan:
         return cls(subject.n, subject.batch, lengths=subject.lengths, backend=backend, **options)
 
     def describe(self) -> str:
