@@ -16,6 +16,10 @@ class Plan(BackendPlan):
 
     Create with :func:`hinesbatch.plan`. The backend's preparation (orderings, layouts,
     compiled kernels, device buffers) happens per dtype on first use and is cached.
+
+    One plan may be solved from several threads at once: the CPU backends keep no state that
+    a solve writes, the GPU backends let calls take turns. ``copy.deepcopy`` and ``pickle``
+    plan again from the (validated) structure; no backend state is copied.
     """
 
     kind = "hines"
