@@ -193,3 +193,17 @@ def test_mono_batch_needs_an_integer_count(n_cells, error, message):
 def test_mono_batch_takes_numpy_integers():
     batch = MonoBatch(HinesStructure([-1, 0], [0.0, -1.0]), np.int64(3))
     assert batch.n_cells == 3 and type(batch.n_cells) is int
+
+
+def test_callers_read_only_arrays_are_copied_too():
+    """The caller's own read-only array can be made writeable again by its owner."""
+    parent, u, d, rhs = _two_cells()
+    frozen_u, frozen_offsets = u.copy(), np.array([0, 2, 5])
+    for a in (frozen_u, frozen_offsets):
+        a.flags.writeable = False
+    s = HinesStructure(parent, frozen_u, cell_offsets=frozen_offsets)
+    for a in (frozen_u, frozen_offsets):
+        a.flags.writeable = True
+    frozen_u[:] = -1000.0
+    frozen_offsets[1] = 10**6
+    assert s.u.tolist() == u.tolist() and s.cell_offsets.tolist() == [0, 2, 5]

@@ -54,8 +54,8 @@ class Branches:
         ``nodes[offsets[b]:offsets[b + 1]]``
     offsets : int64[n_branches + 1], see ``nodes``
 
-    The arrays are read-only int64 of the object's own (copied unless they already are
-    read-only arrays owning their memory), also through copies and pickles.
+    The arrays are read-only int64 of the object's own (copied unless they already are a
+    structure's or another ``Branches``'), also through copies and pickles.
     """
 
     start: np.ndarray

@@ -27,6 +27,7 @@ Two kinds of batch are first-class because the papers show they need different k
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,19 +35,23 @@ import numpy as np
 __all__ = ["HinesStructure", "MonoBatch", "as_batch"]
 
 
-def _owned(a: np.ndarray, dtype) -> np.ndarray:
+#: The read-only arrays this module made, by id: structures share them without copying.
+_OWNED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def _owned(a, dtype) -> np.ndarray:
     """``a`` as read-only, C-contiguous memory of ``dtype`` that nobody else can write.
 
-    An array that owns its memory and is already read-only is kept as it is (structures
-    share their arrays that way); anything else is copied, views included: a read-only view
-    of a writeable buffer changes whenever its owner writes to the buffer.
+    An array that a structure already owns is kept as it is (structures share their arrays
+    that way); anything else is copied, read-only arrays and views included: a read-only
+    view of a writeable buffer changes whenever its owner writes to the buffer, and the
+    owner of a read-only array may make it writeable again.
     """
-    a = np.asarray(a)
-    if (a.dtype == dtype and a.flags.c_contiguous and a.flags.owndata
-            and not a.flags.writeable):
+    if _OWNED.get(id(a)) is a and a.dtype == dtype:
         return a
     out = np.array(a, dtype=dtype, order="C", copy=True)
     out.flags.writeable = False
+    _OWNED[id(out)] = out
     return out
 
 
@@ -78,8 +83,8 @@ class HinesStructure:
 
     The structure keeps read-only arrays of its own (``parent`` as int32, ``cell_offsets``
     as int64, ``u`` and ``l`` as float64): arguments are copied unless they already are
-    read-only arrays owning their memory, so a structure never changes after construction,
-    not even when the caller's buffers do. Copies and pickles are built again through the
+    another structure's arrays, so a structure never changes after construction, not even
+    when the caller's buffers do. Copies and pickles are built again through the
     constructor, validated and read-only. Construction validates the format (indices in
     range before any cast, Hines order, cell ranges, finite ``u`` and ``l`` off the roots)
     and raises ``ValueError`` naming the argument and the position, or the cell and node.
@@ -111,8 +116,7 @@ class HinesStructure:
             if lower.shape != (n,):
                 raise ValueError(f"l has shape {lower.shape} but parent has {n} entries")
         if self.cell_offsets is None:
-            offsets = np.concatenate([np.flatnonzero(parent < 0), [n]]).astype(np.int64)
-            offsets.flags.writeable = False
+            offsets = _owned(np.concatenate([np.flatnonzero(parent < 0), [n]]), np.int64)
             if n and offsets[0] != 0:
                 raise ValueError("node 0 must be a root (parent -1): it starts the first cell")
         else:
