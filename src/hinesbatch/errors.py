@@ -23,6 +23,45 @@ class SingularSystemError(np.linalg.LinAlgError):
         super().__init__(message)
         self.cell = int(cell)
         self.node = int(node)
+        self._wording: tuple | None = None  # singular_pivot_error's arguments, if it made it
+
+
+def singular_pivot_error(kind: str, cell: int, node: int, pivot: float | None = None, *,
+                         tiny: bool = False, detail: str = "") -> SingularSystemError:
+    """The error every backend raises for a zero or non-finite pivot, in one wording.
+
+    Parameters
+    ----------
+    kind : {"Hines", "tridiagonal"}
+        The system kind: Hines systems are located by cell and node, tridiagonal ones by
+        system and row.
+    cell, node : int
+        The cell (system) in the batch and the node (row) within it.
+    pivot : float, optional
+        The pivot's value, when the backend has it.
+    tiny : bool
+        The backend also refuses pivots too small to divide by (``"zero, tiny or
+        non-finite pivot"``).
+    detail : str
+        A note on the backend's rule or options, appended in parentheses.
+    """
+    where = f"system {cell}, row {node}" if kind == "tridiagonal" else f"cell {cell}, node {node}"
+    what = "zero, tiny or non-finite pivot" if tiny else "zero or non-finite pivot"
+    value = "" if pivot is None else f" {pivot!r}"
+    note = f" ({detail})" if detail else ""
+    exc = SingularSystemError(
+        f"{what}{value} at {where}: the {kind} system is singular or too far from diagonally "
+        f"dominant for elimination without pivoting{note}", cell=cell, node=node)
+    exc._wording = (kind, pivot, tiny, detail)
+    return exc
+
+
+def renumbered(exc: SingularSystemError, cell: int) -> SingularSystemError:
+    """``exc`` for a part of a batch, restated with ``cell`` its index in the whole batch."""
+    if exc._wording is None:
+        return SingularSystemError(str(exc), cell=cell, node=exc.node)
+    kind, pivot, tiny, detail = exc._wording
+    return singular_pivot_error(kind, cell, exc.node, pivot, tiny=tiny, detail=detail)
 
 
 class BackendUnavailableError(RuntimeError):

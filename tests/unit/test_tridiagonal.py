@@ -204,3 +204,39 @@ def test_zero_pivots_in_one_lockstep_group(backend):
     with pytest.raises(SingularSystemError) as info:
         solve_tridiagonal(dl, d, du, rhs, backend=backend, lockstep=8)
     assert (info.value.cell, info.value.node) == (2, 6)
+
+
+@pytest.mark.parametrize("backend", ["serial", "multicore"])
+@pytest.mark.parametrize("total", [7, 9])
+def test_one_dimensional_systems_one_after_another(backend, total):
+    """1-D arrays with ``lengths``: the systems laid end to end (rows past them untouched)."""
+    dl, d, du, rhs = (a[0] for a in dominant_tridiagonal(1, total, rng=70))
+    originals = [a.copy() for a in (dl, d, du, rhs)]
+    x = solve_tridiagonal(dl, d, du, rhs, lengths=[3, 4], backend=backend)
+    first = solve_tridiagonal(dl[:3], d[:3], du[:3], rhs[:3], backend=backend)
+    second = solve_tridiagonal(dl[3:7], d[3:7], du[3:7], rhs[3:7], backend=backend)
+    np.testing.assert_array_equal(x, np.concatenate([first, second, rhs[7:]]))
+    for a, before in zip((dl, d, du, rhs), originals):
+        np.testing.assert_array_equal(a, before)
+    out = solve_tridiagonal(dl, d, du, rhs, lengths=np.array([3, 4], np.uint8), backend=backend,
+                            overwrite=True)
+    assert out is rhs
+    np.testing.assert_array_equal(rhs, x)
+
+
+def test_one_dimensional_systems_are_checked():
+    dl, d, du, rhs = (a[0] for a in dominant_tridiagonal(1, 7, rng=71))
+    with pytest.raises(ValueError, match="lengths add up to 8 rows but the arrays hold 7"):
+        solve_tridiagonal(dl, d, du, rhs, lengths=[3, 5])
+    with pytest.raises(ValueError, match=r"lengths\[1\] = -1 is outside 0..7"):
+        solve_tridiagonal(dl, d, du, rhs, lengths=[3, -1])
+    with pytest.raises(ValueError, match=r"must have one length; got dl \(6,\)"):
+        solve_tridiagonal(dl[:6], d, du, rhs, lengths=[3, 4])
+    d[4] = np.nan
+    with pytest.raises(ValueError, match=r"d must be finite, but holds nan at system 1, row 1"):
+        solve_tridiagonal(dl, d, du, rhs, lengths=[3, 4])
+    d[4] = 0.0
+    dl[4] = 0.0
+    with pytest.raises(SingularSystemError, match=r"system 1, row 1") as info:
+        solve_tridiagonal(dl, d, du, rhs, lengths=[3, 4], check_finite=False)
+    assert (info.value.cell, info.value.node) == (1, 1)

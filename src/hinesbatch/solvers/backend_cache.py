@@ -24,6 +24,7 @@ class BackendPlan:
         self.backend_name: str = cls.name
         self.note: str = note
         self._subject = subject
+        self._asked = backend
         self._cls = cls
         self._options = dict(options)
         self._impl: dict[np.dtype, object] = {}
@@ -35,7 +36,20 @@ class BackendPlan:
             impl = self._impl[dtype] = self._cls(self._subject, dtype=dtype, **self._options)
         return impl
 
+    def __reduce__(self):
+        # copies and pickles plan again: the subject is validated again and the backend's
+        # state (scratch, compiled kernels, device buffers) is built afresh, never shared
+        return (_replan, (type(self), self._subject, self._asked, self._options))
+
+    @classmethod
+    def _from_subject(cls, subject, backend: str, options: dict) -> BackendPlan:
+        raise NotImplementedError
+
     @property
     def xp(self):
         """The array module the backend computes with (``numpy`` or ``cupy``)."""
         return self._implementation(np.dtype(np.float64)).xp
+
+
+def _replan(cls, subject, backend: str, options: dict) -> BackendPlan:
+    return cls._from_subject(subject, backend, options)

@@ -16,6 +16,10 @@ class Plan(BackendPlan):
 
     Create with :func:`hinesbatch.plan`. The backend's preparation (orderings, layouts,
     compiled kernels, device buffers) happens per dtype on first use and is cached.
+
+    One plan may be solved from several threads at once: the CPU backends keep no state that
+    a solve writes, the GPU backends let calls take turns. ``copy.deepcopy`` and ``pickle``
+    plan again from the (validated) structure; no backend state is copied.
     """
 
     kind = "hines"
@@ -23,6 +27,10 @@ class Plan(BackendPlan):
     def __init__(self, structure, backend: str = "auto", **options):
         self.structure: HinesStructure | MonoBatch = as_batch(structure)
         super().__init__(self.structure, backend, options)
+
+    @classmethod
+    def _from_subject(cls, subject, backend: str, options: dict) -> Plan:
+        return cls(subject, backend, **options)
 
     def describe(self) -> str:
         """What was planned: structure, backend, the reason for the choice, backend details."""

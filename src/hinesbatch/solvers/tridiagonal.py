@@ -51,6 +51,10 @@ class TridiagonalShape:
         if self.lengths is not None:
             object.__setattr__(self, "lengths", _check_lengths(self.lengths, n, batch))
 
+    def __reduce__(self):
+        # copies and pickles go through the constructor: checked, read-only lengths
+        return (TridiagonalShape, (self.n, self.batch, self.lengths))
+
     @property
     def values_shape(self) -> tuple[int, int]:
         return (self.batch, self.n)
@@ -100,6 +104,10 @@ class TridiagonalPlan(BackendPlan):
     def __init__(self, n: int, batch: int, *, lengths=None, backend: str = "auto", **options):
         self.shape = TridiagonalShape(n, batch, lengths)
         super().__init__(self.shape, backend, options)
+
+    @classmethod
+    def _from_subject(cls, subject, backend: str, options: dict) -> TridiagonalPlan:
+        return cls(subject.n, subject.batch, lengths=subject.lengths, backend=backend, **options)
 
     def describe(self) -> str:
         s = self.shape
@@ -182,13 +190,17 @@ def solve_tridiagonal(dl, d, du, rhs, *, lengths=None, backend: str = "auto",
 
     Parameters
     ----------
-    dl, d, du, rhs : array_like, shape ``(batch, n)`` or ``(n,)`` for one system
+    dl, d, du, rhs : array_like, shape ``(batch, n)``, or ``(n,)``
         Sub-diagonal, diagonal, super-diagonal and right-hand side of each system (any units,
         consistent: ``x`` has the units of ``rhs / d``). ``dl[:, 0]`` and ``du[:, m-1]`` are not
         read. NumPy or CuPy arrays; float32 if all four are float32, else float64.
+        One-dimensional arrays hold one system, or, with ``lengths``, the systems one after
+        another (system ``k`` on rows ``sum(lengths[:k])`` to ``sum(lengths[:k+1]) - 1``).
     lengths : int array of shape (batch,), optional
         Size ``m`` of each system, ``0 <= m <= n``; system ``k`` uses its first ``lengths[k]``
-        entries and its solution's entries past them are ``rhs``'s, unchanged.
+        entries and its solution's entries past them are ``rhs``'s, unchanged. With
+        one-dimensional arrays: the sizes of the systems laid one after another, at most
+        ``n`` rows in all; rows past them are ``rhs``'s, unchanged.
     backend : str
         ``"auto"`` or a name from ``hinesbatch.backends("tridiagonal")``.
     overwrite : bool
@@ -212,6 +224,9 @@ def solve_tridiagonal(dl, d, du, rhs, *, lengths=None, backend: str = "auto",
     xp = array_module(dl, d, du, rhs)
     arrays = [xp.asarray(a) for a in (dl, d, du, rhs)]
     ndims = {a.ndim for a in arrays}
+    if ndims == {1} and lengths is not None and np.ndim(lengths) == 1 and len(lengths) != 1:
+        return _solve_concatenated(xp, arrays, lengths, backend=backend, overwrite=overwrite,
+                                   check_finite=check_finite, **options)
     if ndims == {1}:
         n = arrays[3].shape[0]
         batch_lengths = None if lengths is None else np.reshape(np.asarray(lengths), (1,))
@@ -226,3 +241,32 @@ def solve_tridiagonal(dl, d, du, rhs, *, lengths=None, backend: str = "auto",
     batch, n = arrays[3].shape
     plan = plan_tridiagonal(n, batch, lengths=lengths, backend=backend, **options)
     return plan.solve(*arrays, overwrite=overwrite, check_finite=check_finite)
+
+
+def _solve_concatenated(xp, arrays, lengths, *, backend: str, overwrite: bool,
+                        check_finite: bool, **options):
+    """Systems laid one after another in 1-D arrays: solved as a padded ``(batch, m)`` batch
+    (``m`` the longest system) and gathered back; see :func:`solve_tridiagonal`."""
+    names = ("dl", "d", "du", "rhs")
+    n = arrays[3].shape[0]
+    if any(a.shape != (n,) for a in arrays):
+        shapes = ", ".join(f"{name} {tuple(a.shape)}" for name, a in zip(names, arrays))
+        raise ValueError(f"dl, d, du and rhs must have one length; got {shapes}")
+    sizes = _check_lengths(lengths, n, len(lengths))
+    if int(sizes.sum()) > n:
+        raise ValueError(f"lengths add up to {int(sizes.sum())} rows but the arrays hold {n}: "
+                         f"one-dimensional arrays hold the systems one after another")
+    width = int(sizes.max()) if sizes.size else 0
+    starts = np.cumsum(sizes) - sizes
+    inside = np.arange(width) < sizes[:, None]
+    rows = np.where(inside, starts[:, None] + np.arange(width), 0)  # padding reads row 0
+    rows_x, inside_x = xp.asarray(rows), xp.asarray(inside)
+    padded = [xp.where(inside_x, a[rows_x], 0) for a in arrays]
+    x = solve_tridiagonal(*padded, lengths=sizes, backend=backend, overwrite=True,
+                          check_finite=check_finite, **options)
+    rhs = arrays[3]
+    into_rhs = (overwrite and rhs.dtype == x.dtype
+                and getattr(rhs.flags, "writeable", True))
+    out = rhs if into_rhs else rhs.astype(x.dtype, copy=True)
+    out[rows_x[inside_x]] = x[inside_x]
+    return out

@@ -22,11 +22,11 @@ with one gather: ``values[..., order]``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
-from .structure import HinesStructure, MonoBatch, as_batch
+from .structure import HinesStructure, MonoBatch, _owned, as_batch
 
 __all__ = ["Branches", "branches", "contiguous_order", "depth_order", "make_branches_contiguous"]
 
@@ -53,6 +53,9 @@ class Branches:
     nodes : the nodes grouped by branch, each branch parent to tip: branch ``b`` is
         ``nodes[offsets[b]:offsets[b + 1]]``
     offsets : int64[n_branches + 1], see ``nodes``
+
+    The arrays are read-only int64 of the object's own (copied unless they already are a
+    structure's or another ``Branches``'), also through copies and pickles.
     """
 
     start: np.ndarray
@@ -64,6 +67,13 @@ class Branches:
     node_branch: np.ndarray
     nodes: np.ndarray
     offsets: np.ndarray
+
+    def __post_init__(self):
+        for f in fields(self):
+            object.__setattr__(self, f.name, _owned(getattr(self, f.name), np.int64))
+
+    def __reduce__(self):
+        return (Branches, tuple(getattr(self, f.name) for f in fields(self)))
 
     @property
     def n_branches(self) -> int:

@@ -27,6 +27,7 @@ Two kinds of batch are first-class because the papers show they need different k
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,12 +35,33 @@ import numpy as np
 __all__ = ["HinesStructure", "MonoBatch", "as_batch"]
 
 
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a)
-    if a.flags.writeable:
-        a = a.copy()
-        a.flags.writeable = False
-    return a
+#: The read-only arrays this module made, by id: structures share them without copying.
+_OWNED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def _owned(a, dtype) -> np.ndarray:
+    """``a`` as read-only, C-contiguous memory of ``dtype`` that nobody else can write.
+
+    An array that a structure already owns is kept as it is (structures share their arrays
+    that way); anything else is copied, read-only arrays and views included: a read-only
+    view of a writeable buffer changes whenever its owner writes to the buffer, and the
+    owner of a read-only array may make it writeable again.
+    """
+    if _OWNED.get(id(a)) is a and a.dtype == dtype:
+        return a
+    out = np.array(a, dtype=dtype, order="C", copy=True)
+    out.flags.writeable = False
+    _OWNED[id(out)] = out
+    return out
+
+
+def _check_indices(name: str, a: np.ndarray, low: int, high: int, what: str) -> None:
+    """Raise ``ValueError`` naming the position and value of the first entry of ``a`` outside
+    ``low..high``; compared in ``a``'s own dtype, before any cast could wrap it around."""
+    bad = np.flatnonzero((a < low) | (a > high))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"{name}[{i}] = {int(a[i])} is outside {low}..{high} ({what})")
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,10 +83,13 @@ class HinesStructure:
 
     Notes
     -----
-    The arrays are copied into read-only storage (``parent`` as int32, ``cell_offsets`` as
-    int64, ``u`` and ``l`` as float64), so a structure never changes after construction.
-    Construction validates the format (Hines order, cell ranges, finite ``u`` and ``l``
-    off the roots) and raises ``ValueError`` naming cell and node.
+    The structure keeps read-only arrays of its own (``parent`` as int32, ``cell_offsets``
+    as int64, ``u`` and ``l`` as float64): arguments are copied unless they already are
+    another structure's arrays, so a structure never changes after construction, not even
+    when the caller's buffers do. Copies and pickles are built again through the
+    constructor, validated and read-only. Construction validates the format (indices in
+    range before any cast, Hines order, cell ranges, finite ``u`` and ``l`` off the roots)
+    and raises ``ValueError`` naming the argument and the position, or the cell and node.
     """
 
     parent: np.ndarray
@@ -82,21 +107,27 @@ class HinesStructure:
         n = parent.size
         if n >= 2**31:
             raise ValueError(f"a structure holds at most 2**31 - 1 nodes, got {n}")
-        parent = parent.astype(np.int32)
-        u = np.asarray(self.u, dtype=np.float64)
+        _check_indices("parent", parent, -1, n - 1, "a node index, or -1 for a root")
+        parent = _owned(parent, np.int32)
+        u = _owned(self.u, np.float64)
         if u.shape != (n,):
             raise ValueError(f"u has shape {u.shape} but parent has {n} entries")
         lower = None
         if self.l is not None:
-            lower = np.asarray(self.l, dtype=np.float64)
+            lower = _owned(self.l, np.float64)
             if lower.shape != (n,):
                 raise ValueError(f"l has shape {lower.shape} but parent has {n} entries")
         if self.cell_offsets is None:
-            offsets = np.concatenate([np.flatnonzero(parent < 0), [n]]).astype(np.int64)
+            offsets = _owned(np.concatenate([np.flatnonzero(parent < 0), [n]]), np.int64)
             if n and offsets[0] != 0:
                 raise ValueError("node 0 must be a root (parent -1): it starts the first cell")
         else:
-            offsets = np.asarray(self.cell_offsets, dtype=np.int64)
+            offsets = np.asarray(self.cell_offsets)
+            if offsets.size and not np.issubdtype(offsets.dtype, np.integer):
+                raise TypeError(f"cell_offsets must hold integers, got dtype {offsets.dtype}")
+            if offsets.ndim == 1:
+                _check_indices("cell_offsets", offsets, 0, n, "a node count")
+            offsets = _owned(offsets, np.int64)
             if offsets.ndim != 1 or offsets.size < 1 or offsets[0] != 0 or offsets[-1] != n:
                 raise ValueError(
                     f"cell_offsets must run from 0 to the number of nodes ({n}), got "
@@ -110,10 +141,22 @@ class HinesStructure:
         for name, values in (("u", u), ("l", lower)):
             if values is not None:
                 _check_finite_couplings(name, values, parent, offsets)
-        object.__setattr__(self, "parent", _readonly(parent))
-        object.__setattr__(self, "u", _readonly(u))
-        object.__setattr__(self, "l", None if lower is None else _readonly(lower))
-        object.__setattr__(self, "cell_offsets", _readonly(offsets))
+        object.__setattr__(self, "parent", parent)
+        object.__setattr__(self, "u", u)
+        object.__setattr__(self, "l", lower)
+        object.__setattr__(self, "cell_offsets", offsets)
+
+    def __reduce__(self):
+        # copy, deepcopy and pickle go through the constructor: validated, read-only arrays
+        return (HinesStructure, (self.parent, self.u, self.l, self.cell_offsets))
+
+    def __setstate__(self, state: dict) -> None:
+        # a pickle of the plain dataclass form (object state, no constructor call) is
+        # validated and made read-only all the same
+        for name in ("parent", "u", "l", "cell_offsets"):
+            object.__setattr__(self, name, state[name])
+        object.__setattr__(self, "_cache", {})
+        self.__post_init__()
 
     # -- sizes -----------------------------------------------------------------------------
     @property
@@ -238,6 +281,7 @@ class MonoBatch:
         Structure of exactly one cell.
     n_cells : int
         Number of value sets; ``d`` and ``rhs`` have shape ``(n_cells, cell.n_nodes)``.
+        An integer ``>= 0`` (``TypeError`` for other types, ``bool`` included).
     """
 
     cell: HinesStructure
@@ -249,10 +293,21 @@ class MonoBatch:
             raise TypeError(f"cell must be a HinesStructure, got {type(self.cell).__name__}")
         if self.cell.n_cells != 1:
             raise ValueError(f"a MonoBatch shares one cell, got a structure of {self.cell.n_cells}")
-        n = int(self.n_cells)
+        n = self.n_cells
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"n_cells must be an int, got {type(n).__name__} {n!r}")
         if n < 0:
             raise ValueError(f"n_cells must be >= 0, got {n}")
-        object.__setattr__(self, "n_cells", n)
+        object.__setattr__(self, "n_cells", int(n))
+
+    def __reduce__(self):
+        return (MonoBatch, (self.cell, self.n_cells))
+
+    def __setstate__(self, state: dict) -> None:
+        object.__setattr__(self, "cell", state["cell"])
+        object.__setattr__(self, "n_cells", state["n_cells"])
+        object.__setattr__(self, "_cache", {})
+        self.__post_init__()
 
     @property
     def n_nodes(self) -> int:

@@ -1,18 +1,20 @@
 """The CPU backends: ``serial`` and ``multicore`` (Numba), for Hines and tridiagonal batches.
 
 Each class implements the backend protocol of :mod:`hinesbatch.solvers.registry`: analysis
-in ``__init__`` (structure arrays converted once to the plan's dtype, scratch allocated
-once), the hot loop in ``solve``. Validation, dtype and aliasing rules live in the front ends
+in ``__init__`` (structure arrays converted once to the plan's dtype), the hot loop in ``solve``.
+A backend object holds nothing a solve writes: the kernels' pivot status is allocated per
+call (one int64 per cell or system), so one plan may be solved from several threads at once. Validation, dtype and aliasing rules live in the front ends
 (:mod:`hinesbatch.solvers.plan`, :mod:`hinesbatch.solvers.tridiagonal`).
 """
 from __future__ import annotations
 
 import contextlib
+import threading
 
 import numba
 import numpy as np
 
-from ...errors import SingularSystemError
+from ...errors import singular_pivot_error
 from ...tree.structure import MonoBatch
 from .. import registry
 from .hines_kernels import cells_parallel, cells_serial, shared_parallel, shared_serial
@@ -78,25 +80,39 @@ class _Threads:
 
     @contextlib.contextmanager
     def running(self):
-        """Set Numba's (thread-local) thread count for the block, then restore it."""
-        if self.threads is None:
-            yield
-            return
-        old = numba.get_num_threads()
-        numba.set_num_threads(self.threads)
+        """Set Numba's (thread-local) thread count for the block, then restore it; the block
+        runs alone when the threading layer cannot run kernels for several threads at once
+        (:data:`_WORKQUEUE_LOCK`)."""
+        guarded = not _layer_takes_threads
+        if guarded:
+            _WORKQUEUE_LOCK.acquire()
+        old = None
         try:
+            if self.threads is not None:
+                old = numba.get_num_threads()
+                numba.set_num_threads(self.threads)
             yield
         finally:
-            numba.set_num_threads(old)
+            if old is not None:
+                numba.set_num_threads(old)
+            if guarded:
+                _learn_layer()
+                _WORKQUEUE_LOCK.release()
 
 
-def _singular(kind: str, cell: int, node: int, pivot: float) -> SingularSystemError:
-    where = f"system {cell}, row {node}" if kind == "tridiagonal" else f"cell {cell}, node {node}"
-    return SingularSystemError(
-        f"zero or non-finite pivot {pivot!r} at {where}: the {kind} system is singular or too "
-        f"far from diagonally dominant for elimination without pivoting",
-        cell=cell, node=node,
-    )
+#: Numba's ``workqueue`` threading layer aborts the process when parallel kernels are launched
+#: from two threads at once; ``omp`` and ``tbb`` take them. Parallel kernels run under this
+#: lock until the first one has told which layer Numba chose, and for good if it is
+#: ``workqueue``.
+_WORKQUEUE_LOCK = threading.Lock()
+_layer_takes_threads: bool | None = None
+
+
+def _learn_layer() -> None:
+    global _layer_takes_threads
+    if _layer_takes_threads is None:
+        with contextlib.suppress(ValueError):  # no parallel kernel has run yet
+            _layer_takes_threads = numba.threading_layer() != "workqueue"
 
 
 def _check_lockstep(lockstep) -> int:
@@ -146,12 +162,15 @@ class _CpuHines(_Cpu):
         self._u = _readonly(s.u, self.dtype)
         self._l = _readonly(s.lower, self.dtype)
         self._n_cells = structure.n_cells
-        self._status = np.empty(self._n_cells, dtype=np.int64)
+
+    def _status(self) -> np.ndarray:
+        """Per-call scratch of the kernels: first bad pivot per cell."""
+        return np.empty(self._n_cells, dtype=np.int64)
 
     def _raise(self, d: np.ndarray, cell: int, node: int):
         flat = d.reshape(-1)
         index = cell * self._parent.size + node if self._mono else self._offsets[cell] + node
-        raise _singular("Hines", cell, node, float(flat[index]))
+        raise singular_pivot_error("Hines", cell, node, float(flat[index]))
 
     def _layout(self) -> str:
         if self._mono:
@@ -171,7 +190,7 @@ class SerialHines(_CpuHines):
         d1, rhs1 = d.reshape(-1), rhs.reshape(-1)
         if self._mono:
             cell, node = shared_serial(self._parent, self._u, self._l, d1, rhs1,
-                                       self._n_cells, self._lockstep, self._status)
+                                       self._n_cells, self._lockstep, self._status())
         else:
             cell, node = cells_serial(self._parent, self._offsets, self._u, self._l, d1, rhs1)
         if cell >= 0:
@@ -201,10 +220,10 @@ class MulticoreHines(_Threaded, _CpuHines):
         with self._threads.running():
             if self._mono:
                 cell, node = shared_parallel(self._parent, self._u, self._l, d1, rhs1,
-                                             self._n_cells, self._lockstep, self._status)
+                                             self._n_cells, self._lockstep, self._status())
             else:
                 cell, node = cells_parallel(self._parent, self._offsets, self._u, self._l,
-                                            d1, rhs1, self._status)
+                                            d1, rhs1, self._status())
         if cell >= 0:
             self._raise(d, cell, node)
 
@@ -234,10 +253,13 @@ class _CpuTridiagonal(_Cpu):
         super().__init__(dtype=dtype, lockstep=lockstep, options=options)
         self._n = shape.n
         self._lengths = shape.lengths_or_full()  # read-only int64[batch]
-        self._status = np.empty(self._lengths.size, dtype=np.int64)
+
+    def _status(self) -> np.ndarray:
+        """Per-call scratch of the kernels: first bad pivot per system."""
+        return np.empty(self._lengths.size, dtype=np.int64)
 
     def _raise(self, d: np.ndarray, system: int, row: int):
-        raise _singular("tridiagonal", system, row, float(d[system, row]))
+        raise singular_pivot_error("tridiagonal", system, row, float(d[system, row]))
 
     def _how(self) -> str:
         k = self._lockstep
@@ -251,7 +273,7 @@ class SerialTridiagonal(_CpuTridiagonal):
 
     def solve(self, dl, d, du, rhs) -> None:
         k, row = thomas_serial(dl.reshape(-1), d.reshape(-1), du.reshape(-1), rhs.reshape(-1),
-                               self._n, self._lengths, self._lockstep, self._status)
+                               self._n, self._lengths, self._lockstep, self._status())
         if k >= 0:
             self._raise(d, k, row)
 
@@ -276,7 +298,7 @@ class MulticoreTridiagonal(_Threaded, _CpuTridiagonal):
         with self._threads.running():
             k, row = thomas_parallel(dl.reshape(-1), d.reshape(-1), du.reshape(-1),
                                      rhs.reshape(-1), self._n, self._lengths, self._lockstep,
-                                     self._status)
+                                     self._status())
         if k >= 0:
             self._raise(d, k, row)
 

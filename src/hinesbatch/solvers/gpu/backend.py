@@ -8,9 +8,12 @@ streams them in chunks of cells: :mod:`.streaming`); nothing inside :meth:`GpuBa
 """
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import numpy as np
 
-from ...errors import SingularSystemError
+from ...errors import singular_pivot_error
 from .auto import AUTO_REASON, auto_strategy
 from .device import availability, cupy_module, device_ids, device_properties, suits_gpu
 from .parts import Part, split
@@ -112,6 +115,11 @@ class GpuBackend:
                        if part.n_cells]
         self._events: dict[int, object] = {}
         self._streamer = HostStreamer(self, options)  # NumPy batches larger than the cap
+        # Calls share the parts' pivot flags and scratch buffers: they run one at a time
+        # (host threads take turns) and, on the device, in order (see _in_turn).
+        self._lock = threading.RLock()
+        self._finished: dict[int, object] = {}  # device -> event after the last solve's work
+        self._last_stream = None
 
     # -- construction ------------------------------------------------------------------------
     def _choose(self, strategy) -> tuple[str, str]:
@@ -170,12 +178,18 @@ class GpuBackend:
         """Solve in place: ``d`` is destroyed, ``x`` is written over ``rhs`` (canonical order).
 
         Parts on the arrays' device run on that device's current stream; parts on other
-        devices copy their cells there and back (peer copies) on their own streams.
+        devices copy their cells there and back (peer copies) on their own streams. Safe to
+        call from several host threads: calls take turns (:meth:`_in_turn`).
         """
         cupy = self.xp
         home = d.device.id
         with cupy.cuda.Device(home):
             current = cupy.cuda.get_current_stream()
+        with self._in_turn(home, current):
+            self._solve(d, rhs, home, current)
+
+    def _solve(self, d, rhs, home: int, current) -> None:
+        cupy = self.xp
         ready = self._ready_event(home, current)
         for p in self._parts:
             p.setup()
@@ -187,6 +201,34 @@ class GpuBackend:
             else:
                 self._solve_remote(p, d, rhs, home, ready)
         self._join(home, current)
+
+    @contextlib.contextmanager
+    def _in_turn(self, home: int, current):
+        """Run a solve's block alone, its device work after the previous solve's.
+
+        Host threads wait for the lock. On the device, a call on another stream than the
+        previous one (each host thread has its own current stream) first waits for the
+        previous call's work: with ``check_pivots`` that work is already finished (the flag
+        read waited for it), without it the previous call may still be running, on the
+        same scratch buffers.
+        """
+        with self._lock:
+            cupy = self.xp
+            last = self._last_stream
+            if not self.check_pivots and last is not None and last[1].ptr != current.ptr:
+                with cupy.cuda.Device(home):
+                    current.wait_event(self._finished[last[0]])
+            try:
+                yield
+            finally:
+                if not self.check_pivots:
+                    with cupy.cuda.Device(home):
+                        event = self._finished.get(home)
+                        if event is None:
+                            event = self._finished[home] = cupy.cuda.Event(
+                                block=False, disable_timing=True)
+                        event.record(current)
+                    self._last_stream = (home, current)  # held: its pointer is not reused
 
     def _reset(self, p: _DevicePart, stream) -> None:
         if self.check_pivots:
@@ -228,11 +270,9 @@ class GpuBackend:
         with cupy.cuda.Device(p.device):
             pivot = float(p.values[cell - p.part.cell_start: cell - p.part.cell_start + 1]
                           .get(stream=stream)[0])
-        raise SingularSystemError(
-            f"zero or non-finite pivot {pivot!r} at cell {cell}, node {node}: the hines system is "
-            f"singular or too far from diagonally dominant for elimination without pivoting "
-            f"(the lowest failing cell; its node met first in descending elimination order)",
-            cell=cell, node=node)
+        raise singular_pivot_error(
+            "Hines", cell, node, pivot,
+            detail="the lowest failing cell; its node met first in descending elimination order")
 
     # -- NumPy values larger than the device (streaming.py) -------------------------------------
     def streams_host(self) -> bool:
@@ -244,7 +284,8 @@ class GpuBackend:
         """Solve NumPy values (``values_shape``, the plan's dtype) streamed to the device in
         chunks of whole cells; ``d`` and ``rhs`` are only read, ``x`` goes into ``out`` (may be
         ``rhs``), which is returned. ``SingularSystemError`` names the batch's cell and node."""
-        return self._streamer.solve(d, rhs, out)
+        with self._lock:  # one chunk at a time: the chunk plans are shared
+            return self._streamer.solve(d, rhs, out)
 
     # -- native layout -------------------------------------------------------------------------
     def layout_shapes(self) -> list[tuple[int, ...]]:
@@ -287,12 +328,19 @@ class GpuBackend:
 
         ``d`` and ``rhs``: as :meth:`to_layout` returns them (one array per part's device).
         Parts on the current device run on the current stream, the others on their device's
-        stream; the current stream waits for all of them.
+        stream; the current stream waits for all of them. Calls take turns as
+        :meth:`solve`'s do.
         """
         cupy = self.xp
         ds, rs = self._per_part(d, "d"), self._per_part(rhs, "rhs")
         home = cupy.cuda.Device().id
         current = cupy.cuda.get_current_stream()
+        with self._in_turn(home, current):
+            self._solve_layout(ds, rs, home, current)
+        return rhs
+
+    def _solve_layout(self, ds, rs, home: int, current) -> None:
+        cupy = self.xp
         ready = self._ready_event(home, current)
         for p, dd, rr in zip(self._parts, ds, rs):
             p.setup()
@@ -306,7 +354,6 @@ class GpuBackend:
                 p.strategy.solve_native(dd, rr, p.pivots, p.stream)
                 p.done.record(p.stream)
         self._join(home, current)
-        return rhs
 
     def _ready_event(self, home: int, current):
         """An event on the caller's stream that remote parts wait for (None without them)."""

@@ -19,6 +19,8 @@ non-finite pivot in Thomas order when there is one (found on the host, for that 
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ...errors import SingularSystemError
@@ -203,6 +205,7 @@ class CusparseTridiagonal:
         self.routine = Routine(routine, self.rows, max(self.batch, 1), self.dtype,
                                algorithm=algorithm)
         self._work = None
+        self._lock = threading.Lock()  # solve: one call at a time (the workspace is shared)
         self.workspace_bytes: int | None = None
 
     def describe(self) -> str:
@@ -218,9 +221,14 @@ class CusparseTridiagonal:
 
     def solve(self, dl, d, du, rhs) -> None:
         """Solve canonical ``(batch, n)`` systems; the solution overwrites ``rhs`` below each
-        length (rows past it are left as they are)."""
+        length (rows past it are left as they are). Calls from several host threads take
+        turns: the workspace is the backend's, and the check of the solution waits for it."""
         if not self.batch or not self.n:
             return
+        with self._lock:
+            self._solve(dl, d, du, rhs)
+
+    def _solve(self, dl, d, du, rhs) -> None:
         cp = self.xp
         interleaved = self.routine.routine == "interleaved"
         m = self._m()

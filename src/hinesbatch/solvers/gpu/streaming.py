@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import SingularSystemError
+from ...errors import SingularSystemError, renumbered
 from ...tree.structure import HinesStructure, MonoBatch
 from .strategies import STRATEGIES
 
@@ -146,8 +146,6 @@ class HostStreamer:
             try:
                 sub.solve(dd, rr)
             except SingularSystemError as exc:
-                cell = exc.cell + a
-                message = str(exc).replace(f"at cell {exc.cell},", f"at cell {cell},", 1)
-                raise SingularSystemError(message, cell=cell, node=exc.node) from None
+                raise renumbered(exc, exc.cell + a) from None
             out[rows] = rr.get()
         return out

@@ -24,9 +24,11 @@ transposes: :meth:`GpuTridiagonal.solve_interleaved` (see :func:`native_solver`)
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
-from ...errors import SingularSystemError
+from ...errors import SingularSystemError, singular_pivot_error
 from .. import registry
 from . import cusparse as _cusparse  # noqa: F401  (registers the "cusparse" reference backend)
 from .device import availability, cupy_module, device_properties, suits_gpu
@@ -159,6 +161,7 @@ class GpuTridiagonal:
         self._interleaved = None       # thomas, canonical entry: (n, batch) copies
         self._cbuf = None              # thomas, native entry: c' scratch
         self._last = None              # what check_singular needs about the last launch
+        self._lock = threading.Lock()  # solve: one call at a time
 
     # -- protocol -------------------------------------------------------------------------
     def describe(self) -> str:
@@ -175,9 +178,15 @@ class GpuTridiagonal:
 
     def solve(self, dl, d, du, rhs) -> None:
         """Solve canonical ``(batch, n)`` systems: the solution is written over ``rhs`` below
-        each length. ``dl``, ``d`` and ``du`` are not modified."""
-        self.enqueue(dl, d, du, rhs, rhs)
-        self.check_singular()
+        each length. ``dl``, ``d`` and ``du`` are not modified.
+
+        Calls from several host threads take turns: the launch's flags and scratch are the
+        backend's, and the call waits for its work before it returns. (:meth:`enqueue` and
+        :meth:`check_singular` are two halves of one call and belong to one thread.)
+        """
+        with self._lock:
+            self.enqueue(dl, d, du, rhs, rhs)
+            self.check_singular()
 
     def enqueue(self, dl, d, du, rhs, out) -> None:
         """Launch the solve of canonical systems into ``out`` (``(batch, n)``, may be ``rhs``)
@@ -239,12 +248,10 @@ class GpuTridiagonal:
         self.last_singular = bad.get().astype(np.int64)
         if self.on_singular == "raise":
             system, row = int(key >> np.uint64(32)), int(key & np.uint64(0xFFFFFFFF))
-            raise SingularSystemError(
-                f"zero, tiny or non-finite pivot at system {system}, row {row}: the tridiagonal "
-                f"system is singular or too far from diagonally dominant for elimination "
-                f"without pivoting ({bad.size} system(s) flagged; on_singular='pivot' re-solves "
-                f"them with partial pivoting, 'report' returns NaN for them)",
-                cell=system, node=row)
+            raise singular_pivot_error(
+                "tridiagonal", system, row, tiny=True,
+                detail=f"{bad.size} system(s) flagged; on_singular='pivot' re-solves them with "
+                       f"partial pivoting, 'report' returns NaN for them")
         layout, dl, d, du, rhs, out = self._last
         canon = (lambda a: a) if layout == "canonical" else (lambda a: a.T)
         m = self.n if self.lengths is None else dev["lengths"]
