@@ -19,7 +19,7 @@ from hinesbatch.sim.stimuli import IClamp, TimeGrid, time_grid
     (dict(ra=-1.0), r"ra must be finite and > 0"),
     (dict(ra=0.0), r"ra must be finite and > 0"),
     (dict(ra=1e-320), r"ra = 1e-320 .* below the smallest normal float64"),
-    (dict(ra=1e-305), r"axial conductance .* \(ra = 1e-305"),
+    (dict(ra=1e-305), r"axial (conductance|resistance) .*ra = 1e-305"),
     (dict(v_init=1e308), r"v_init must lie within \+-1e\+06 mV"),
     (dict(e_pas=-2e6), r"e_pas must lie within \+-1e\+06 mV"),
     (dict(iclamp=(1e308, 0.0, 10.0)), r"IClamp amp must lie within \+-1e\+06 nA"),
