@@ -7,9 +7,10 @@ import pytest
 
 import hinesbatch
 from hinesbatch.errors import SingularSystemError
-from hinesbatch.solvers.gpu import grouped, layout_solver
+from hinesbatch.solvers.gpu import layout_solver
+from hinesbatch.solvers.gpu.strategies import grouped
 from hinesbatch.solvers.gpu.device import SM_BARRIERS, device_properties
-from hinesbatch.solvers.gpu.strategies import SharedTiles
+from hinesbatch.solvers.gpu.strategies.shared_tiles import SharedTiles
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.balance import tree_centres
 from hinesbatch.tree.structure import HinesStructure, MonoBatch

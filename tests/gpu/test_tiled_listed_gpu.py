@@ -10,7 +10,7 @@ import pytest
 import hinesbatch
 from hinesbatch.errors import SingularSystemError
 from hinesbatch.solvers.gpu import layout_solver
-from hinesbatch.solvers.gpu.strategies import SharedTiles
+from hinesbatch.solvers.gpu.strategies.shared_tiles import SharedTiles
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.structure import MonoBatch
 

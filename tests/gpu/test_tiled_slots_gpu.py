@@ -12,7 +12,7 @@ import pytest
 import hinesbatch
 from hinesbatch.errors import SingularSystemError
 from hinesbatch.solvers.gpu import layout_solver
-from hinesbatch.solvers.gpu.compile import SLOT_VARIANTS
+from hinesbatch.solvers.gpu.kernel_build import SLOT_VARIANTS
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.structure import MonoBatch
 

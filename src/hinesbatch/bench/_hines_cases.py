@@ -268,7 +268,7 @@ class Runner:
         return rows
 
     def tiled_rows(self, cell, n, threads, dtype=np.float64, buffers=(1, 2)) -> list[dict]:
-        from ..solvers.gpu.compile import TILED_VARIANTS
+        from ..solvers.gpu.kernel_build import TILED_VARIANTS
         from ..tree.structure import MonoBatch
 
         batch = MonoBatch(cell, n)
@@ -305,7 +305,7 @@ class Runner:
         """block-shared with keep="factors": lanes per cell x nodes per step x cells per block,
         native layout (values already Block-Interleaved), effective bandwidth of a shared
         structure. Several lanes: the cells per block that fill whole warps."""
-        from ..solvers.gpu.compile import FACTOR_VARIANTS
+        from ..solvers.gpu.kernel_build import FACTOR_VARIANTS
         from ..tree.structure import MonoBatch
         from .hines import FACTOR_BS
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..tree.structure import HinesStructure, MonoBatch, as_batch
-from .backend_cache import BackendPlan
-from .validation import array_module, as_values, deliver, result_dtype, scratch, to_module
-from .validation import check_finite as check_finite_values
+from .backend_plans import BackendPlan
+from .values import array_module, as_values, deliver, result_dtype, scratch, to_module
+from .values import check_finite as check_finite_values
 
 __all__ = ["Plan", "plan", "solve"]
 

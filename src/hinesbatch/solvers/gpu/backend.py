@@ -13,9 +13,8 @@ import numpy as np
 from ...errors import SingularSystemError
 from .auto import AUTO_REASON, auto_strategy
 from .device import availability, cupy_module, device_ids, device_properties, suits_gpu
-from .parts import Part, split
+from .device_parts import Part, split
 from .strategies import STRATEGIES, Strategy
-from . import grouped, multi  # noqa: F401  (register the strategies grouped, levels, fine, dhs)
 from .streaming import HostStreamer
 
 __all__ = ["GpuBackend", "AUTO_REASON"]
@@ -61,8 +60,8 @@ class GpuBackend:
     strategy : str
         ``"auto"`` (default), ``"flat"``, ``"interleaved"``, ``"block-interleaved"``,
         ``"block-shared"``, ``"tiled"`` (see :mod:`.strategies`), ``"grouped"`` (cells with the
-        same matrix solved together, :mod:`.grouped`), ``"levels"``, ``"fine"`` or ``"dhs"``
-        (see :mod:`.multi`; options ``reroot``, ``split``, ``block_size``,
+        same matrix solved together, :mod:`.strategies.grouped`), ``"levels"``, ``"fine"`` or ``"dhs"``
+        (see :mod:`.strategies.multi_morphology`; options ``reroot``, ``split``, ``block_size``,
         ``threads_per_cell``).
     devices : None, "all" or list of int
         Devices to spread the cells over (one stream each); ``None``: the current device.

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .strategies import SharedTiles
+from .shared_tiles import SharedTiles
 
 __all__ = ["ClassesLaunch", "LANES", "FIELDS", "MAX_THREADS", "block_arrangement"]
 
@@ -59,7 +59,7 @@ def block_arrangement(cell, variants, item: int, props: dict, n_cells: int, tc=N
                       groups=None, reroot=None) -> SharedTiles | None:
     """``cell``'s arrangement (``tiled``'s width for it, from ``variants``) for a block with
     an SM's shared memory to itself: among ``tiled``'s tile sizes
-    (:meth:`~.strategies.SharedTiles.tile_sizes`), the tile size and groups that hold
+    (:meth:`~.shared_tiles.SharedTiles.tile_sizes`), the tile size and groups that hold
     the most cells, the most groups at a tie (their tiles overlap one another's loads and
     sweeps, and the class's end is finer), unless ``tc`` / ``groups`` are given. ``None``
     when the width is not among :data:`LANES`. ``reroot``: ``tiled``'s option."""
@@ -72,14 +72,14 @@ def block_arrangement(cell, variants, item: int, props: dict, n_cells: int, tc=N
         return None
     if tc is None or groups is None:
         s, lanes = width.schedule, width.lanes
-        fixed = SharedTiles._schedule_smem(s, item)
+        fixed = SharedTiles.schedule_smem(s, item)
         per_cell = SharedTiles.per_cell_bytes(s, item, listed=True)
         limit = one["smem_per_block_optin"]
         fit = (limit - fixed) // per_cell
         sizes = [tc] if tc is not None else SharedTiles.tile_sizes(lanes, fit)
         options = []
         for size in sizes:
-            most = SharedTiles._most_groups(fixed, size * per_cell, size * lanes, limit,
+            most = SharedTiles.most_groups(fixed, size * per_cell, size * lanes, limit,
                                             MAX_THREADS)
             g = groups if groups is not None else most
             if fixed + g * size * per_cell <= limit:
