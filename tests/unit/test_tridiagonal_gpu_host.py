@@ -45,10 +45,10 @@ def test_gpu_options_are_checked_before_any_device_work(options, error, match):
 
 
 @pytest.mark.parametrize(("options", "error", "match"), [
-    ({"routine": "dense"}, ValueError, "routine must be 'interleaved' or 'strided'"),
+    ({"routine": "dense"}, ValueError, "routine must be one of 'strided', 'interleaved'"),
     ({"routine": "strided", "algorithm": 1}, ValueError, "algorithm applies to routine='interleaved'"),
-    ({"algorithm": 3}, ValueError, "algorithm must be 0, 1 or 2"),
-    ({"algorithm": True}, ValueError, "algorithm must be 0, 1 or 2"),
+    ({"algorithm": 3}, ValueError, r"algorithm must be one of \(0, 1, 2\)"),
+    ({"algorithm": True}, ValueError, r"algorithm must be one of \(0, 1, 2\)"),
     ({"algo": 1}, TypeError, r"unknown option\(s\) algo"),
 ])
 def test_cusparse_options_are_checked(options, error, match):

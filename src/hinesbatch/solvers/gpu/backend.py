@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import SingularSystemError
+from . import options as check
 from .auto import AUTO_REASON, auto_strategy
 from .device import availability, cupy_module, device_ids, device_properties, suits_gpu
 from .device_parts import Part, split
@@ -99,10 +100,7 @@ class GpuBackend:
         self.dtype = np.dtype(dtype)
         self.check_pivots = bool(check_pivots)
         self.devices = device_ids(devices)
-        if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer))
-                                      or max_bytes < 1):
-            raise ValueError(f"max_bytes must be a positive int or None, got {max_bytes!r}")
-        self.max_bytes = max_bytes
+        self.max_bytes = check.optional(check.positive_int, "max_bytes", max_bytes)
         self._auto_options: dict = {}
         self.strategy, self.reason = self._choose(strategy)
         options = {**self._auto_options, **options}  # the user's options win over auto's

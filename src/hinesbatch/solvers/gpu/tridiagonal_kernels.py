@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernel_build
+from . import options as check
 from .kernel_build import CHUNK_CONFIGS, SEGMENT_ROWS
 from .device import blocks_per_sm, cupy_module, device_properties
 
@@ -125,8 +126,7 @@ class ChunkedLaunch:
             self.q, self.g, self.l = chunk_config(n)
             self.segs = 1
         else:
-            if segment_rows not in SEGMENT_ROWS:
-                raise ValueError(f"segment_rows must be one of {SEGMENT_ROWS}, got {segment_rows!r}")
+            check.one_of("segment_rows", segment_rows, SEGMENT_ROWS)
             self.q = segment_rows
             self.g, self.l = CHUNK_CONFIGS[segment_rows]
             self.segs = -(-n // segment_rows)
