@@ -1,13 +1,15 @@
 """The share of a batch that one device solves: a contiguous range of cells, host side.
 
-A :class:`Part` holds what the kernels need about its cells, as NumPy arrays (copied to the
-device by the strategies): the shared cell for a mono-morphology batch, or the per-cell
-structure (local parents, ``u``, ``l``, part-relative offsets, sizes) otherwise. Contiguous
+A :class:`Part` holds its cells as a structure of their own (``batch.cells(a, b)``) and
+derives from it what the kernels need, as NumPy arrays (copied to the device by the
+strategies): the shared cell for a mono-morphology batch, or the per-cell structure (local
+parents, ``u``, ``l``, part-relative offsets, sizes) otherwise. Contiguous
 cell ranges are contiguous in the canonical order (rows of a ``(n_cells, n)`` array, or one
 node range of the concatenation), so a part's canonical values are a view of the batch's.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,43 +25,76 @@ class Part:
 
     Attributes
     ----------
-    mono : bool
-        Shared structure (``cell``) or per-cell structure (the arrays below).
-    n_cells : int
-    n : int
-        Nodes per cell (mono) or of the largest cell (per-cell structure).
+    structure : HinesStructure or MonoBatch
+        The part's cells as a batch of their own (``batch.cells(a, b)``): what the schedule
+        planners take.
     cell_start, node_start : int
         First cell and first canonical node of the part in the whole batch.
-    n_nodes : int
-        Canonical nodes of the part.
-    cell : HinesStructure or None
-        The shared one-cell structure (mono).
-    parent : int32[n_nodes] or None
-        Parent of each node as an index within its cell, ``-1`` at roots (per-cell structure).
-    u, l : float64[n_nodes] or None
-        Couplings (``l`` is ``u`` for a symmetric structure).
-    offsets : int64[n_cells + 1] or None
-        First node of each cell, relative to ``node_start``.
-    sizes : int32[n_cells] or None
-        Nodes per cell.
+
+    The kernels' views of ``structure`` are derived from it: ``mono``, ``n_cells``, ``n``
+    (nodes per cell, or of the largest cell), ``n_nodes``, ``cell`` (the shared one-cell
+    structure of a MonoBatch), and for per-cell structures ``parent`` (int32, each node's
+    parent as an index within its cell, ``-1`` at roots), ``u``, ``l`` (``u`` itself when
+    symmetric), ``offsets`` (int64[n_cells + 1]) and ``sizes`` (int32[n_cells]).
     """
 
-    mono: bool
-    n_cells: int
-    n: int
+    structure: HinesStructure | MonoBatch
     cell_start: int
     node_start: int
-    n_nodes: int
-    cell: HinesStructure | None = None
-    parent: np.ndarray | None = None
-    u: np.ndarray | None = None
-    l: np.ndarray | None = None
-    offsets: np.ndarray | None = None
-    sizes: np.ndarray | None = None
+
+    @property
+    def mono(self) -> bool:
+        """Shared structure (``cell``) or per-cell structure."""
+        return isinstance(self.structure, MonoBatch)
+
+    @property
+    def n_cells(self) -> int:
+        return self.structure.n_cells
+
+    @property
+    def n_nodes(self) -> int:
+        """Canonical nodes of the part."""
+        return self.structure.n_nodes
+
+    @functools.cached_property
+    def n(self) -> int:
+        """Nodes per cell (mono) or of the largest cell (per-cell structure)."""
+        if self.mono:
+            return self.structure.nodes_per_cell
+        return int(self.structure.cell_sizes.max(initial=0))
+
+    @property
+    def cell(self) -> HinesStructure | None:
+        """The shared one-cell structure (mono), else ``None``."""
+        return self.structure.cell if self.mono else None
+
+    @functools.cached_property
+    def offsets(self) -> np.ndarray | None:
+        return None if self.mono else self.structure.cell_offsets
+
+    @functools.cached_property
+    def sizes(self) -> np.ndarray | None:
+        return None if self.mono else np.diff(self.structure.cell_offsets).astype(np.int32)
+
+    @functools.cached_property
+    def parent(self) -> np.ndarray | None:
+        if self.mono:
+            return None
+        first = np.repeat(self.offsets[:-1], self.sizes)
+        parent = self.structure.parent.astype(np.int64)
+        return np.where(parent >= 0, parent - first, -1).astype(np.int32)
+
+    @property
+    def u(self) -> np.ndarray | None:
+        return None if self.mono else self.structure.u
+
+    @property
+    def l(self) -> np.ndarray | None:  # noqa: E743
+        return None if self.mono else self.structure.lower
 
     @property
     def symmetric(self) -> bool:
-        return self.cell.symmetric if self.mono else self.l is self.u
+        return (self.cell if self.mono else self.structure).symmetric
 
     def canonical(self, a):
         """This part's view of a canonical values array of the whole batch."""
@@ -69,26 +104,12 @@ class Part:
 
     @property
     def values_shape(self) -> tuple[int, ...]:
-        return (self.n_cells, self.n) if self.mono else (self.n_nodes,)
+        return self.structure.values_shape
 
 
-def _mono_part(batch: MonoBatch, a: int, b: int) -> Part:
-    n = batch.nodes_per_cell
-    return Part(True, b - a, n, a, a * n, (b - a) * n, cell=batch.cell)
-
-
-def _multi_part(s: HinesStructure, a: int, b: int) -> Part:
-    lo, hi = int(s.cell_offsets[a]), int(s.cell_offsets[b])
-    offsets = (s.cell_offsets[a:b + 1] - lo).astype(np.int64)
-    sizes = np.diff(offsets).astype(np.int32)
-    first = np.repeat(offsets[:-1], sizes) + lo
-    parent = s.parent[lo:hi].astype(np.int64)
-    parent = np.where(parent >= 0, parent - first, -1).astype(np.int32)
-    u = np.ascontiguousarray(s.u[lo:hi])
-    lower = u if s.l is None else np.ascontiguousarray(s.l[lo:hi])
-    n = int(sizes.max(initial=0))
-    return Part(False, b - a, n, a, lo, hi - lo, parent=parent, u=u, l=lower,
-                offsets=offsets, sizes=sizes)
+def _part(batch, a: int, b: int) -> Part:
+    node = a * batch.nodes_per_cell if isinstance(batch, MonoBatch) else int(batch.cell_offsets[a])
+    return Part(batch.cells(a, b), a, node)
 
 
 def split(batch, n_parts: int) -> list[Part]:
@@ -99,7 +120,7 @@ def split(batch, n_parts: int) -> list[Part]:
     n_cells = batch.n_cells
     if isinstance(batch, MonoBatch):
         bounds = [round(k * n_cells / n_parts) for k in range(n_parts + 1)]
-        return [_mono_part(batch, bounds[k], bounds[k + 1]) for k in range(n_parts)]
+        return [_part(batch, bounds[k], bounds[k + 1]) for k in range(n_parts)]
     total = batch.n_nodes
     targets = [round(k * total / n_parts) for k in range(n_parts + 1)]
     bounds = [int(np.searchsorted(batch.cell_offsets, t, side="left")) for t in targets]
@@ -107,4 +128,4 @@ def split(batch, n_parts: int) -> list[Part]:
     bounds = [min(max(b, 0), n_cells) for b in bounds]
     for k in range(1, len(bounds)):
         bounds[k] = max(bounds[k], bounds[k - 1])
-    return [_multi_part(batch, bounds[k], bounds[k + 1]) for k in range(n_parts)]
+    return [_part(batch, bounds[k], bounds[k + 1]) for k in range(n_parts)]

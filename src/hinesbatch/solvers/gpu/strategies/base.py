@@ -1,6 +1,6 @@
 """The base of the GPU strategies: device uploads, layouts and the kernel-launch helpers.
 
-Every strategy solves one cell per thread and works on a :class:`~.device_parts.Part`. It has a
+Every strategy works on a :class:`~..device_parts.Part`. It has a
 *native layout* (where it wants the values) and two entry points:
 
 * ``solve_canonical(d, rhs, pivots, stream)``: values in the canonical order (a view of the

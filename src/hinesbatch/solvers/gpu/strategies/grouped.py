@@ -78,7 +78,6 @@ class Grouped(Strategy):
 
     def __init__(self, part, dtype, device, options, budget):
         from ....tree.schedules import cell_shapes
-        from .multi_morphology import part_structure
 
         super().__init__(part, dtype, device, options, budget)
         item = self.dtype.itemsize
@@ -88,7 +87,7 @@ class Grouped(Strategy):
         groups = check.optional(check.positive_int, "groups", options.pop("groups", None))
         reroot = check.optional(check.flag, "reroot", options.pop("reroot", None))
         one = check.optional(check.flag, "one_launch", options.pop("one_launch", None))
-        classes = cell_shapes(part_structure(part), couplings=True)
+        classes = cell_shapes(part.structure, couplings=True)
         if classes.n_shapes > MAX_CLASSES:
             raise ValueError(f"strategy 'grouped' launches one kernel per class of cells with the "
                              f"same matrix; this batch has {classes.n_shapes} classes (at most "

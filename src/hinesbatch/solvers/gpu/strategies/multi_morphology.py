@@ -34,11 +34,10 @@ import numpy as np
 
 from .. import options as check
 from ..device import cupy_module, device_properties
-from ..device_parts import Part
 from ..kernel_build import kernel
 from .base import NULL, Strategy, call_kernel, i32, i64
 
-__all__ = ["SOURCE", "Levels", "Fine", "DHS", "part_structure", "working_rank"]
+__all__ = ["SOURCE", "Levels", "Fine", "DHS", "working_rank"]
 
 SOURCE = "hines_multi.cu"  # its templates: kernel_build.KERNELS
 
@@ -57,20 +56,7 @@ def _block(options: dict, name: str, default: int) -> int:
                               at_most=MAX_THREADS)
 
 
-# -- the part as a batch -----------------------------------------------------------------------
-def part_structure(part: Part):
-    """The cells of ``part`` as a :class:`HinesStructure` or :class:`MonoBatch` (what the
-    schedule planners take), numbered from the part's first cell."""
-    from ....tree.structure import HinesStructure, MonoBatch
-
-    if part.mono:
-        return MonoBatch(part.cell, part.n_cells)
-    first = np.repeat(part.offsets[:-1], part.sizes)
-    parent = np.where(part.parent >= 0, part.parent + first, -1)
-    return HinesStructure(parent, part.u, None if part.symmetric else part.l,
-                          cell_offsets=part.offsets)
-
-
+# -- the failure search's ranks ------------------------------------------------------------------
 def working_rank(structure) -> np.ndarray:
     """Index of every node in its cell's re-rooted tree (the tree the schedules eliminate
     with ``reroot=True``), int32: per node of the shared cell for a :class:`MonoBatch`, per
@@ -105,7 +91,7 @@ class _MultiStrategy(Strategy):
     def __init__(self, part, dtype, device, options, budget):
         super().__init__(part, dtype, device, options, budget)
         self.reroot = check.flag("reroot", options.pop("reroot", False))
-        structure = part_structure(part)
+        structure = part.structure
         self.schedule = self._plan(structure, options)
         self.rank = working_rank(structure) if self.reroot else None
         self._inner = None  # (flag buffer, the solve's launches on the scratch buffers)
