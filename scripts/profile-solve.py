@@ -25,7 +25,6 @@ import hinesbatch  # noqa: E402
 from hinesbatch.bench._hines_cases import hines_values  # noqa: E402
 from hinesbatch.bench._multi_cases import goal_c_cell  # noqa: E402
 from hinesbatch.bench.hines import stand_in_structure  # noqa: E402
-from hinesbatch.solvers.gpu import layout_solver  # noqa: E402
 from hinesbatch.tree.structure import MonoBatch  # noqa: E402
 
 
@@ -38,12 +37,11 @@ def main(argv) -> int:
     plan = hinesbatch.plan(MonoBatch(cell, n), backend="gpu", strategy=strategy,
                            check_pivots=False, **options)
     print(plan.describe(), flush=True)
-    impl = layout_solver(plan)
-    dd, rr = impl.to_layout(cupy.asarray(d)), impl.to_layout(cupy.asarray(rhs))
+    dd, rr = plan.to_layout(cupy.asarray(d)), plan.to_layout(cupy.asarray(rhs))
     for _ in range(2):  # fresh copies: some strategies write over d as well as rhs
         rn = rr.copy()
-        impl.solve_layout(dd.copy(), rn)
-    x = impl.from_layout(rn)
+        plan.solve_layout(dd.copy(), rn)
+    x = plan.from_layout(rn)
     cupy.cuda.Device().synchronize()
     ref = hinesbatch.plan(MonoBatch(cell, 16), backend="serial").solve(d[:16], rhs[:16])
     err = float(np.max(np.abs(x[:16].get() - ref)) / np.max(np.abs(ref)))

@@ -110,7 +110,7 @@ def main(only: list[str]) -> int:
             plan = hinesbatch.plan(structure, backend="gpu", strategy=strategy,
                                    **{k: v for k, v in options.items() if k != "native"})
         if props:  # before the first solve, which sizes the grids
-            impl = layout_solver(plan, np.float64)._parts[0].strategy
+            impl = layout_solver(plan, np.float64).strategies[0]
             impl.props = {**impl.props, **props[0]}
         if native:  # solved in the plan's native layout
             impl = layout_solver(plan, np.float64)

@@ -81,25 +81,25 @@ class Runner:
                 cupy.copyto(work[i][1], r0)
 
             row["canonical_ms"] = statistics.median(event_times(
-                cupy, lambda i: impl.solve(*work[i]), restore, sets=sets, repeats=self.repeats))
+                cupy, lambda i: plan.solve(*work[i], overwrite=True, check_finite=False),
+                restore, sets=sets, repeats=self.repeats))
             if reference is not None:
                 x = work[-1][1].get().reshape(batch.n_cells, -1)[:CHECK_CELLS]
                 row["max_rel_err"] = float(np.max(np.linalg.norm(x - reference, axis=1)
                                                   / np.linalg.norm(reference, axis=1)))
             del work
         if native:
-            same = all(p.strategy.native_is_canonical for p in impl._parts)
-            if same and canonical and len(impl._parts) <= 1:
+            if impl.native_is_canonical and canonical and len(impl.layout_shapes()) <= 1:
                 row["native_ms"] = row["canonical_ms"]
             else:
-                row["native_ms"] = self._native_ms(impl, d0, r0, sets)
+                row["native_ms"] = self._native_ms(plan, impl, d0, r0, sets)
         del d0, r0
         free_memory(cupy)
         return row
 
-    def _native_ms(self, impl, d0, r0, sets: int) -> float:
+    def _native_ms(self, plan, impl, d0, r0, sets: int) -> float:
         cupy = self.cupy
-        dn0, rn0 = _listed(impl.to_layout(d0)), _listed(impl.to_layout(r0))
+        dn0, rn0 = _listed(plan.to_layout(d0)), _listed(plan.to_layout(r0))
         streams = impl.layout_streams()
         work = []
         for _ in range(sets):
@@ -113,7 +113,7 @@ class Runner:
 
         def solve(i):
             d, r = work[i]
-            impl.solve_layout(d if len(d) > 1 else d[0], r if len(r) > 1 else r[0])
+            plan.solve_layout(d if len(d) > 1 else d[0], r if len(r) > 1 else r[0])
 
         ms = statistics.median(event_times(cupy, solve, restore, sets=sets, repeats=self.repeats))
         del work, dn0, rn0

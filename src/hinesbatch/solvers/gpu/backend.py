@@ -248,6 +248,17 @@ class GpuBackend:
         """Shape of each device's values in the native layout (one entry per part)."""
         return [p.strategy.native_shape() for p in self._parts]
 
+    @property
+    def strategies(self) -> tuple:
+        """The strategy object of each device part (its plan: tiles, schedule, block size),
+        in the order of :meth:`layout_shapes`."""
+        return tuple(p.strategy for p in self._parts)
+
+    @property
+    def native_is_canonical(self) -> bool:
+        """Whether the native layout is the canonical order on every device part."""
+        return all(p.strategy.native_is_canonical for p in self._parts)
+
     def to_layout(self, a):
         """Canonical values (CuPy, any device) -> native-layout arrays, one per part's device.
 
