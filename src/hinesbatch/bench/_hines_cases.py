@@ -121,7 +121,7 @@ class Runner:
 
     # -- the tables ----------------------------------------------------------------------------
     def all_tables(self, stand_ins, cells, *, quick: bool, focus: str):
-        from .hines import BANDWIDTH_STRATEGIES, BS_SWEEP, GPU_STRATEGIES, TILE_THREADS, \
+        from ._hines_setup import BANDWIDTH_STRATEGIES, BS_SWEEP, GPU_STRATEGIES, TILE_THREADS, \
             stand_in_structure
 
         tables, notes = {}, []
@@ -153,7 +153,7 @@ class Runner:
         """Only the bandwidth table and the tiled sweeps: the focus cell at the largest batch,
         and issue 5's goal (c) case (3000 copies of ca1 at nseg=8, 1405 nodes)."""
         from ._multi_cases import goal_c_cell
-        from .hines import BANDWIDTH_STRATEGIES, TILE_THREADS, stand_in_structure
+        from ._hines_setup import BANDWIDTH_STRATEGIES, TILE_THREADS, stand_in_structure
 
         cell = stand_in_structure(focus)[0]
         top = max(cells)
@@ -175,7 +175,7 @@ class Runner:
 
     def multi_gpu_tables(self, cells, *, focus: str):
         """Only the several-GPUs table (no CPU runs: speedups over serial are left empty)."""
-        from .hines import stand_in_structure
+        from ._hines_setup import stand_in_structure
 
         cell = stand_in_structure(focus)[0]
         if self.n_devices < 2:
@@ -186,7 +186,7 @@ class Runner:
 
     def figure_rows(self, stand_ins, structures, cells, strategies) -> list[dict]:
         from ..tree.structure import MonoBatch
-        from .hines import cpu_times
+        from ._hines_setup import cpu_times
 
         rows = []
         for category, name, nseg, paper_nodes, paper_branches in stand_ins:
@@ -237,7 +237,7 @@ class Runner:
 
     def bandwidth_rows(self, cell, n, strategies) -> list[dict]:
         from ..tree.structure import MonoBatch
-        from .hines import BYTES_PER_NODE
+        from ._hines_setup import BYTES_PER_NODE
 
         d, rhs = hines_values(cell, n)
         ref = _reference(cell, d, rhs)
@@ -307,7 +307,7 @@ class Runner:
         structure. Several lanes: the cells per block that fill whole warps."""
         from ..solvers.gpu.kernel_build import FACTOR_VARIANTS
         from ..tree.structure import MonoBatch
-        from .hines import FACTOR_BS
+        from ._hines_setup import FACTOR_BS
 
         batch = MonoBatch(cell, n)
         d, rhs = hines_values(cell, n)
@@ -328,7 +328,7 @@ class Runner:
         import hinesbatch
 
         from ..tree.structure import MonoBatch
-        from .hines import wall_ms
+        from ._hines_setup import wall_ms
 
         cupy = self.cupy
         batch = MonoBatch(cell, n)

@@ -206,7 +206,7 @@ def _run_case(cupy, case, repeats: int, l2: int, resident: int) -> dict:
 
 
 def _cpu_ms(structure) -> float:
-    from .hines import cpu_times
+    from ._hines_setup import cpu_times
     from ._multi_cases import values
 
     d, rhs = values(structure)

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..array_modules import array_module
 from ..tree.structure import HinesStructure, MonoBatch, as_batch
 from .backend_plans import BackendPlan
-from .values import (SUPPORTED_DTYPES, array_module, as_values, deliver, may_alias,
-                     result_dtype, scratch, to_module)
+from .values import (SUPPORTED_DTYPES, as_values, deliver, may_alias, result_dtype, scratch,
+                     to_module)
 from .values import check_finite as check_finite_values
 
 __all__ = ["Plan", "plan", "solve"]

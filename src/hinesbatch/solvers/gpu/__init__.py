@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import registry
 from .backend import GpuBackend
-from . import tridiagonal  # noqa: F401,E402  (registers the tridiagonal backends gpu, cusparse)
 
 __all__ = ["GpuBackend", "layout_solver"]
-
-registry.register(GpuBackend, auto_rank=0)
 
 
 def layout_solver(plan, dtype=np.float64) -> GpuBackend:

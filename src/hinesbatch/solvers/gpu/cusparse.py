@@ -22,7 +22,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import SingularSystemError
-from .. import registry
 from . import options as check
 from .device import availability, cupy_module
 
@@ -246,5 +245,3 @@ class CusparseTridiagonal:
             f"{row} (the first zero or non-finite pivot in Thomas order, else the first "
             f"non-finite entry); {int(bad.size)} system(s) affected", cell=k, node=row)
 
-
-registry.register(CusparseTridiagonal)  # a reference: never chosen by "auto"

@@ -20,7 +20,7 @@ GPU_MIN_UNKNOWNS = 20_000
 
 def suits_gpu(subject) -> tuple[bool, str]:
     """``suits`` of the GPU backends: batches large enough to pay for a launch."""
-    from ..registry import large_enough
+    from ..suitability import large_enough
 
     return large_enough(subject, GPU_MIN_UNKNOWNS, "a GPU launch")
 

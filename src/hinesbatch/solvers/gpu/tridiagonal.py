@@ -27,8 +27,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import SingularSystemError
-from .. import registry
-from . import cusparse as _cusparse  # noqa: F401  (registers the "cusparse" reference backend)
 from . import options as check
 from .device import availability, cupy_module, device_properties, suits_gpu
 from .tridiagonal_kernels import SEGMENT_ROWS, ChunkedLaunch, ThomasLaunch, reset_flags
@@ -307,5 +305,3 @@ def native_solver(plan, dtype=np.float64) -> GpuTridiagonal:
         raise TypeError(f"plan runs on backend {plan.backend_name!r}, not the GPU tridiagonal one")
     return impl
 
-
-registry.register(GpuTridiagonal, auto_rank=0)
