@@ -29,7 +29,7 @@ from solver_cases import REAL_DIR, real_names
 
 import hinesbatch
 from hinesbatch import HinesStructure, MonoBatch
-from hinesbatch.solvers.cpu.schedule_kernels import emulate
+from schedule_emulator import emulate
 from hinesbatch.solvers.gpu import kernel_build
 from hinesbatch.solvers.gpu.strategies import STRATEGIES
 from hinesbatch.solvers.gpu.strategies import multi_morphology as multi

@@ -2,8 +2,8 @@
 
 Each planner turns a batch into flat int32 arrays that a GPU kernel walks: which thread
 eliminates which nodes, in which phase or step, and where every value lives. The format is
-documented in ``FORMAT.md`` beside this file; :mod:`hinesbatch.solvers.cpu.schedule_kernels`
-runs every schedule on the CPU exactly as the kernels will.
+documented in ``FORMAT.md`` beside this file; the tests' CPU emulator runs every schedule
+exactly as the kernels will.
 
 Planning is done once per distinct cell shape (:func:`cell_shapes`) and replicated.
 """
