@@ -9,7 +9,7 @@ import pytest
 from hinesbatch.solvers.gpu.strategies import grouped as grouped_module
 from hinesbatch.solvers.gpu.strategies.grouped import Grouped
 from hinesbatch.solvers.gpu.device_parts import split
-from hinesbatch.solvers.gpu.schedule import tiled_schedule
+from hinesbatch.tree.schedules.tiled import tiled_schedule
 from hinesbatch.solvers.gpu.strategies.shared_tiles import SharedTiles, tiled_variants
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.structure import HinesStructure, MonoBatch

@@ -1,4 +1,10 @@
-"""Host-side plans of the multi-morphology GPU strategies (``levels``, ``fine``, ``dhs``).
+"""Host-side elimination schedules of the GPU strategies, NumPy and Numba only.
+
+The multi-morphology strategies (``levels``, ``fine``, ``dhs``) are planned by the functions
+exported here; the shared-structure kernels by :mod:`.tiled` (``tiled``, ``grouped``) and
+:mod:`.factors` (``block-shared`` with ``keep="factors"``). Their steps come from one list
+scheduler (:mod:`.list_scheduling`) and node depths from
+:func:`hinesbatch.tree.branches.node_depths`.
 
 Each planner turns a batch into flat int32 arrays that a GPU kernel walks: which thread
 eliminates which nodes, in which phase or step, and where every value lives. The format is

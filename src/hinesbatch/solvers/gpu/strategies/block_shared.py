@@ -6,7 +6,7 @@ import numpy as np
 from .. import options as check
 from ..device import device_properties
 from ..kernel_build import FACTOR_PER_CELL_AHEAD, FACTOR_VARIANTS, kernel
-from ..schedule import FLAG_BITS, factor_pflags, factor_schedule
+from ....tree.schedules.factors import FLAG_BITS, factor_pflags, factor_schedule
 from .base import NULL, allow_smem, call_kernel, i32, i64
 from .strided import Blocked
 

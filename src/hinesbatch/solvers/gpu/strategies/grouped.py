@@ -16,7 +16,7 @@ batch of two classes or more (:data:`ONE_LAUNCH`).
 
 Cells of a class need not be adjacent, and a class may hold one cell. The number of classes
 is capped (:data:`MAX_CLASSES` launches per solve); ``auto`` picks this strategy only when
-the classes are few and large (:mod:`.auto`).
+the classes are few and large (:mod:`hinesbatch.solvers.gpu.auto`).
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ PREFETCH = False
 #: Streams the class launches are spread over.
 STREAMS = 4
 #: Whether a batch of two classes or more is solved in one launch when nothing stands against
-#: it (the ``one_launch`` option's default; :mod:`.one_launch`). Faster on every batch of
+#: it (the ``one_launch`` option's default; :mod:`.classes_launch`). Faster on every batch of
 #: several classes in ``bench multi`` (H100, 2026-11-25: 256000 real cells 1.643 against
 #: 1.741 ms, 2560 0.047 against 0.088, 10 random cells 0.015 against 0.039;
 #: benchmarks/results/h100/multi.md); one class has no other class's tail to fill, and its

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..device import blocks_per_sm, resident_blocks
 from ..kernel_build import SLOT_VARIANTS, TILED_VARIANTS
-from ..schedule import Schedule, kernel_arrays, lu_len, schedule_steps, tiled_schedule
+from ....tree.schedules.tiled import (Schedule, kernel_arrays, lu_len, schedule_steps,
+                                      tiled_schedule)
 from .base import allow_smem, call_kernel, i32, i64
 
 __all__ = ["SharedTiles", "tiled_variants"]
@@ -50,7 +51,7 @@ class SharedTiles:
     WIDEN = 0.65
     THREADS = 64  # default threads per group (tile_cells = THREADS // lanes)
     #: A warp stages the 32 // lanes cells of a sweep's warp side by side (runs of ``lanes``
-    #: nodes each), not one cell (runs of 32 nodes): :func:`.schedule.stage_geometry`.
+    #: nodes each), not one cell (runs of 32 nodes): :func:`hinesbatch.tree.schedules.tiled.stage_geometry`.
     STAGE_WARP_CELLS = True
     MAX_GROUPS = 15  # named barriers 1..15 (0 is __syncthreads's)
     #: Whether :meth:`plan` has a group with one buffer ask L2 for its next tile between its
@@ -90,7 +91,7 @@ class SharedTiles:
     @staticmethod
     def rerooted(cell, batch: int, reroot=None) -> bool:
         """Whether ``cell``'s schedule of ``batch`` nodes per step eliminates it from its
-        centre (:func:`.schedule.elimination_tree`): ``reroot`` when given (a bool), by
+        centre (:func:`hinesbatch.tree.schedules.tiled.elimination_tree`): ``reroot`` when given (a bool), by
         default when that takes fewer steps than from its own root (node 0). A shorter
         longest chain of steps: of the 17 real cells of the benchmark, 389 nodes with 8 per
         step take 58 steps from the centre against 73, 881 nodes with 16 take 68 against 76;
@@ -313,7 +314,7 @@ class SharedTiles:
         return sum(a.nbytes for a in self.host_arrays(np.dtype(f"f{item}")).values())
 
     def host_arrays(self, dtype) -> dict:
-        """The schedule as the kernel reads it (:func:`.schedule.kernel_arrays`)."""
+        """The schedule as the kernel reads it (:func:`hinesbatch.tree.schedules.tiled.kernel_arrays`)."""
         return kernel_arrays(self.schedule, dtype)
 
     def launch(self, fn, grid: int, d, rhs, arrays: dict, members, starts, n_cells: int,

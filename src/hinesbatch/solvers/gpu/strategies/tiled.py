@@ -17,7 +17,7 @@ class Tiled(Strategy):
     """Canonical values staged through shared memory by tiles of cells (hines_tiled.cu).
 
     Shared structure: ``lanes`` lanes of a warp work on one cell and eliminate ``batch``
-    independent nodes per step of the schedule (:mod:`.schedule`), ``batch // lanes`` each;
+    independent nodes per step of the schedule (:mod:`hinesbatch.tree.schedules.tiled`), ``batch // lanes`` each;
     ``tile_cells`` cells per tile (a multiple of ``32 // lanes``), ``groups`` tiles solved
     side by side in a block, which stages the schedule once for them; with one group and
     ``buffers=1`` (default) one block per tile is launched; otherwise only the blocks that stay
