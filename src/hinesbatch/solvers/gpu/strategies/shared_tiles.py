@@ -104,7 +104,7 @@ class SharedTiles:
     def plan(cls, cell, variants, buffers: int, tc, item: int, props: dict, n_cells: int,
              strategy: str = "tiled", groups=None, prefetch=None,
              max_threads: int = 512, slots: bool = False, reroot=None,
-             listed: bool = False) -> "SharedTiles":
+             listed: bool | None = False) -> "SharedTiles":
         """Choose among ``variants`` ((batch, lanes) pairs) the first whose smallest tile of
         ``cell`` fits in a block's shared memory (``props``: :func:`.device_properties`);
         cells per tile: ``tc``, by default :meth:`default_tile_cells`; groups per block:
@@ -115,7 +115,10 @@ class SharedTiles:
         ``slots``: for values in slot order (``hines_tiled_slots``: one buffer, and a width of
         :data:`.kernel_build.SLOT_VARIANTS`, else ``ValueError``). ``reroot``: whether the schedule
         eliminates the cell from its centre (:meth:`rerooted`; by default when that takes
-        fewer steps). ``listed``: cells from a member list (one tile buffer)."""
+        fewer steps). ``listed``: cells from a member list (one tile buffer); ``None``: with
+        :data:`LISTED_ONE_GROUP`, an arrangement of one group and one buffer is planned again
+        listed (same width, tile size and root flag of its schedule) and taken when the tile's
+        cell starts fit beside it; otherwise, and for several groups, not listed."""
         if listed and (buffers != 1 or slots):
             raise ValueError("cells from a member list are solved with one tile buffer, in "
                              "canonical order")
@@ -133,7 +136,7 @@ class SharedTiles:
             assert not slots or (schedule.slot_stride * item % 16 == 0
                                  and schedule.slot_stride >= cell.n_nodes + 16 // item)
             fixed = cls.schedule_smem(schedule, item, slots)
-            per_cell = cls.per_cell_bytes(schedule, item, buffers, listed)
+            per_cell = cls.per_cell_bytes(schedule, item, buffers, bool(listed))
             granule = 32 // lanes
             fit = min((limit - fixed) // per_cell, max_threads // lanes) // granule * granule
             if fit >= granule:
@@ -159,9 +162,16 @@ class SharedTiles:
                              f"{cell.n_nodes} nodes (shared memory: "
                              f"{fixed + groups * tc * per_cell} bytes needed, {limit} per block; "
                              f"at most {max_threads} threads and {cls.MAX_GROUPS} groups)")
-        return cls(batch, lanes, schedule, int(tc), int(groups), buffers,
+        plan = cls(batch, lanes, schedule, int(tc), int(groups), buffers,
                    fixed + int(groups * tc) * per_cell,
-                   cls.PREFETCH if prefetch is None else bool(prefetch), slots, listed)
+                   cls.PREFETCH if prefetch is None else bool(prefetch), slots, bool(listed))
+        if listed is None and cls.LISTED_ONE_GROUP and groups == buffers == 1 and not slots:
+            try:  # the same arrangement, each tile's cell starts in shared memory too
+                return cls.plan(cell, [(batch, lanes)], 1, tc, item, props, n_cells, strategy,
+                                1, prefetch, max_threads, reroot=schedule.rerooted, listed=True)
+            except ValueError:  # the starts do not fit beside the tile: as planned
+                pass
+        return plan
 
     @staticmethod
     def per_cell_bytes(schedule: Schedule, item: int, buffers: int = 1,

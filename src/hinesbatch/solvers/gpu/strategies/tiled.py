@@ -68,16 +68,7 @@ class Tiled(Strategy):
             self.tiles = SharedTiles.plan(part.cell, tiled_variants(batch, lanes, part.cell,
                                                                     reroot),
                                           buffers or 1, tc, item, props, part.n_cells,
-                                          groups=groups, reroot=reroot, listed=bool(listed))
-            t = self.tiles
-            if listed is None and SharedTiles.LISTED_ONE_GROUP and t.groups == t.buffers == 1:
-                try:  # the same arrangement, each tile's cell starts in shared memory too
-                    self.tiles = SharedTiles.plan(part.cell, [(t.batch, t.lanes)], 1,
-                                                  t.tile_cells, item, props, part.n_cells,
-                                                  groups=1, reroot=t.schedule.rerooted,
-                                                  listed=True)
-                except ValueError:  # the starts do not fit beside the tile: as planned
-                    pass
+                                          groups=groups, reroot=reroot, listed=listed)
         else:
             if listed:
                 raise ValueError("listed is for shared structures (MonoBatch) only: cells that "
