@@ -69,7 +69,7 @@ CASES = [
     # every class in one launch on only 2 SMs' worth of blocks, so that blocks change class
     # and groups take several tiles of the 32-lane class from its counter. racecheck reports
     # hazards in this kernel (hines_tiled_classes); a small kernel correct by construction with
-    # the same barriers draws them too (benchmarks/experiments/racecheck_ladder/)
+    # the same barriers draws them too (docs/multi-morphology.md)
     ("grouped one launch, 2 blocks",
      lambda r: HinesStructure.concatenate([[rt.random_tree(1000, rng=4, branch_probability=0.5),
                                             rt.chain(40, rng=2), rt.random_tree(120, rng=3)][k]

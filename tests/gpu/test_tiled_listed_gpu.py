@@ -1,7 +1,7 @@
 """``tiled`` on a MonoBatch through an identity member list (``listed=True``, the kernel
 variant ``grouped`` runs): bit for bit the plain kernel's solution, on poisoned buffers, and
-the same failing cell and node (benchmarks/experiments/tiled_listed/ measured it faster on
-one-group blocks; :data:`SharedTiles.LISTED_ONE_GROUP` makes it the default there)."""
+the same failing cell and node (it is faster on one-group blocks:
+:data:`SharedTiles.LISTED_ONE_GROUP` makes it the default there)."""
 from __future__ import annotations
 
 import numpy as np

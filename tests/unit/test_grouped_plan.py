@@ -294,8 +294,7 @@ def test_groups_rule_most_tiles_in_blocks_of_at_most_256_threads():
 def test_groups_rule_counts_rounds_of_resident_blocks():
     """Leaving every SM a block must not cost a partial last round that more groups would
     not need: 2560 copies of Fig. 14's 510-node cell in tiles of 8 took 0.066 ms with 2 groups
-    (160 blocks of one per SM: two rounds), 0.045 with 3 (107 blocks: one round; H100, same
-    run, benchmarks/experiments/racecheck_ladder/, run 4)."""
+    (160 blocks of one per SM: two rounds), 0.045 with 3 (107 blocks: one round; H100)."""
     from hinesbatch.bench._multi_cases import binary_cells
 
     cell = binary_cells(2, 1).cell
@@ -313,7 +312,7 @@ def test_groups_rule_counts_rounds_of_resident_blocks():
 def test_tile_cells_rule_puts_the_most_cells_on_an_sm():
     """Tiles of half a group (4 cells of 8 lanes, one warp) let two blocks of 5 groups share
     an SM: 40 cells of 313 nodes instead of 32 in one block of 4 groups of 8 (measured on the
-    H200, 256000 cells: 0.868 -> 0.818 ms, benchmarks/experiments/split_planes/). A batch
+    H200, 256000 cells: 0.868 -> 0.818 ms). A batch
     that does not fill the device, and a given ``groups``, keep tiles of THREADS // lanes."""
     from hinesbatch.bench._multi_cases import FOCUS, real_cells
 
@@ -346,7 +345,7 @@ def test_groups_option_is_checked(h200):
 
 def test_prefetch_for_tiled_but_not_for_grouped_classes(h200, monkeypatch):
     """One-buffer groups of ``tiled`` ask L2 for their next tile; ``grouped``'s classes do not
-    (each measured faster so on the H200: benchmarks/experiments/carry/); the kernel gets the
+    (each measured faster so on the H200); the kernel gets the
     flag after the buffers."""
     from hinesbatch.solvers.gpu.strategies import shared_tiles
 

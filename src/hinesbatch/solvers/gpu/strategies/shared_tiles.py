@@ -51,20 +51,21 @@ class SharedTiles:
     WIDEN = 0.65
     THREADS = 64  # default threads per group (tile_cells = THREADS // lanes)
     #: A warp stages the 32 // lanes cells of a sweep's warp side by side (runs of ``lanes``
-    #: nodes each), not one cell (runs of 32 nodes): :func:`hinesbatch.tree.schedules.tiled.stage_geometry`.
+    #: nodes each), not one cell (runs of 32 nodes):
+    #: :func:`hinesbatch.tree.schedules.tiled.stage_geometry`.
     STAGE_WARP_CELLS = True
     MAX_GROUPS = 15  # named barriers 1..15 (0 is __syncthreads's)
     #: Whether :meth:`plan` has a group with one buffer ask L2 for its next tile between its
-    #: sweeps (``prefetch.global.L2``), unless told. Measured on the H200 (fp64, same run,
-    #: benchmarks/experiments/carry/): 313 nodes x 256000 cells 0.818 -> 0.792 ms, x 435920
-    #: 1.365 -> 1.326; asked when the sweeps start instead, 0.846, slower than not at all.
+    #: sweeps (``prefetch.global.L2``), unless told. On the H200 (fp64, measured side by side):
+    #: 313 nodes x 256000 cells 0.818 -> 0.792 ms, x 435920 1.365 -> 1.326; asked when the
+    #: sweeps start instead, 0.846, slower than not at all.
     PREFETCH = True
     #: Whether ``tiled`` reads a MonoBatch's cells through an identity member list (the
     #: kernel's listed variant, as ``grouped`` does) when its arrangement has one group and
-    #: one buffer, unless told (``listed``). Measured on an H100 (fp64, same run,
-    #: benchmarks/experiments/tiled_listed/): 256 binary cells of 510 nodes 0.0351 -> 0.0315
-    #: ms, 3000 x ca1 at 1405 nodes 0.152 -> 0.141, 100 x ca1 0.0164 both. With it on,
-    #: ``bench multi`` (H100) has ``tiled`` at or below ``grouped`` on every MonoBatch.
+    #: one buffer, unless told (``listed``). On an H100 (fp64, measured side by side): 256 binary
+    #: cells of 510 nodes 0.0351 -> 0.0315 ms, 3000 x ca1 at 1405 nodes 0.152 -> 0.141, 100 x
+    #: ca1 0.0164 both; ``bench multi`` then has ``tiled`` at or below ``grouped`` on every
+    #: MonoBatch.
     LISTED_ONE_GROUP = True
 
     @classmethod
@@ -193,10 +194,10 @@ class SharedTiles:
                        props: dict, tiles: int) -> int:
         """Groups per block (up to ``most``): the number that puts the most tiles on an SM,
         counting shared memory (``fixed`` bytes of schedule per block, ``tile_bytes`` per
-        tile; :func:`.device.resident_blocks`, registers not counted), among blocks of at most
+        tile; :func:`hinesbatch.solvers.gpu.device.resident_blocks`, registers not counted), among blocks of at most
         :data:`GROUP_BLOCK_THREADS` threads, the most groups at a tie; and no more groups than
         leave every SM a block when the batch has few ``tiles``. Measured on the H200 (fp64,
-        16 cells of 59-1681 nodes, groups 1-15; benchmarks/experiments/staggered_groups/): with
+        16 cells of 59-1681 nodes, groups 1-15): with
         the persistent grid and the staggered start, several groups beat one-group blocks at
         equal tiles per SM (313 nodes, 4 tiles: 0.96 against 1.03 ms for 256000 cells; 341
         nodes: 0.082 against 0.093 ms for 15000) and by far with more tiles (1,681 nodes: 0.37
