@@ -25,7 +25,7 @@ def _native(impl, a, dtype, cp, pad=np.nan):
     """``a`` in the native layout, its padding words set to ``pad``."""
     n = a.shape[1]
     out = impl.to_layout(cp.asarray(a, dtype=dtype))
-    slots = impl.strategies[0]._slot_tiles().schedule.slot[:n]
+    slots = impl.strategies[0].slot_plan().schedule.slot[:n]
     padding = np.setdiff1d(np.arange(out.shape[1]), slots)
     out[:, cp.asarray(padding)] = pad
     return out
@@ -90,7 +90,7 @@ def test_slot_order_from_the_centre_or_the_root(reroot, seed, cp):
     d, rhs = hines_values(structure, rng, np.float64)
     plan = hinesbatch.plan(structure, backend="gpu", strategy="tiled", reroot=reroot)
     impl, x = _solve_native(plan, np.float64, d, rhs, cp)
-    assert impl.strategies[0]._slot_tiles().schedule.rerooted == reroot
+    assert impl.strategies[0].slot_plan().schedule.rerooted == reroot
     assert np.array_equal(x, plan.solve(cp.asarray(d), cp.asarray(rhs)).get())
     assert cell_rel_error(structure, x, serial_reference(structure, d, rhs)) < 1e-12
 

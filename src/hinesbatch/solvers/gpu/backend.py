@@ -243,6 +243,10 @@ class GpuBackend:
         ``rhs``), which is returned. ``SingularSystemError`` names the batch's cell and node."""
         return self._streamer.solve(d, rhs, out)
 
+    def host_chunks(self) -> list[tuple[int, int]]:
+        """The ranges ``[a, b)`` of cells in which :meth:`solve_host` streams NumPy values."""
+        return self._streamer.ranges()
+
     # -- native layout -------------------------------------------------------------------------
     def layout_shapes(self) -> list[tuple[int, ...]]:
         """Shape of each device's values in the native layout (one entry per part)."""

@@ -36,7 +36,7 @@ class Tiled(Strategy):
 
     Native layout of a shared structure (:meth:`native_shape`): each cell's values in its
     schedule's slot order, ``pitch`` words per cell, so that a tile's cells are moved by bulk
-    copies (``hines_tiled_slots``, planned as :meth:`_slot_tiles`) instead of one load and one
+    copies (``hines_tiled_slots``, planned as :meth:`slot_plan`) instead of one load and one
     store per node; canonical when the width is not among :data:`.kernel_build.SLOT_VARIANTS` or
     ``buffers=2``.
     """
@@ -150,7 +150,7 @@ class Tiled(Strategy):
                    i32(self.max_nodes), i64(p.cell_start), *pivots), stream, self.smem)
 
     # -- the native layout: slot order ---------------------------------------------------------
-    def _slot_tiles(self):
+    def slot_plan(self):
         """The plan for values in slot order (the same width and options as :attr:`tiles`,
         planned with the mbarriers' shared memory), or ``None`` where the native layout is
         the canonical one."""
@@ -169,10 +169,10 @@ class Tiled(Strategy):
 
     @property
     def native_is_canonical(self) -> bool:
-        return self._slot_tiles() is None
+        return self.slot_plan() is None
 
     def native_shape(self):
-        t = self._slot_tiles()
+        t = self.slot_plan()
         if t is None:
             return self.part.values_shape
         return (self.part.n_cells, t.pitch(self.dtype.itemsize))
@@ -181,7 +181,7 @@ class Tiled(Strategy):
         """The slot plan's schedule as its kernel reads it, and each node's slot ("slot"), on
         the device (uploaded once)."""
         if self._slot_dev is None:
-            t, cupy = self._slot_tiles(), cupy_module()
+            t, cupy = self.slot_plan(), cupy_module()
             with cupy.cuda.Device(self.device):
                 self._slot_dev = {key: cupy.asarray(value)
                                   for key, value in t.host_arrays(self.dtype).items()
@@ -206,7 +206,7 @@ class Tiled(Strategy):
             return cupy.ascontiguousarray(a[:, self._slot_arrays()["slot"]])
 
     def solve_native(self, d, rhs, pivots, stream):
-        t = self._slot_tiles()
+        t = self.slot_plan()
         if t is None:
             self.solve_canonical(d, rhs, pivots, stream)
             return
@@ -226,7 +226,7 @@ class Tiled(Strategy):
 
     def describe(self):
         if self.part.mono:
-            t = self._slot_tiles()
+            t = self.slot_plan()
             native = (f"; native layout: slot order, {t.describe()}" if t else "")
             return f"tiled ({self.tiles.describe()}{native})"
         return (f"tiled ({self.tile_first.size - 1} tiles of <= {self.tile_cells} cells, "
