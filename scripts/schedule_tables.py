@@ -1,7 +1,8 @@
 """Host-side tables of the schedules: balancing metrics and DHS step counts.
 
 ``python scripts/schedule_tables.py SWC_DIR`` prints the Markdown tables of
-``docs/multi-morphology.md``: the ``fine`` balance metrics (:mod:`hinesbatch.tree.schedules.metrics`) per balancing
+``docs/multi-morphology.md``: the ``fine`` balance metrics
+(:mod:`hinesbatch.tree.schedules.metrics`) per balancing
 option on the SWC files of ``SWC_DIR`` and on random trees, and the DHS steps against
 threads per cell for a pyramidal cell. Deterministic (fixed seeds); no GPU needed.
 """

@@ -6,7 +6,7 @@ import pytest
 
 from hinesbatch.solvers.gpu.streaming import _cell_offsets, chunk_ranges
 from hinesbatch.tree import random_trees as rt
-from hinesbatch.tree.structure import HinesStructure, MonoBatch
+from hinesbatch.tree.structure import MonoBatch
 
 
 def brute_force(costs, room):

@@ -3,9 +3,9 @@
 ``multi_kernels_emulator.cpp`` stands in for the CUDA features of ``kernels/hines_multi.cu``
 (threads, ``__syncthreads``, ``__syncwarp(mask)``, shared memory); the CUDA source itself is
 compiled as host C++ by g++ (C++20) into a shared library. The launches come from the
-strategy classes of :mod:`hinesbatch.solvers.gpu.strategies.multi_morphology` exactly as the GPU backend makes
-them (templates, grids, blocks, argument kinds checked against each kernel's signature), so
-these tests cover the planning, the launch sequences and the kernels together.
+strategy classes of :mod:`hinesbatch.solvers.gpu.strategies.multi_morphology` exactly as the
+GPU backend makes them (templates, grids, blocks, argument kinds checked against each kernel's
+signature), so these tests cover the planning, the launch sequences and the kernels together.
 
 Checks: float64 results bit-identical to the schedule's Numba emulator (hence to the serial
 solver on the schedule's tree) and within 1e-12 of the serial solve of the batch; float32

@@ -61,7 +61,8 @@ class GpuBackend:
     strategy : str
         ``"auto"`` (default), ``"flat"``, ``"interleaved"``, ``"block-interleaved"``,
         ``"block-shared"``, ``"tiled"`` (see :mod:`.strategies`), ``"grouped"`` (cells with the
-        same matrix solved together, :mod:`.strategies.grouped`), ``"levels"``, ``"fine"`` or ``"dhs"``
+        same matrix solved together, :mod:`.strategies.grouped`), ``"levels"``, ``"fine"`` or
+        ``"dhs"``
         (see :mod:`.strategies.multi_morphology`; options ``reroot``, ``split``, ``block_size``,
         ``threads_per_cell``).
     devices : None, "all" or list of int

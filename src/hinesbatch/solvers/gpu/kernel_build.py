@@ -18,7 +18,8 @@ import numpy as np
 from .device import cupy_module
 
 __all__ = ["KERNEL_DIR", "KERNELS", "TILED_VARIANTS", "SLOT_VARIANTS", "FACTOR_VARIANTS",
-           "FACTOR_PER_CELL_AHEAD", "CHUNK_CONFIGS", "SEGMENT_ROWS", "name_expressions", "source_text", "kernel"]
+           "FACTOR_PER_CELL_AHEAD", "CHUNK_CONFIGS", "SEGMENT_ROWS", "name_expressions",
+           "source_text", "kernel"]
 
 KERNEL_DIR = Path(__file__).with_name("kernels")
 

@@ -44,8 +44,8 @@ def one_of(name: str, value, choices, *, context: str = ""):
     ``context`` is added to the message (``" for a shared structure"``)."""
     choices = tuple(choices)
     numbers = all(_is_int(c) for c in choices)
-    if (numbers and not _is_int(value)) or (not numbers and not isinstance(value, type(choices[0]))) \
-            or value not in choices:
+    kind_ok = _is_int(value) if numbers else isinstance(value, type(choices[0]))
+    if not kind_ok or value not in choices:
         listed = str(choices) if numbers else ", ".join(map(repr, choices))
         raise ValueError(f"{name} must be one of {listed}{context}, got {value!r}")
     return int(value) if numbers else value

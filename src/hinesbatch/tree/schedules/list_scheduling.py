@@ -60,30 +60,8 @@ def list_schedule(parent, width: int, *, ties: str = "low", carry: bool = False
         step = [-1] * width
         parents: set[int] = set()
         if carry:
-            for v, c in enumerate(previous):  # follow the chains first
-                p = int(parent[c]) if c >= 0 else -1
-                if (p >= 0 and remaining[p] == 0 and not taken[p]
-                        and int(parent[p]) not in parents):
-                    step[v] = p
-                    taken[p] = True
-                    if parent[p] >= 0:
-                        parents.add(int(parent[p]))
-        deferred = []
-        for v in range(width):
-            while step[v] < 0 and ready:
-                item = heapq.heappop(ready)
-                j = item[2]
-                if taken[j]:  # carried already
-                    continue
-                if parent[j] >= 0 and int(parent[j]) in parents:  # a sibling is in this step
-                    deferred.append(item)
-                    continue
-                step[v] = j
-                taken[j] = True
-                if parent[j] >= 0:
-                    parents.add(int(parent[j]))
-        for item in deferred:
-            heapq.heappush(ready, item)
+            _carry(parent, previous, remaining, taken, step, parents)
+        _fill(parent, ready, taken, step, parents)
         for j in step:  # parents become ready for the *next* step
             if j >= 0:
                 done += 1
@@ -95,3 +73,37 @@ def list_schedule(parent, width: int, *, ties: str = "low", carry: bool = False
         steps.append(step)
         previous = step
     return steps
+
+
+def _take(parent, j: int, taken, step, v: int, parents: set) -> None:
+    step[v] = j
+    taken[j] = True
+    if parent[j] >= 0:
+        parents.add(int(parent[j]))
+
+
+def _carry(parent, previous, remaining, taken, step, parents: set) -> None:
+    """Each position takes the parent of its previous node when that parent is ready, not
+    taken, and its own parent is not yet updated by this step (chains go on in place)."""
+    for v, c in enumerate(previous):
+        p = int(parent[c]) if c >= 0 else -1
+        if p >= 0 and remaining[p] == 0 and not taken[p] and int(parent[p]) not in parents:
+            _take(parent, p, taken, step, v, parents)
+
+
+def _fill(parent, ready, taken, step, parents: set) -> None:
+    """The empty positions take ready nodes in heap order, skipping nodes already taken and
+    deferring those whose parent this step already updates (back on the heap afterwards)."""
+    deferred = []
+    for v in range(len(step)):
+        while step[v] < 0 and ready:
+            item = heapq.heappop(ready)
+            j = item[2]
+            if taken[j]:  # carried already
+                continue
+            if parent[j] >= 0 and int(parent[j]) in parents:  # a sibling is in this step
+                deferred.append(item)
+                continue
+            _take(parent, j, taken, step, v, parents)
+    for item in deferred:
+        heapq.heappush(ready, item)

@@ -546,7 +546,7 @@ hines_tiled_slots(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict
 // moves on to the class with the most work left (its tiles left times work[k]), or ends when
 // no class has tiles left. So a class's last partial round of tiles no longer leaves SMs idle
 // until the next launch, and the schedule is staged only when a block changes class.
-// Class k: classes[k * HB_CLASS_FIELDS ...] (hinesbatch.solvers.gpu.strategies.classes_launch.FIELDS):
+// Class k: classes[k * HB_CLASS_FIELDS ...] (FIELDS in solvers/gpu/strategies/classes_launch.py):
 // where its entries start in jp / node, where its staging table starts in stage, where its
 // cells start in members and starts, cells, steps, nodes, slot stride, staging shift, cells
 // per tile, groups, lanes, prefetch, work per tile, where its (l, u) start in lu.

@@ -92,7 +92,8 @@ class SharedTiles:
     @staticmethod
     def rerooted(cell, batch: int, reroot=None) -> bool:
         """Whether ``cell``'s schedule of ``batch`` nodes per step eliminates it from its
-        centre (:func:`hinesbatch.tree.schedules.tiled.elimination_tree`): ``reroot`` when given (a bool), by
+        centre (:func:`hinesbatch.tree.schedules.tiled.elimination_tree`): ``reroot`` when
+        given (a bool), by
         default when that takes fewer steps than from its own root (node 0). A shorter
         longest chain of steps: of the 17 real cells of the benchmark, 389 nodes with 8 per
         step take 58 steps from the centre against 73, 881 nodes with 16 take 68 against 76;
@@ -107,14 +108,15 @@ class SharedTiles:
              max_threads: int = 512, slots: bool = False, reroot=None,
              listed: bool | None = False) -> "SharedTiles":
         """Choose among ``variants`` ((batch, lanes) pairs) the first whose smallest tile of
-        ``cell`` fits in a block's shared memory (``props``: :func:`.device_properties`);
+        ``cell`` fits in a block's shared memory (``props``: :func:`..device.device_properties`);
         cells per tile: ``tc``, by default :meth:`default_tile_cells`; groups per block:
         ``groups``, by default :meth:`default_groups`; L2 prefetch of the next tile:
         ``prefetch``, by default :data:`PREFETCH`; a block of at most ``max_threads`` threads
         (``hines_tiled_mono``'s bound; ``hines_tiled_classes`` takes 768). ``ValueError``
         naming ``strategy`` when nothing fits, or when ``tc`` or ``groups`` does not.
         ``slots``: for values in slot order (``hines_tiled_slots``: one buffer, and a width of
-        :data:`.kernel_build.SLOT_VARIANTS`, else ``ValueError``). ``reroot``: whether the schedule
+        :data:`..kernel_build.SLOT_VARIANTS`, else ``ValueError``). ``reroot``: whether the
+        schedule
         eliminates the cell from its centre (:meth:`rerooted`; by default when that takes
         fewer steps). ``listed``: cells from a member list (one tile buffer); ``None``: with
         :data:`LISTED_ONE_GROUP`, an arrangement of one group and one buffer is planned again
@@ -124,29 +126,10 @@ class SharedTiles:
             raise ValueError("cells from a member list are solved with one tile buffer, in "
                              "canonical order")
         limit = props["smem_per_block_optin"]
-        need = None
-        for batch, lanes in variants:
-            if slots and (buffers != 1 or (lanes, batch // lanes) not in SLOT_VARIANTS):
-                raise ValueError(f"values in slot order are solved with one tile buffer and "
-                                 f"(lanes, nodes per lane) among {SLOT_VARIANTS}; got {buffers} "
-                                 f"buffer(s), lanes={lanes}, batch={batch}")
-            schedule = tiled_schedule(cell, batch, lanes=lanes, item=item,
-                                      stage_cells=32 // lanes if cls.STAGE_WARP_CELLS else 1,
-                                      reroot=cls.rerooted(cell, batch, reroot))
-            # bulk copies: planes on 16 bytes; a cell's pitch within its slots
-            assert not slots or (schedule.slot_stride * item % 16 == 0
-                                 and schedule.slot_stride >= cell.n_nodes + 16 // item)
-            fixed = cls.schedule_smem(schedule, item, slots)
-            per_cell = cls.per_cell_bytes(schedule, item, buffers, bool(listed))
-            granule = 32 // lanes
-            fit = min((limit - fixed) // per_cell, max_threads // lanes) // granule * granule
-            if fit >= granule:
-                break
-            need = fixed + granule * per_cell
-        else:
-            raise ValueError(f"strategy {strategy!r} needs {need} bytes of shared memory for "
-                             f"cells of {cell.n_nodes} nodes but a block may use {limit}; use "
-                             f"'interleaved'")
+        batch, lanes, schedule, fixed, per_cell, fit = cls._first_fit(
+            cell, variants, buffers, item, limit, strategy, max_threads, slots, reroot,
+            bool(listed))
+        granule = 32 // lanes
         if tc is None:
             tc = cls.default_tile_cells(fixed, per_cell, lanes, fit, props, n_cells,
                                         groups is None)
@@ -174,6 +157,35 @@ class SharedTiles:
                 pass
         return plan
 
+    @classmethod
+    def _first_fit(cls, cell, variants, buffers: int, item: int, limit: int, strategy: str,
+                   max_threads: int, slots: bool, reroot, listed: bool):
+        """The first of ``variants`` whose smallest tile of ``cell`` fits in ``limit`` bytes:
+        ``(batch, lanes, schedule, fixed, per_cell, fit)`` (:meth:`plan`), else
+        ``ValueError`` naming ``strategy``."""
+        need = None
+        for batch, lanes in variants:
+            if slots and (buffers != 1 or (lanes, batch // lanes) not in SLOT_VARIANTS):
+                raise ValueError(f"values in slot order are solved with one tile buffer and "
+                                 f"(lanes, nodes per lane) among {SLOT_VARIANTS}; got {buffers} "
+                                 f"buffer(s), lanes={lanes}, batch={batch}")
+            schedule = tiled_schedule(cell, batch, lanes=lanes, item=item,
+                                      stage_cells=32 // lanes if cls.STAGE_WARP_CELLS else 1,
+                                      reroot=cls.rerooted(cell, batch, reroot))
+            # bulk copies: planes on 16 bytes; a cell's pitch within its slots
+            assert not slots or (schedule.slot_stride * item % 16 == 0
+                                 and schedule.slot_stride >= cell.n_nodes + 16 // item)
+            fixed = cls.schedule_smem(schedule, item, slots)
+            per_cell = cls.per_cell_bytes(schedule, item, buffers, listed)
+            granule = 32 // lanes
+            fit = min((limit - fixed) // per_cell, max_threads // lanes) // granule * granule
+            if fit >= granule:
+                return batch, lanes, schedule, fixed, per_cell, fit
+            need = fixed + granule * per_cell
+        raise ValueError(f"strategy {strategy!r} needs {need} bytes of shared memory for "
+                         f"cells of {cell.n_nodes} nodes but a block may use {limit}; use "
+                         f"'interleaved'")
+
     @staticmethod
     def per_cell_bytes(schedule: Schedule, item: int, buffers: int = 1,
                        listed: bool = False) -> int:
@@ -186,7 +198,7 @@ class SharedTiles:
     GROUP_BLOCK_THREADS = 256
     #: Hardware barriers a block of several groups reserves (its barrier ids are in a
     #: register, so ptxas reserves all 16): at most 4 such blocks per SM
-    #: (:data:`.device.SM_BARRIERS`), against 32 one-group blocks (``__syncthreads`` only).
+    #: (:data:`..device.SM_BARRIERS`), against 32 one-group blocks (``__syncthreads`` only).
     GROUP_BARRIERS = 16
 
     @classmethod
@@ -194,7 +206,8 @@ class SharedTiles:
                        props: dict, tiles: int) -> int:
         """Groups per block (up to ``most``): the number that puts the most tiles on an SM,
         counting shared memory (``fixed`` bytes of schedule per block, ``tile_bytes`` per
-        tile; :func:`hinesbatch.solvers.gpu.device.resident_blocks`, registers not counted), among blocks of at most
+        tile; :func:`hinesbatch.solvers.gpu.device.resident_blocks`, registers not counted),
+        among blocks of at most
         :data:`GROUP_BLOCK_THREADS` threads, the most groups at a tie; and no more groups than
         leave every SM a block when the batch has few ``tiles``. Measured on the H200 (fp64,
         16 cells of 59-1681 nodes, groups 1-15): with
@@ -325,7 +338,8 @@ class SharedTiles:
         return sum(a.nbytes for a in self.host_arrays(np.dtype(f"f{item}")).values())
 
     def host_arrays(self, dtype) -> dict:
-        """The schedule as the kernel reads it (:func:`hinesbatch.tree.schedules.tiled.kernel_arrays`)."""
+        """The schedule as the kernel reads it
+        (:func:`hinesbatch.tree.schedules.tiled.kernel_arrays`)."""
         return kernel_arrays(self.schedule, dtype)
 
     def launch(self, fn, grid: int, d, rhs, arrays: dict, members, starts, n_cells: int,

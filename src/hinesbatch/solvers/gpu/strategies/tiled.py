@@ -17,7 +17,8 @@ class Tiled(Strategy):
     """Canonical values staged through shared memory by tiles of cells (hines_tiled.cu).
 
     Shared structure: ``lanes`` lanes of a warp work on one cell and eliminate ``batch``
-    independent nodes per step of the schedule (:mod:`hinesbatch.tree.schedules.tiled`), ``batch // lanes`` each;
+    independent nodes per step of the schedule (:mod:`hinesbatch.tree.schedules.tiled`),
+    ``batch // lanes`` each;
     ``tile_cells`` cells per tile (a multiple of ``32 // lanes``), ``groups`` tiles solved
     side by side in a block, which stages the schedule once for them; with one group and
     ``buffers=1`` (default) one block per tile is launched; otherwise only the blocks that stay
@@ -37,7 +38,7 @@ class Tiled(Strategy):
     Native layout of a shared structure (:meth:`native_shape`): each cell's values in its
     schedule's slot order, ``pitch`` words per cell, so that a tile's cells are moved by bulk
     copies (``hines_tiled_slots``, planned as :meth:`slot_plan`) instead of one load and one
-    store per node; canonical when the width is not among :data:`.kernel_build.SLOT_VARIANTS` or
+    store per node; canonical when the width is not among :data:`..kernel_build.SLOT_VARIANTS` or
     ``buffers=2``.
     """
 
