@@ -80,3 +80,27 @@ def test_indices_must_be_ints():
         mono.cells(1.0, 2)
     with pytest.raises(TypeError, match="stop must be an int, got bool"):
         mono.cells(0, True)
+
+
+@pytest.mark.parametrize("n_parts", [1, 2, 3, 7, 20])
+def test_device_parts_are_ranges_of_cells(n_parts):
+    """The GPU backend's parts (host side, no CuPy) hold ``batch.cells(a, b)`` and derive the
+    kernels' arrays from it: local parents, part-relative offsets, sizes, views of values."""
+    from hinesbatch.solvers.gpu.device_parts import split
+
+    batch = _batch(4, symmetric=False)
+    parts = split(batch, n_parts)
+    assert sum(p.n_cells for p in parts) == batch.n_cells
+    d = np.arange(batch.n_nodes, dtype=np.float64)
+    for p in parts:
+        a = p.cell_start
+        ref = batch.cells(a, a + p.n_cells)
+        assert np.array_equal(p.structure.parent, ref.parent) and not p.mono
+        assert np.array_equal(p.offsets, ref.cell_offsets) and p.sizes.dtype == np.int32
+        local = ref.parent - np.repeat(ref.cell_offsets[:-1], ref.cell_sizes)
+        assert np.array_equal(p.parent, np.where(ref.parent >= 0, local, -1))
+        assert p.l is not p.u and not p.symmetric
+        np.testing.assert_array_equal(p.canonical(d), d[p.node_start:p.node_start + p.n_nodes])
+    mono = split(MonoBatch(batch.cell(0), 10), 3)
+    assert [p.n_cells for p in mono] == [3, 4, 3] and all(p.cell is mono[0].cell for p in mono)
+    assert mono[1].node_start == 3 * batch.cell(0).n_nodes and mono[1].parent is None
