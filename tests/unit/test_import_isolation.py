@@ -107,3 +107,77 @@ def test_the_import_resolver_sees_relative_imports():
     assert "hinesbatch.solvers.gpu.kernel_build" in names
     assert "hinesbatch.solvers.gpu.strategies.shared_tiles.SharedTiles" in names
     assert "hinesbatch.tree.structure" in _imports(PACKAGE / "tree" / "layouts.py")
+
+
+def _module_file(name: str) -> Path:
+    path = PACKAGE.parent.joinpath(*name.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def _graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (at any level of the file), each import
+    resolved to the deepest module that exists; a package's own parents are left out (Python
+    imports them first anyway)."""
+    modules = set(_modules())
+    graph = {}
+    for m in modules:
+        deps = set()
+        for name in _imports(_module_file(m)):
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            if name and name != m and not m.startswith(name + "."):
+                deps.add(name)
+        graph[m] = deps
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def test_no_module_imports_back_a_module_that_imports_it():
+    """No import cycles between modules, counting imports inside functions too (a lazy
+    import hides a cycle from the fresh-interpreter test above, not from this one)."""
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_finder_finds_cycles():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e2"}, "e2": {"e"}}
+    assert sorted(_cycles(graph)) == [["a", "b", "c"], ["e", "e2"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
