@@ -24,7 +24,7 @@ import cupy  # noqa: E402
 import hinesbatch  # noqa: E402
 from hinesbatch.bench._hines_cases import hines_values  # noqa: E402
 from hinesbatch.bench._multi_cases import large_cell  # noqa: E402
-from hinesbatch.bench.hines import stand_in_structure  # noqa: E402
+from hinesbatch.bench._hines_setup import stand_in_structure  # noqa: E402
 from hinesbatch.tree.structure import MonoBatch  # noqa: E402
 
 

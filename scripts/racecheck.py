@@ -109,8 +109,8 @@ def main(only: list[str]) -> int:
             warnings.simplefilter("ignore")
             plan = hinesbatch.plan(structure, backend="gpu", strategy=strategy,
                                    **{k: v for k, v in options.items() if k != "native"})
-        if props:  # before the first solve, which sizes the grids (a backend internal)
-            impl = layout_solver(plan, np.float64)._parts[0].strategy
+        if props:  # before the first solve, which sizes the grids
+            impl = layout_solver(plan, np.float64).strategies[0]
             impl.props = {**impl.props, **props[0]}
         if native:  # solved in the plan's native layout; x is written over rn
             dn, rn = plan.to_layout(cupy.asarray(d)), plan.to_layout(cupy.asarray(rhs))

@@ -7,9 +7,10 @@ import pytest
 
 import hinesbatch
 from hinesbatch.errors import SingularSystemError
-from hinesbatch.solvers.gpu import grouped, layout_solver
+from hinesbatch.solvers.gpu import layout_solver
+from hinesbatch.solvers.gpu.strategies import grouped
 from hinesbatch.solvers.gpu.device import SM_BARRIERS, device_properties
-from hinesbatch.solvers.gpu.strategies import SharedTiles
+from hinesbatch.solvers.gpu.strategies.shared_tiles import SharedTiles
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.balance import tree_centres
 from hinesbatch.tree.structure import HinesStructure, MonoBatch
@@ -89,7 +90,7 @@ def test_centre_rooted_schedules_name_the_failing_leaf_like_serial(strategy, see
         batch = structure if strategy == "tiled" else structure.expand()
         d, rhs = hines_values(batch, rng, np.float64)
         plan = hinesbatch.plan(batch, backend="gpu", strategy=strategy, reroot=True)
-        impl = layout_solver(plan)._parts[0].strategy
+        impl = layout_solver(plan).strategies[0]
         schedule = (impl.tiles if strategy == "tiled" else impl.tiles[0]).schedule
         centre = int(tree_centres(structure)[0])  # node 0 for none of the six test cells
         assert schedule.rerooted and schedule.parent[centre] == -1, name
@@ -147,7 +148,7 @@ def test_large_cells_share_a_block_in_groups(dtype, seed, cp):
     for strategy, batch in (("tiled", structure),
                             ("grouped", HinesStructure.concatenate([cell] * structure.n_cells))):
         plan = hinesbatch.plan(batch, backend="gpu", strategy=strategy)
-        impl = layout_solver(plan, dtype)._parts[0].strategy
+        impl = layout_solver(plan, dtype).strategies[0]
         tiles = impl.tiles if strategy == "tiled" else impl.tiles[0]
         assert tiles.lanes == 32 and tiles.groups > 1, plan.describe()
         x = plan.solve(cp.asarray(d.reshape(batch.values_shape)),
@@ -177,7 +178,7 @@ def test_one_launch_gives_bitwise_the_launches_per_class(dtype, reroot, seed, cp
                                 reroot=reroot)
     assert "one launch for all classes" in one.describe(), one.describe()
     assert "one launch per class" in per_class.describe(), per_class.describe()
-    tiles = layout_solver(one, dtype)._parts[0].strategy.one.tiles
+    tiles = layout_solver(one, dtype).strategies[0].one.tiles
     assert {t.lanes for t in tiles} == ({8, 16, 32} if reroot is False else {8, 32})
     assert any(t.schedule.rerooted for t in tiles) == (reroot is None), one.describe()
     want = per_class.solve(cp.asarray(d), cp.asarray(rhs)).get()
@@ -203,7 +204,7 @@ def test_groups_take_many_tiles_of_small_cells_in_turn(one_launch, seed, cp):
     d, rhs = hines_values(batch, rng, np.float64)
     options = {"one_launch": True} if one_launch else {"groups": 2}  # else one tile a block
     plan = hinesbatch.plan(batch, backend="gpu", strategy="grouped", **options)
-    impl = layout_solver(plan, np.float64)._parts[0].strategy
+    impl = layout_solver(plan, np.float64).strategies[0]
     arranged = impl.one.tiles if one_launch else impl.tiles
     tiles = [-(-int(count) // t.tile_cells) for t, count in zip(arranged, impl.counts)]
     assert all(t.listed for t in arranged)

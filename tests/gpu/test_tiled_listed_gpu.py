@@ -10,7 +10,7 @@ import pytest
 import hinesbatch
 from hinesbatch.errors import SingularSystemError
 from hinesbatch.solvers.gpu import layout_solver
-from hinesbatch.solvers.gpu.strategies import SharedTiles
+from hinesbatch.solvers.gpu.strategies.shared_tiles import SharedTiles
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.structure import MonoBatch
 
@@ -35,7 +35,7 @@ def test_listed_is_bitwise_the_plain_kernel(label, batch, dtype, seed, cp):
     d, rhs = hines_values(batch, rng, dtype)
     plain = hinesbatch.plan(batch, backend="gpu", strategy="tiled", listed=False)
     listed = hinesbatch.plan(batch, backend="gpu", strategy="tiled", listed=True)
-    assert layout_solver(listed, dtype)._parts[0].strategy.tiles.listed
+    assert layout_solver(listed, dtype).strategies[0].tiles.listed
     x = poisoned_solve(listed, batch, d, rhs, dtype, cp)
     assert np.array_equal(x, poisoned_solve(plain, batch, d, rhs, dtype, cp)), label
     assert cell_rel_error(batch, x, serial_reference(batch, d, rhs)) < (
@@ -65,7 +65,7 @@ def test_listed_by_default_on_one_group_blocks(monkeypatch, cp):
     for n in (256, 2560):
         plan = hinesbatch.plan(MonoBatch(rt.binary_tree(2, branch_length=170, rng=2), n),
                                backend="gpu", strategy="tiled")
-        tiles = layout_solver(plan)._parts[0].strategy.tiles
+        tiles = layout_solver(plan).strategies[0].tiles
         assert tiles.listed == (tiles.groups == 1), plan.describe()
         seen.add(tiles.listed)
     assert seen == {True, False}

@@ -12,7 +12,7 @@ import pytest
 import hinesbatch
 from hinesbatch.errors import SingularSystemError
 from hinesbatch.solvers.gpu import layout_solver
-from hinesbatch.solvers.gpu.compile import SLOT_VARIANTS
+from hinesbatch.solvers.gpu.kernel_build import SLOT_VARIANTS
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.structure import MonoBatch
 
@@ -25,7 +25,7 @@ def _native(impl, a, dtype, cp, pad=np.nan):
     """``a`` in the native layout, its padding words set to ``pad``."""
     n = a.shape[1]
     out = impl.to_layout(cp.asarray(a, dtype=dtype))
-    slots = impl._parts[0].strategy._slot_tiles().schedule.slot[:n]
+    slots = impl.strategies[0].slot_plan().schedule.slot[:n]
     padding = np.setdiff1d(np.arange(out.shape[1]), slots)
     out[:, cp.asarray(padding)] = pad
     return out
@@ -56,7 +56,7 @@ def test_slot_order_matches_the_canonical_kernel(lanes, per_lane, dtype, seed, c
     d, rhs = hines_values(structure, rng, dtype)
     plan = hinesbatch.plan(structure, backend="gpu", strategy="tiled", lanes=lanes,
                            batch=lanes * per_lane)
-    strategy = layout_solver(plan, dtype)._parts[0].strategy
+    strategy = layout_solver(plan, dtype).strategies[0]
     assert not strategy.native_is_canonical
     impl, x = _solve_native(plan, dtype, d, rhs, cp)
     canonical = plan.solve(cp.asarray(d), cp.asarray(rhs)).get()
@@ -90,7 +90,7 @@ def test_slot_order_from_the_centre_or_the_root(reroot, seed, cp):
     d, rhs = hines_values(structure, rng, np.float64)
     plan = hinesbatch.plan(structure, backend="gpu", strategy="tiled", reroot=reroot)
     impl, x = _solve_native(plan, np.float64, d, rhs, cp)
-    assert impl._parts[0].strategy._slot_tiles().schedule.rerooted == reroot
+    assert impl.strategies[0].slot_plan().schedule.rerooted == reroot
     assert np.array_equal(x, plan.solve(cp.asarray(d), cp.asarray(rhs)).get())
     assert cell_rel_error(structure, x, serial_reference(structure, d, rhs)) < 1e-12
 
@@ -100,7 +100,7 @@ def test_native_layout_is_canonical_without_the_slot_kernel(cp):
     for options in ({"lanes": 2, "batch": 2}, {"buffers": 2}):
         plan = hinesbatch.plan(structure, backend="gpu", strategy="tiled", **options)
         impl = layout_solver(plan)
-        assert impl._parts[0].strategy.native_is_canonical, options
+        assert impl.strategies[0].native_is_canonical, options
         assert impl.layout_shapes() == [structure.values_shape]
         assert "slot order" not in impl.describe()
 

@@ -1,7 +1,7 @@
 """Every CUDA source of the GPU backend compiles with nvcc for sm_90, in float and double.
 
 Runs without a GPU and without CuPy (CI has nvcc). The instantiations are the ones the
-backend asks NVRTC for (``hinesbatch.solvers.gpu.compile.KERNELS``): a small wrapper takes
+backend asks NVRTC for (``hinesbatch.solvers.gpu.kernel_build.KERNELS``): a small wrapper takes
 the address of each, which instantiates the template. Also checks that no kernel spills
 registers to local memory (a spill in a sweep loop costs device-memory traffic).
 """
@@ -14,8 +14,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from hinesbatch.solvers.gpu.compile import KERNEL_DIR, KERNELS, name_expressions, source_text
-from hinesbatch.solvers.gpu.one_launch import STATIC_SMEM
+from hinesbatch.solvers.gpu.kernel_build import KERNEL_DIR, KERNELS, name_expressions, source_text
+from hinesbatch.solvers.gpu.strategies.classes_launch import STATIC_SMEM
 
 NVCC = shutil.which("nvcc")
 #: Sources whose compilation takes several seconds each: only in the full run (marked slow).

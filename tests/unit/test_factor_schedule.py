@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hinesbatch.solvers.gpu.schedule import (ACC, ACC_INIT, CARRY_IN, CARRY_OUT, FLAG_BITS, ROOT,
-                                             factor_flags, factor_pflags, factor_schedule)
+from hinesbatch.tree.schedules.factors import (ACC, ACC_INIT, CARRY_IN, CARRY_OUT, FLAG_BITS,
+                                               ROOT, factor_flags, factor_pflags,
+                                               factor_schedule)
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.structure import HinesStructure, MonoBatch
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hinesbatch.solvers.gpu.streaming import _cell_offsets, _sub_structure, chunk_ranges
+from hinesbatch.solvers.gpu.streaming import _cell_offsets, chunk_ranges
 from hinesbatch.tree import random_trees as rt
-from hinesbatch.tree.structure import HinesStructure, MonoBatch
+from hinesbatch.tree.structure import MonoBatch
 
 
 def brute_force(costs, room):
@@ -45,18 +45,11 @@ def test_chunk_ranges_edge_cases():
         chunk_ranges([5, 5, 11, 5], 10)
 
 
-def test_sub_structures_are_the_cells_of_the_range():
+def test_cell_offsets_of_both_kinds_of_batch():
     rng = np.random.default_rng(3)
     batch = rt.random_batch(9, rng=rng, max_nodes=30)
-    sub = _sub_structure(batch, 2, 6)
-    ref = HinesStructure.concatenate([batch.cell(c) for c in range(2, 6)])
-    assert np.array_equal(sub.parent, ref.parent)
-    assert np.array_equal(sub.cell_offsets, ref.cell_offsets)
-    assert np.array_equal(sub.u, ref.u) and np.array_equal(sub.lower, ref.lower)
-    offsets = _cell_offsets(batch)
-    assert np.array_equal(offsets, batch.cell_offsets)
+    assert np.array_equal(_cell_offsets(batch), batch.cell_offsets)
     mono = MonoBatch(rt.random_tree(12, rng=rng), 7)
-    assert _sub_structure(mono, 3, 7).n_cells == 4
     assert np.array_equal(_cell_offsets(mono), np.arange(8) * 12)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hinesbatch.solvers.gpu.schedule import (kernel_arrays, lu_len, stage_geometry,
+from hinesbatch.tree.schedules.tiled import (kernel_arrays, lu_len, stage_geometry,
                                              tiled_schedule)
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.balance import tree_centres

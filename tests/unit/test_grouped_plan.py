@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hinesbatch.solvers.gpu import grouped as grouped_module
-from hinesbatch.solvers.gpu.grouped import Grouped
-from hinesbatch.solvers.gpu.parts import split
-from hinesbatch.solvers.gpu.schedule import tiled_schedule
-from hinesbatch.solvers.gpu.strategies import SharedTiles, tiled_variants
+from hinesbatch.solvers.gpu.strategies import grouped as grouped_module
+from hinesbatch.solvers.gpu.strategies.grouped import Grouped
+from hinesbatch.solvers.gpu.device_parts import split
+from hinesbatch.tree.schedules.tiled import tiled_schedule
+from hinesbatch.solvers.gpu.strategies.shared_tiles import SharedTiles, tiled_variants
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.structure import HinesStructure, MonoBatch
 
@@ -113,7 +113,7 @@ def test_centre_or_own_root_by_steps_and_reroot_option(h200):
 
 
 def test_tiled_reroot_option_is_for_shared_structures(monkeypatch):
-    from hinesbatch.solvers.gpu import strategies
+    from hinesbatch.solvers.gpu.strategies import tiled as strategies
 
     monkeypatch.setattr(strategies, "device_properties", lambda device: H200)
     chain = rt.chain(40, rng=2)
@@ -126,7 +126,7 @@ def test_tiled_reroot_option_is_for_shared_structures(monkeypatch):
 
 
 def _tiled(monkeypatch, structure, **options):
-    from hinesbatch.solvers.gpu import strategies
+    from hinesbatch.solvers.gpu.strategies import tiled as strategies
 
     monkeypatch.setattr(strategies, "device_properties", lambda device: H200)
     return strategies.Tiled(split(structure, 1)[0], np.float64, 0, dict(options), 1 << 30)
@@ -138,7 +138,7 @@ def test_tiled_listed_reads_the_cells_through_an_identity_member_list(monkeypatc
     the launch passes the member list and the starts (a recording kernel, NumPy for CuPy)."""
     import contextlib
 
-    from hinesbatch.solvers.gpu import strategies
+    from hinesbatch.solvers.gpu.strategies import tiled as strategies
 
     cell = rt.random_tree(300, rng=3, branch_probability=0.3)
     batch = MonoBatch(cell, 100)
@@ -170,22 +170,28 @@ def test_tiled_listed_reads_the_cells_through_an_identity_member_list(monkeypatc
         class cuda:  # noqa: N801
             Device = staticmethod(lambda device=0: contextlib.nullcontext())
 
-    monkeypatch.setattr(strategies, "cupy_module", lambda: FakeCupy)
+    from hinesbatch.solvers.gpu.strategies import base
+
+    monkeypatch.setattr(base, "cupy_module", lambda: FakeCupy)
     monkeypatch.setattr(strategies, "kernel", lambda device, source, template, dtype: Fn())
     d, rhs = np.ones((100, 300)), np.zeros((100, 300))
     pivots = (np.zeros(1, np.uint64), np.zeros(100))
     for tiled in (listed, plain):
         tiled.solve_canonical(d, rhs, pivots, contextlib.nullcontext())
-    members, starts = launched[0][6], launched[0][7]
-    assert np.array_equal(members, np.arange(100)) and np.array_equal(starts, np.arange(100) * 300)
-    assert launched[1][6] is strategies.NULL and launched[1][7] is strategies.NULL
+    dev = listed._arrays()  # the listed launch passes its member list and starts, the plain
+    assert any(a is dev["members"] for a in launched[0])  # one neither (two null pointers)
+    assert any(a is dev["starts"] for a in launched[0])
+    assert np.array_equal(dev["members"], np.arange(100))
+    assert np.array_equal(dev["starts"], np.arange(100) * 300)
+    assert sum(a is strategies.NULL for a in launched[0]) == 0
+    assert sum(a is strategies.NULL for a in launched[1]) == 2
 
 
 def test_tiled_listed_by_default_only_on_one_group_blocks(monkeypatch):
     """With :data:`SharedTiles.LISTED_ONE_GROUP` on, ``tiled`` takes the listed variant where
     its arrangement has one group and one buffer, and keeps it as planned otherwise; off,
     never unless asked."""
-    from hinesbatch.solvers.gpu import strategies
+    from hinesbatch.solvers.gpu.strategies import tiled as strategies
 
     one = MonoBatch(rt.binary_tree(2, branch_length=170, rng=2), 256)  # 32 one-group blocks
     several = MonoBatch(one.cell, 2560)  # 3 groups per block
@@ -243,7 +249,7 @@ def test_groups_for_large_cells_when_the_batch_fills_the_device():
     assert large.threads == large.groups * 32 <= 512
     assert large.blocks(100000) == -(-100000 // large.groups)
     assert plan(101, groups=1).blocks(101) == 51  # a partial last tile
-    most = (H200["smem_per_block_optin"] - one.smem) // (one.smem - SharedTiles._schedule_smem(
+    most = (H200["smem_per_block_optin"] - one.smem) // (one.smem - SharedTiles.schedule_smem(
         one.schedule, 8)) + 1
     with pytest.raises(ValueError, match=f"groups={most + 1} must be at most {most}"):
         plan(100000, groups=most + 1)
@@ -342,12 +348,10 @@ def test_groups_option_is_checked(h200):
     assert {t.groups for t in g.tiles} == {2} and "2-2 tiles per block" in g.describe()
 
 
-def test_prefetch_for_tiled_but_not_for_grouped_classes(h200, monkeypatch):
+def test_prefetch_for_tiled_but_not_for_grouped_classes(h200):
     """One-buffer groups of ``tiled`` ask L2 for their next tile; ``grouped``'s classes do not
-    (each measured faster so on the H200: docs/decisions/006-l2-prefetch.md); the kernel gets the
-    flag after the buffers."""
-    from hinesbatch.solvers.gpu import strategies
-
+    (each measured faster so on the H200: docs/decisions/006-l2-prefetch.md); the same kernel
+    serves both (a run-time flag)."""
     cell = rt.random_tree(100, rng=4, branch_probability=0.3)
     tiles = SharedTiles.plan(cell, [(8, 8)], 1, None, 8, H200, 20000)
     assert tiles.prefetch and "next tile prefetched into L2" in tiles.describe()
@@ -359,16 +363,8 @@ def test_prefetch_for_tiled_but_not_for_grouped_classes(h200, monkeypatch):
     assert not one.prefetches and "prefetched" not in one.describe()
     part = split(HinesStructure.concatenate(_pool() * 3), 1)[0]
     assert not any(t.prefetch for t in Grouped(part, np.float64, 0, {}, 1 << 30).tiles)
-    calls = []
-    monkeypatch.setattr(strategies, "_allow_smem", lambda *a, **kw: None)
-    monkeypatch.setattr(strategies, "_call", lambda fn, grid, block, args, stream, smem:
-                        calls.append(args))
-    arrays = {"jp": "jp", "lu": "lu", "node": "node", "stage": "stage"}
-    for t in (tiles, off, one):
-        t.launch(None, 1, "d", "rhs", arrays, "members", "offsets", 20000, 0, ("f", "v"), None)
-    buffers_at = 13  # d rhs jp lu node stage members offsets n_batches n S sc_shift tc
-    assert [a[buffers_at:buffers_at + 2] for a in calls] == [(1, 1), (1, 0), (1, 0)]
-    assert all(len(a) == 19 for a in calls)
+    assert [t.prefetches for t in (tiles, off, two, one)] == [True, False, False, False]
+    assert off.template == tiles.template  # a run-time flag: one kernel for both
 
 
 def test_one_launch_arrangements_fill_a_block_per_sm(h200):
@@ -376,7 +372,7 @@ def test_one_launch_arrangements_fill_a_block_per_sm(h200):
     arranged for a block with the SM to itself (its schedule once, the most cells in tiles of
     up to THREADS // lanes cells, the most groups at a tie), within the kernel's bounds; the
     launch is sized for the largest class."""
-    from hinesbatch.solvers.gpu import one_launch
+    from hinesbatch.solvers.gpu.strategies import classes_launch as one_launch
 
     pool = _pool() + [rt.random_tree(1600, rng=6, branch_probability=0.5)]
     pick = np.random.default_rng(7).integers(0, len(pool), 2000)
@@ -392,7 +388,7 @@ def test_one_launch_arrangements_fill_a_block_per_sm(h200):
         assert t.lanes in one_launch.LANES and t.buffers == 1
         assert t.groups <= SharedTiles.MAX_GROUPS and t.threads <= one_launch.MAX_THREADS
         # two cell starts (int64) per cell of a tile besides its planes: a member list
-        fixed, per_cell = SharedTiles._schedule_smem(s, 8), 2 * s.slot_stride * 8 + 16
+        fixed, per_cell = SharedTiles.schedule_smem(s, 8), 2 * s.slot_stride * 8 + 16
         assert t.listed
         room = limit - one_launch.EXTRA_SMEM - one_launch.STATIC_SMEM  # dynamic + static
         assert t.smem <= room
@@ -409,7 +405,7 @@ def test_one_launch_arrangements_fill_a_block_per_sm(h200):
 
 
 def test_one_launch_table_and_first_classes(h200):
-    from hinesbatch.solvers.gpu import one_launch
+    from hinesbatch.solvers.gpu.strategies import classes_launch as one_launch
 
     pool = _pool()
     counts = [600, 30, 5, 1]  # work very unequal: the last class has less than a block's share
@@ -446,7 +442,6 @@ def test_one_launch_table_and_first_classes(h200):
 
 def test_one_launch_is_the_default_for_several_classes(h200):
     part = split(HinesStructure.concatenate(_pool() * 3), 1)[0]
-    assert grouped_module.ONE_LAUNCH
     assert Grouped(part, np.float64, 0, {}, 1 << 30).one is not None
     single = split(HinesStructure.concatenate([_pool()[0]] * 5), 1)[0]  # one class
     assert Grouped(single, np.float64, 0, {}, 1 << 30).one is None

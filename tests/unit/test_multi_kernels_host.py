@@ -3,9 +3,9 @@
 ``multi_kernels_emulator.cpp`` stands in for the CUDA features of ``kernels/hines_multi.cu``
 (threads, ``__syncthreads``, ``__syncwarp(mask)``, shared memory); the CUDA source itself is
 compiled as host C++ by g++ (C++20) into a shared library. The launches come from the
-strategy classes of :mod:`hinesbatch.solvers.gpu.multi` exactly as the GPU backend makes
-them (templates, grids, blocks, argument kinds checked against each kernel's signature), so
-these tests cover the planning, the launch sequences and the kernels together.
+strategy classes of :mod:`hinesbatch.solvers.gpu.strategies.multi_morphology` exactly as the
+GPU backend makes them (templates, grids, blocks, argument kinds checked against each kernel's
+signature), so these tests cover the planning, the launch sequences and the kernels together.
 
 Checks: float64 results bit-identical to the schedule's Numba emulator (hence to the serial
 solver on the schedule's tree) and within 1e-12 of the serial solve of the batch; float32
@@ -29,10 +29,11 @@ from solver_cases import REAL_DIR, real_names
 
 import hinesbatch
 from hinesbatch import HinesStructure, MonoBatch
-from hinesbatch.solvers.cpu.schedule_kernels import emulate
-from hinesbatch.solvers.gpu import compile as gpu_compile
-from hinesbatch.solvers.gpu import multi
-from hinesbatch.solvers.gpu.parts import split
+from schedule_emulator import emulate
+from hinesbatch.solvers.gpu import kernel_build
+from hinesbatch.solvers.gpu.strategies import STRATEGIES
+from hinesbatch.solvers.gpu.strategies import multi_morphology as multi
+from hinesbatch.solvers.gpu.device_parts import split
 from hinesbatch.tree import random_trees as rt
 
 HERE = Path(__file__).resolve().parent
@@ -44,7 +45,7 @@ NO_FAILURE = 2**64 - 1
 # -- the emulator ------------------------------------------------------------------------------
 def _host_source() -> str:
     """kernels/hines_multi.cu as host C++ for multi_kernels_emulator.cpp."""
-    text = (gpu_compile.KERNEL_DIR / multi.SOURCE).read_text()
+    text = (kernel_build.KERNEL_DIR / multi.SOURCE).read_text()
     text = text.replace('#include "hines_common.cuh"', "")
     text = re.sub(r"__launch_bounds__\(\w+\)", "", text)
     counter = iter(range(1000))
@@ -128,7 +129,7 @@ def _no_device(monkeypatch):
 def make(name: str, structure, dtype, **options):
     part = split(structure, 1)[0]
     opts = dict(options)
-    strategy = multi.STRATEGIES[name](part, np.dtype(dtype), 0, opts, 1 << 62)
+    strategy = STRATEGIES[name](part, np.dtype(dtype), 0, opts, 1 << 62)
     assert not opts, f"options left over: {opts}"
     return strategy
 
@@ -326,8 +327,9 @@ def test_launch_sequences():
 @pytest.mark.parametrize(("name", "options", "error", "match"), [
     ("levels", {"threads": 100}, ValueError, "multiple of 32"),
     ("fine", {"block_size": 2048}, ValueError, "multiple of 32 from 32 to 1024"),
-    ("dhs", {"threads_per_cell": 5}, ValueError, "1, 2, 4, 8, 16 or 32"),
-    ("dhs", {"reroot": 1}, TypeError, "reroot must be True or False"),
+    ("dhs", {"threads_per_cell": 5}, ValueError,
+     r"threads_per_cell must be one of \(1, 2, 4, 8, 16, 32\), got 5"),
+    ("dhs", {"reroot": 1}, TypeError, "reroot must be a bool, got int"),
     ("levels", {"split": "median"}, ValueError, "median"),
 ])
 def test_options_are_checked(name, options, error, match):
@@ -337,12 +339,10 @@ def test_options_are_checked(name, options, error, match):
 
 def test_registered_and_instantiated():
     from hinesbatch.solvers.gpu.backend import _STRATEGY_OPTIONS
-    from hinesbatch.solvers.gpu.strategies import STRATEGIES
-
+    
     assert {"levels", "fine", "dhs"} <= set(STRATEGIES)
     assert {"reroot", "split", "threads_per_cell", "block_size"} <= set(_STRATEGY_OPTIONS)
-    assert gpu_compile.KERNELS[multi.SOURCE] == multi.KERNELS[multi.SOURCE]
-    source = (gpu_compile.KERNEL_DIR / multi.SOURCE).read_text()
+    source = (kernel_build.KERNEL_DIR / multi.SOURCE).read_text()
     assert f"#define HBM_FIND_THREADS {multi.FIND_THREADS}" in source
     assert f"#define HBM_MAX_THREADS {multi.MAX_THREADS}" in source
 
@@ -374,7 +374,7 @@ def test_device_entry_points_on_a_fake_cupy(emulator, batches, monkeypatch, conf
     kernel lookup of multi.py, with CuPy replaced by NumPy and the kernels by the emulator."""
     import contextlib
 
-    from hinesbatch.solvers.gpu import strategies
+    from hinesbatch.solvers.gpu.strategies import base
 
     class Fn:
         max_threads_per_block = 1024
@@ -388,12 +388,12 @@ def test_device_entry_points_on_a_fake_cupy(emulator, batches, monkeypatch, conf
     looked_up = []
 
     def kernel(device, source, template, dtype):
-        assert source == multi.SOURCE and template in multi.KERNELS[source]
+        assert source == multi.SOURCE and template in kernel_build.KERNELS[source]
         looked_up.append(template)
         return Fn(template, dtype)
 
     monkeypatch.setattr(multi, "cupy_module", lambda: _FakeCupy)
-    monkeypatch.setattr(strategies, "cupy_module", lambda: _FakeCupy)
+    monkeypatch.setattr(base, "cupy_module", lambda: _FakeCupy)
     monkeypatch.setattr(multi, "kernel", kernel)
     name, options = CONFIGS[config]
     structure = batches["mixed"]

@@ -218,7 +218,7 @@ def test_overwrite_after_a_device_transfer_writes_the_solution_into_rhs():
     goes back into the caller's rhs with overwrite, and into a new array without it."""
     import types
 
-    from hinesbatch.solvers.validation import deliver
+    from hinesbatch.solvers.values import deliver
 
     class DeviceArray(np.ndarray):  # stands in for a CuPy array: .get() copies to the host
         def get(self):

@@ -19,7 +19,7 @@ from solver_cases import REAL_DIR, real_names
 import hinesbatch
 from hinesbatch import HinesStructure, MonoBatch
 from hinesbatch.solvers.cpu.hines_kernels import cells_serial
-from hinesbatch.solvers.cpu.schedule_kernels import emulate
+from schedule_emulator import emulate
 from hinesbatch.tree import branches
 from hinesbatch.tree import random_trees as rt
 from hinesbatch.tree.balance import reroot

@@ -81,25 +81,25 @@ class Runner:
                 cupy.copyto(work[i][1], r0)
 
             row["canonical_ms"] = statistics.median(event_times(
-                cupy, lambda i: impl.solve(*work[i]), restore, sets=sets, repeats=self.repeats))
+                cupy, lambda i: plan.solve(*work[i], overwrite=True, check_finite=False),
+                restore, sets=sets, repeats=self.repeats))
             if reference is not None:
                 x = work[-1][1].get().reshape(batch.n_cells, -1)[:CHECK_CELLS]
                 row["max_rel_err"] = float(np.max(np.linalg.norm(x - reference, axis=1)
                                                   / np.linalg.norm(reference, axis=1)))
             del work
         if native:
-            same = all(p.strategy.native_is_canonical for p in impl._parts)
-            if same and canonical and len(impl._parts) <= 1:
+            if impl.native_is_canonical and canonical and len(impl.layout_shapes()) <= 1:
                 row["native_ms"] = row["canonical_ms"]
             else:
-                row["native_ms"] = self._native_ms(impl, d0, r0, sets)
+                row["native_ms"] = self._native_ms(plan, impl, d0, r0, sets)
         del d0, r0
         free_memory(cupy)
         return row
 
-    def _native_ms(self, impl, d0, r0, sets: int) -> float:
+    def _native_ms(self, plan, impl, d0, r0, sets: int) -> float:
         cupy = self.cupy
-        dn0, rn0 = _listed(impl.to_layout(d0)), _listed(impl.to_layout(r0))
+        dn0, rn0 = _listed(plan.to_layout(d0)), _listed(plan.to_layout(r0))
         streams = impl.layout_streams()
         work = []
         for _ in range(sets):
@@ -113,7 +113,7 @@ class Runner:
 
         def solve(i):
             d, r = work[i]
-            impl.solve_layout(d if len(d) > 1 else d[0], r if len(r) > 1 else r[0])
+            plan.solve_layout(d if len(d) > 1 else d[0], r if len(r) > 1 else r[0])
 
         ms = statistics.median(event_times(cupy, solve, restore, sets=sets, repeats=self.repeats))
         del work, dn0, rn0
@@ -121,7 +121,7 @@ class Runner:
 
     # -- the tables ----------------------------------------------------------------------------
     def all_tables(self, stand_ins, cells, *, quick: bool, focus: str):
-        from .hines import BANDWIDTH_STRATEGIES, BS_SWEEP, GPU_STRATEGIES, TILE_THREADS, \
+        from ._hines_setup import BANDWIDTH_STRATEGIES, BS_SWEEP, GPU_STRATEGIES, TILE_THREADS, \
             stand_in_structure
 
         tables, notes = {}, []
@@ -153,7 +153,7 @@ class Runner:
         """Only the bandwidth table and the tiled sweeps: the focus cell at the largest batch,
         and the large-cell case (3000 copies of ca1 at nseg=8, 1405 nodes)."""
         from ._multi_cases import large_cell
-        from .hines import BANDWIDTH_STRATEGIES, TILE_THREADS, stand_in_structure
+        from ._hines_setup import BANDWIDTH_STRATEGIES, TILE_THREADS, stand_in_structure
 
         cell = stand_in_structure(focus)[0]
         top = max(cells)
@@ -175,7 +175,7 @@ class Runner:
 
     def multi_gpu_tables(self, cells, *, focus: str):
         """Only the several-GPUs table (no CPU runs: speedups over serial are left empty)."""
-        from .hines import stand_in_structure
+        from ._hines_setup import stand_in_structure
 
         cell = stand_in_structure(focus)[0]
         if self.n_devices < 2:
@@ -186,7 +186,7 @@ class Runner:
 
     def figure_rows(self, stand_ins, structures, cells, strategies) -> list[dict]:
         from ..tree.structure import MonoBatch
-        from .hines import cpu_times
+        from ._hines_setup import cpu_times
 
         rows = []
         for category, name, nseg, paper_nodes, paper_branches in stand_ins:
@@ -237,7 +237,7 @@ class Runner:
 
     def bandwidth_rows(self, cell, n, strategies) -> list[dict]:
         from ..tree.structure import MonoBatch
-        from .hines import BYTES_PER_NODE
+        from ._hines_setup import BYTES_PER_NODE
 
         d, rhs = hines_values(cell, n)
         ref = _reference(cell, d, rhs)
@@ -268,7 +268,7 @@ class Runner:
         return rows
 
     def tiled_rows(self, cell, n, threads, dtype=np.float64, buffers=(1, 2)) -> list[dict]:
-        from ..solvers.gpu.compile import TILED_VARIANTS
+        from ..solvers.gpu.kernel_build import TILED_VARIANTS
         from ..tree.structure import MonoBatch
 
         batch = MonoBatch(cell, n)
@@ -305,9 +305,9 @@ class Runner:
         """block-shared with keep="factors": lanes per cell x nodes per step x cells per block,
         native layout (values already Block-Interleaved), effective bandwidth of a shared
         structure. Several lanes: the cells per block that fill whole warps."""
-        from ..solvers.gpu.compile import FACTOR_VARIANTS
+        from ..solvers.gpu.kernel_build import FACTOR_VARIANTS
         from ..tree.structure import MonoBatch
-        from .hines import FACTOR_BS
+        from ._hines_setup import FACTOR_BS
 
         batch = MonoBatch(cell, n)
         d, rhs = hines_values(cell, n)
@@ -328,7 +328,7 @@ class Runner:
         import hinesbatch
 
         from ..tree.structure import MonoBatch
-        from .hines import wall_ms
+        from ._hines_setup import wall_ms
 
         cupy = self.cupy
         batch = MonoBatch(cell, n)

@@ -210,7 +210,7 @@ def _run_case(cupy, case, repeats: int, l2: int, resident: int) -> dict:
 
 
 def _cpu_ms(structure) -> float:
-    from .hines import cpu_times
+    from ._hines_setup import cpu_times
     from ._multi_cases import values
 
     d, rhs = values(structure)
@@ -290,7 +290,7 @@ def _label(name: str, options: dict, classes: int | None) -> str:
     """The contender label of a (strategy, options) pair for a batch of ``classes`` classes
     of cells with one matrix: ``grouped`` with its default options is the contender its
     default launch is (:func:`hinesbatch.solvers.gpu.grouped.one_launch_by_default`)."""
-    from ..solvers.gpu.grouped import one_launch_by_default
+    from ..solvers.gpu.strategies.grouped import one_launch_by_default
     from ._multi_cases import CONTENDERS
 
     if name == "grouped" and "one_launch" not in options:

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..array_modules import array_module
 from ..tree.structure import HinesStructure, MonoBatch, as_batch
-from .backend_cache import BackendPlan
-from .validation import array_module, as_values, deliver, result_dtype, scratch, to_module
-from .validation import check_finite as check_finite_values
+from .backend_plans import BackendPlan
+from .values import (SUPPORTED_DTYPES, as_values, deliver, may_alias, result_dtype, scratch,
+                     to_module)
+from .values import check_finite as check_finite_values
 
 __all__ = ["Plan", "plan", "solve"]
 
@@ -114,6 +116,107 @@ class Plan(BackendPlan):
                     and rhs.shape == shape and rhs.flags.writeable)
         return impl.solve_host(d_h, rhs_h, rhs if into_rhs else np.empty(shape, dtype))
 
+    # -- values kept in the backend's layout ---------------------------------------------------
+    def to_layout(self, a, dtype=None):
+        """Canonical values rearranged into the backend's *native layout*, for :meth:`solve_layout`.
+
+        A time loop that keeps its state in the native layout skips the reordering that
+        :meth:`solve` does on every call. On the CPU backends the native layout is the
+        canonical order itself; on the GPU backend it is the strategy's (interleaved blocks,
+        slot order, ...), one array per device part.
+
+        Parameters
+        ----------
+        a : array_like, shape ``structure.values_shape``
+            Values in the canonical order (NumPy or CuPy).
+        dtype : {None, numpy.float32, numpy.float64}
+            The dtype of the plan to solve with; by default ``a``'s (float32 if ``a`` is
+            float32, else float64).
+
+        Returns
+        -------
+        native : array or list of arrays
+            A new array (NumPy on the CPU backends, CuPy on the GPU backend) of ``dtype`` in
+            the native layout, C-contiguous; a list of one such array per device when the GPU
+            plan spans several devices.
+
+        Raises
+        ------
+        ValueError
+            ``a`` does not have the structure's ``values_shape``.
+        """
+        in_xp = array_module(a)
+        dtype = result_dtype(in_xp.asarray(a)) if dtype is None else _solver_dtype(dtype)
+        impl = self._implementation(dtype)
+        xp = impl.xp
+        a = to_module(in_xp.asarray(a), xp) if xp is not in_xp else a
+        values = as_values(xp, a, "a", self.structure.values_shape, dtype)
+        if hasattr(impl, "to_layout"):
+            return impl.to_layout(values)
+        return values.copy() if may_alias(xp, values, a) else values
+
+    def from_layout(self, native):
+        """Values in the backend's native layout (as :meth:`to_layout` returns them) back in
+        the canonical order.
+
+        Parameters
+        ----------
+        native : array or list of arrays
+            As :meth:`to_layout` or :meth:`solve_layout` return them.
+
+        Returns
+        -------
+        values : array, shape ``structure.values_shape``
+            A new array in the canonical order, of ``native``'s dtype and array module (CuPy
+            on the GPU backend, on the first device part's device).
+        """
+        first = native[0] if isinstance(native, (list, tuple)) else native
+        impl = self._implementation(_solver_dtype(first.dtype))
+        if hasattr(impl, "from_layout"):
+            return impl.from_layout(native)
+        return as_values(impl.xp, native, "native", self.structure.values_shape,
+                         first.dtype).copy()
+
+    def solve_layout(self, d, rhs):
+        """Solve values kept in the native layout, in place: ``x`` is written over ``rhs``.
+
+        The hot path of a time loop: no reordering, no copies, no finiteness check. ``d`` is
+        used as scratch (it holds the pivots afterwards).
+
+        Parameters
+        ----------
+        d, rhs : array or list of arrays
+            Two distinct, writeable arrays as :meth:`to_layout` returns them, of one dtype.
+
+        Returns
+        -------
+        rhs : array or list of arrays
+            ``rhs`` itself, now holding the solution in the native layout.
+
+        Raises
+        ------
+        SingularSystemError
+            A zero or non-finite pivot; the error names the cell and node.
+        ValueError, TypeError
+            ``d`` or ``rhs`` is not an array of the layout (shape, dtype, order, array kind).
+        """
+        first = rhs[0] if isinstance(rhs, (list, tuple)) else rhs
+        impl = self._implementation(_solver_dtype(first.dtype))
+        if hasattr(impl, "solve_layout"):
+            return impl.solve_layout(d, rhs)
+        shape = self.structure.values_shape
+        for name, a in (("d", d), ("rhs", rhs)):
+            if (not isinstance(a, impl.xp.ndarray) or a.shape != shape or a.dtype != first.dtype
+                    or not a.flags.c_contiguous or not a.flags.writeable):
+                raise ValueError(f"{name} must be a writeable C-contiguous {impl.xp.__name__} "
+                                 f"array of {first.dtype} and shape {shape} (as to_layout "
+                                 f"returns), got {type(a).__name__} "
+                                 f"{getattr(a, 'dtype', '')} {getattr(a, 'shape', '')}")
+        if impl.xp.may_share_memory(d, rhs):
+            raise ValueError("d and rhs must not share memory")
+        impl.solve(d, rhs)
+        return rhs
+
     def _ready(self, d, rhs):
         """The backend for ``d`` and ``rhs`` if they can go to it as they are, else ``None``.
 
@@ -138,6 +241,14 @@ class Plan(BackendPlan):
 
 def _never() -> bool:
     return False
+
+
+def _solver_dtype(dtype) -> np.dtype:
+    """``dtype`` if the solvers compute in it (float32 or float64); ``TypeError`` otherwise."""
+    dtype = np.dtype(dtype)
+    if dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"plans solve float32 or float64 values, got {dtype}")
+    return dtype
 
 
 def plan(structure, backend: str = "auto", **options) -> Plan:

@@ -23,15 +23,15 @@ C-contiguous ``(batch, n)`` arrays of the plan's dtype; ``dl`` and ``du`` arrive
 ``d`` may be overwritten, the solution is written over ``rhs`` and entries past
 ``lengths[k]`` are left as they are.
 
-Backends register themselves with :func:`register`; nothing else in the package switches on
-backend names.
+The built-in backends are listed in :data:`BUILTIN` and imported on first use; other backends
+are added with :func:`register`. Nothing else in the package switches on backend names.
 """
 from __future__ import annotations
 
 import importlib
 import importlib.util
 
-__all__ = ["register", "get", "names", "resolve", "unknowns", "large_enough"]
+__all__ = ["BUILTIN", "register", "get", "names", "resolve"]
 
 _REGISTRY: dict[str, dict[str, type]] = {"hines": {}, "tridiagonal": {}}
 # Preference for "auto": name -> rank; the available backend of lowest rank wins (ties: the
@@ -119,37 +119,39 @@ def resolve(name: str, kind: str = "hines", subject=None) -> tuple[type, str]:
     raise RuntimeError(f"no {kind} backend is available: " + "; ".join(skipped))
 
 
-def unknowns(subject) -> int:
-    """Number of unknowns in a Hines structure or batch (``n_nodes``) or in a tridiagonal batch
-    shape (``batch * n``)."""
-    n = getattr(subject, "n_nodes", None)
-    return int(n) if n is not None else int(subject.batch) * int(subject.n)
-
-
-def large_enough(subject, minimum: int, overhead: str) -> tuple[bool, str]:
-    """A ``suits`` answer: whether ``subject`` has at least ``minimum`` unknowns, and if not,
-    a reason naming the ``overhead`` that would outweigh the work."""
-    n = unknowns(subject)
-    if n < minimum:
-        return False, f"{n} unknowns in all are too few to pay for {overhead} (fewer than {minimum})"
-    return True, ""
-
+#: The built-in backends, in registration order: (kind, module, class, auto rank or None). The
+#: GPU modules import without CuPy; their backends say whether they can run (``available``).
+BUILTIN: tuple[tuple[str, str, str, int | None], ...] = (
+    ("hines", "cpu.backends", "MulticoreHines", 1),
+    ("hines", "cpu.backends", "SerialHines", 2),
+    ("tridiagonal", "cpu.backends", "MulticoreTridiagonal", 1),
+    ("tridiagonal", "cpu.backends", "SerialTridiagonal", 2),
+    ("hines", "gpu.backend", "GpuBackend", 0),
+    ("tridiagonal", "gpu.cusparse", "CusparseTridiagonal", None),  # a reference, never auto
+    ("tridiagonal", "gpu.tridiagonal", "GpuTridiagonal", 0),
+)
 
 _LOADED = False
 _LOAD_FAILURES: dict[str, str] = {}  # built-in backend module -> why it did not load
 
 
 def _load_builtin() -> None:
-    """Import the built-in backends so that they register themselves."""
+    """Import the built-in backends (:data:`BUILTIN`) and register them."""
     global _LOADED
     if _LOADED:
         return
     _LOADED = True
-    from . import cpu  # noqa: F401  (registers serial, multicore)
-
-    if importlib.util.find_spec(f"{__package__}.gpu") is None:
-        return  # an installation without the GPU backend
-    try:
-        importlib.import_module(f"{__package__}.gpu")  # registers gpu; imports without CuPy
-    except ImportError as exc:  # keep the CPU usable, and say why there is no gpu backend
-        _LOAD_FAILURES["gpu"] = f"importing {__package__}.gpu failed: {exc}"
+    has_gpu = importlib.util.find_spec(f"{__package__}.gpu") is not None
+    for kind, module, name, rank in BUILTIN:
+        path = f"{__package__}.{module}"
+        if module.startswith("gpu."):
+            if not has_gpu or "gpu" in _LOAD_FAILURES:
+                continue  # an installation without the GPU backend, or one that failed to load
+            try:
+                cls = getattr(importlib.import_module(path), name)
+            except ImportError as exc:  # keep the CPU usable, and say why there is no gpu
+                _LOAD_FAILURES["gpu"] = f"importing {path} failed: {exc}"
+                continue
+        else:
+            cls = getattr(importlib.import_module(path), name)
+        register(cls, auto_rank=rank)

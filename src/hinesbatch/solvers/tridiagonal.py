@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .backend_cache import BackendPlan
-from .validation import (array_module, as_values, check_finite_rows, deliver, result_dtype,
-                         scratch, to_module)
+from ..array_modules import array_module
+from .backend_plans import BackendPlan
+from .values import as_values, check_finite_rows, deliver, result_dtype, scratch, to_module
 
 __all__ = ["TridiagonalShape", "TridiagonalPlan", "plan_tridiagonal", "solve_tridiagonal"]
 

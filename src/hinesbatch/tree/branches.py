@@ -28,7 +28,8 @@ import numpy as np
 
 from .structure import HinesStructure, MonoBatch, _owned, as_batch
 
-__all__ = ["Branches", "branches", "contiguous_order", "depth_order", "make_branches_contiguous"]
+__all__ = ["Branches", "branches", "contiguous_order", "depth_order", "make_branches_contiguous",
+           "node_depths"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,7 +126,7 @@ def branches(structure) -> Branches:
         length=length,
         parent_node=parent_node,
         parent_branch=parent_branch,
-        level=_depths(parent_branch),
+        level=node_depths(parent_branch),
         cell=np.searchsorted(s.cell_offsets, start, side="right") - 1,
         node_branch=node_branch,
         nodes=np.argsort(node_branch, kind="stable"),  # stable: index order = parent to tip
@@ -142,9 +143,11 @@ def _jump_to_start(head: np.ndarray, is_start: np.ndarray) -> np.ndarray:
         head[pending] = head[head[pending]]
 
 
-def _depths(parent_branch: np.ndarray) -> np.ndarray:
-    """Depth of every node of a forest given by parent pointers (list ranking: the pointers
-    double each round, so the rounds are ``log2`` of the depth)."""
+def node_depths(parent_branch: np.ndarray) -> np.ndarray:
+    """Depth of every node of a forest given by parent pointers (``-1`` at roots, depth 0), as
+    int64 (list ranking: the pointers double each round, so the rounds are ``log2`` of the
+    depth). The one depth function of the package: branch levels, depth orders, and the
+    list schedules (:mod:`hinesbatch.tree.schedules.list_scheduling`)."""
     depth = (parent_branch >= 0).astype(np.int64)
     ptr = parent_branch.copy()
     live = np.flatnonzero(ptr >= 0)
@@ -184,7 +187,7 @@ def depth_order(structure) -> np.ndarray:
     """
     s = as_batch(structure)
     cell = s.cell if isinstance(s, MonoBatch) else s
-    depth = _depths(cell.parent.astype(np.int64))
+    depth = node_depths(cell.parent.astype(np.int64))
     cell_of = np.repeat(np.arange(cell.n_cells), cell.cell_sizes)
     return np.lexsort((np.arange(depth.size), depth, cell_of))
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..solvers.validation import array_module
+from ..array_modules import array_module
 from .structure import HinesStructure, MonoBatch, as_batch
 
 __all__ = ["Layout", "flat", "interleaved", "block_interleaved", "LAYOUTS", "PAD_VALUES",

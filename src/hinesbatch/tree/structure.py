@@ -270,6 +270,34 @@ class HinesStructure:
         a[child, self.parent[child]] = self.lower[child]
         return a
 
+    def cells(self, start: int, stop: int) -> "HinesStructure":
+        """Cells ``start .. stop - 1`` as a batch of their own, re-indexed from 0.
+
+        Parameters
+        ----------
+        start, stop : int
+            The range of cells, ``0 <= start <= stop <= n_cells``; ``start == stop`` gives an
+            empty batch.
+
+        Returns
+        -------
+        HinesStructure
+            Nodes ``cell_offsets[start]:cell_offsets[stop]`` of this batch, parents shifted by
+            ``-cell_offsets[start]``, the same ``u`` and ``l`` (``None`` stays ``None``). Its
+            values are the same node range of this batch's values.
+
+        Raises
+        ------
+        IndexError
+            The range is not within ``0 .. n_cells`` or ``stop < start``.
+        """
+        start, stop = _cell_range(start, stop, self.n_cells)
+        lo, hi = int(self.cell_offsets[start]), int(self.cell_offsets[stop])
+        parent = self.parent[lo:hi].astype(np.int64)
+        parent[parent >= 0] -= lo
+        return HinesStructure(parent, self.u[lo:hi], None if self.l is None else self.l[lo:hi],
+                              self.cell_offsets[start:stop + 1] - lo)
+
 
 @dataclass(frozen=True, eq=False)
 class MonoBatch:
@@ -326,6 +354,16 @@ class MonoBatch:
         """The same batch as concatenated cells with per-cell structure."""
         return self.cell.tile(self.n_cells)
 
+    def cells(self, start: int, stop: int) -> "MonoBatch":
+        """Cells ``start .. stop - 1`` as a batch of their own: the same shared cell,
+        ``stop - start`` value sets (rows ``start:stop`` of this batch's values).
+
+        Raises ``IndexError`` when the range is not within ``0 .. n_cells`` or
+        ``stop < start``.
+        """
+        start, stop = _cell_range(start, stop, self.n_cells)
+        return MonoBatch(self.cell, stop - start)
+
 
 def as_batch(structure) -> HinesStructure | MonoBatch:
     """Return ``structure`` if it is a batch; raise ``TypeError`` otherwise."""
@@ -335,6 +373,19 @@ def as_batch(structure) -> HinesStructure | MonoBatch:
         "expected a HinesStructure or MonoBatch (see hinesbatch.tree), got "
         f"{type(structure).__name__}"
     )
+
+
+def _cell_range(start, stop, n_cells: int) -> tuple[int, int]:
+    """``start`` and ``stop`` as ints with ``0 <= start <= stop <= n_cells``; ``IndexError``
+    naming the range otherwise (``TypeError`` for non-integers)."""
+    for name, value in (("start", start), ("stop", stop)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    start, stop = int(start), int(stop)
+    if not 0 <= start <= stop <= n_cells:
+        raise IndexError(f"cells {start}:{stop} are not a range within the batch of {n_cells} "
+                         f"cells (need 0 <= start <= stop <= {n_cells})")
+    return start, stop
 
 
 def _check_hines_order(parent: np.ndarray, offsets: np.ndarray) -> None:

@@ -1,6 +1,6 @@
 """CPU backends (Numba): ``serial`` and ``multicore``, for Hines and tridiagonal batches.
 
-Importing this package registers them in :mod:`hinesbatch.solvers.registry`.
+They are listed in :data:`hinesbatch.solvers.registry.BUILTIN`.
 """
 from .backends import MulticoreHines, MulticoreTridiagonal, SerialHines, SerialTridiagonal
 

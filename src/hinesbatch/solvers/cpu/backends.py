@@ -16,7 +16,7 @@ import numpy as np
 
 from ...errors import singular_pivot_error
 from ...tree.structure import MonoBatch
-from .. import registry
+from ..suitability import large_enough
 from .hines_kernels import cells_parallel, cells_serial, shared_parallel, shared_serial
 from .tridiagonal_kernels import thomas_parallel, thomas_serial
 
@@ -62,7 +62,7 @@ class _Threaded:
 
     @classmethod
     def suits(cls, subject) -> tuple[bool, str]:
-        return registry.large_enough(subject, THREADS_MIN_UNKNOWNS, "starting threads")
+        return large_enough(subject, THREADS_MIN_UNKNOWNS, "starting threads")
 
 
 class _Threads:
@@ -306,8 +306,3 @@ class MulticoreTridiagonal(_Threaded, _CpuTridiagonal):
         return (f"Numba Thomas, prange over systems, {self._threads} ({_threading_layer()}), "
                 f"{self._how()}, {self.dtype.name}")
 
-
-registry.register(MulticoreHines, auto_rank=1)
-registry.register(SerialHines, auto_rank=2)
-registry.register(MulticoreTridiagonal, auto_rank=1)
-registry.register(SerialTridiagonal, auto_rank=2)

@@ -8,22 +8,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import registry
 from .backend import GpuBackend
-from . import tridiagonal  # noqa: F401,E402  (registers the tridiagonal backends gpu, cusparse)
 
 __all__ = ["GpuBackend", "layout_solver"]
 
-registry.register(GpuBackend, auto_rank=0)
-
 
 def layout_solver(plan, dtype=np.float64) -> GpuBackend:
-    """The GPU backend object behind ``plan`` for ``dtype``, for values kept in its layout.
+    """The GPU backend object behind ``plan`` for ``dtype``: what is particular to the GPU
+    (:meth:`~GpuBackend.layout_streams`, :attr:`~GpuBackend.strategies`,
+    :attr:`~GpuBackend.native_is_canonical`).
 
-    Its :meth:`~GpuBackend.to_layout`, :meth:`~GpuBackend.solve_layout` and
-    :meth:`~GpuBackend.from_layout` skip the per-solve reordering of :meth:`Plan.solve`
-    (a simulator keeps its state in the plan's layout; DESIGN.md). ``TypeError`` if the plan
-    does not run on the GPU backend.
+    Values kept in the plan's layout need only the plan itself: :meth:`Plan.to_layout`,
+    :meth:`Plan.solve_layout` and :meth:`Plan.from_layout` work on every backend.
+    ``TypeError`` if the plan does not run on the GPU backend.
     """
     impl = plan._implementation(np.dtype(dtype))
     if not isinstance(impl, GpuBackend):

@@ -1,32 +1,30 @@
 """``strategy="auto"``: which GPU Hines strategy a batch gets, from its shape and the SM count.
 
-The rule (fourth version, set from ``hinesbatch bench multi`` and ``bench hines`` on the H200,
-``benchmarks/results/h200/multi.md`` and ``hines.md``, and ``bench multi`` on an H100,
-``benchmarks/results/h100/multi.md``; fp64, canonical values):
+The rule follows timings of ``hinesbatch bench multi`` and ``hinesbatch bench hines`` (fp64,
+canonical values, H100 and H200; the measurements behind each choice are recorded in
+``docs/decisions/``):
 
 * a :class:`~hinesbatch.tree.structure.MonoBatch` (one structure shared by every cell) gets
   ``tiled`` (lanes of a warp per cell, the cell staged in shared memory): the fastest, or
-  within 10 % of the fastest, on 100 to 256,000 cells of 200 to 1,405 nodes. Fig. 14's deep
-  2-level binary trees (510 nodes, two thirds on one root-to-leaf path) included: since the
-  cell is eliminated from its centre where that takes fewer steps, 256,000 of them take 2.62
-  ms with ``tiled`` against 5.62 with ``interleaved`` (H100; the rule before sent such batches
-  to ``interleaved``, set when ``tiled`` took 6.67 ms on the H200). An unbranched cable
-  leaves most of ``tiled``'s lanes idle (two nodes per step), yet copies of a 1,000-node one
-  took 0.233 ms with ``tiled`` against 0.802 for balanced ``fine`` (2,560 cells) and 1.89
-  against 2.05 for ``interleaved`` (25,600; H100, ``bench multi``'s "limits" cases);
+  within 10 % of the fastest, on 100 to 256,000 cells of 200 to 1,405 nodes. Deep trees
+  included (Fig. 14's 2-level binary trees, 510 nodes, two thirds on one root-to-leaf path):
+  the cell is eliminated from its centre where that takes fewer steps, and 256,000 of them
+  take 2.62 ms with ``tiled`` against 5.62 with ``interleaved`` on an H100. An unbranched
+  cable leaves most of ``tiled``'s lanes idle (two nodes per step), yet copies of a
+  1,000-node one take 0.233 ms with ``tiled`` against 0.802 for balanced ``fine`` (2,560
+  cells) and 1.89 against 2.05 for ``interleaved`` (25,600; H100);
 * per-cell structures whose cells fall into few classes of cells with the same matrix (at
   most one class per SM of the device, :data:`GROUPED_MAX_CLASSES` when the SM count is not
   known: a batch built from a few morphologies, or a few cells) get ``grouped``: every class
   solved as a shared structure by ``tiled``'s kernel, 24 bytes per node moved instead of 44,
-  all classes in one launch (so a class of a few cells costs no launch of its own). Fastest in
-  ``bench multi`` (H100, 2026-11-25) from 100 real cells (0.037 ms against 0.066 for balanced
-  ``fine``) to 256,000, on 10 random cells (0.015-0.018 against 0.029-0.034) and on 1,280
-  random cells of 128 trees (0.020 against 0.037). The one launch keeps one persistent block
-  per SM; with more classes than blocks, the blocks that finish together all move to the same
-  class and wait on one another (``hines_tiled_classes``): random cells of 200 nodes
-  (benchmarks/experiments/class_count/, H100, 132 SMs) took 0.016-0.020 ms with ``grouped``
-  up to 128 classes against 0.035-0.039 with ``tiled``, then 0.17-0.19 ms at 192 classes and
-  1.9 ms at 512, whatever the copies per class (1 to 16);
+  all classes in one launch (so a class of a few cells costs no launch of its own). Fastest
+  on an H100 from 100 real cells (0.037 ms against 0.066 for balanced ``fine``) to 256,000,
+  on 10 random cells (0.015-0.018 against 0.029-0.034) and on 1,280 random cells of 128
+  trees (0.020 against 0.037). The one launch keeps one persistent block per SM; with more
+  classes than blocks, the blocks that finish together all move to the same class and wait
+  on one another (``hines_tiled_classes``): random cells of 200 nodes on an H100 (132 SMs)
+  take 0.016-0.020 ms with ``grouped`` up to 128 classes against 0.035-0.039 with ``tiled``,
+  then 0.17-0.19 ms at 192 classes and 1.9 ms at 512, whatever the copies per class (1 to 16);
 * other per-cell structures (:class:`~hinesbatch.tree.structure.HinesStructure`) of nearly equal
   sizes (largest cell at most :data:`UNIFORM_SPREAD` times the mean) get ``tiled``: one
   thread per cell, each cell staged through shared memory, and the threads of a warp finish
@@ -47,10 +45,10 @@ import numpy as np
 __all__ = ["auto_strategy", "choose", "depth_fraction", "AUTO_REASON", "UNIFORM_SPREAD",
            "GROUPED_MAX_CLASSES"]
 
-#: Why ``auto`` prefers ``tiled`` for a shared structure (benchmarks/results/h200/hines.md).
-AUTO_REASON = ("fastest from canonical-order values for every cell and batch size of the H200 "
-               "benchmark (e.g. 1.08 ms against 2.69 ms for interleaved with its transposes, "
-               "256000 cells of 313 nodes, fp64; benchmarks/results/h200)")
+#: Why ``auto`` prefers ``tiled`` for a shared structure (shown by ``Plan.describe()``).
+AUTO_REASON = ("the fastest, or within 10 % of the fastest, from canonical-order values on 100 "
+               "to 256000 cells of 200 to 1405 nodes (e.g. 1.08 ms against 2.69 ms for "
+               "interleaved with its transposes, 256000 cells of 313 nodes, fp64, H200)")
 #: Per-cell batches whose largest cell is at most this times the mean size count as uniform.
 UNIFORM_SPREAD = 1.5
 #: ``grouped`` for per-cell batches of at most this many classes of cells with one matrix when
@@ -63,11 +61,12 @@ BALANCED_FINE = {"reroot": True, "split": "cost"}
 def depth_fraction(parent) -> float:
     """Nodes on the longest root-to-leaf path of one cell over its nodes (parents in Hines
     order: ``parent[i] < i``, -1 at the root)."""
-    parent = np.asarray(parent)
-    depth = np.zeros(parent.size, np.int64)
-    for i, p in enumerate(parent.tolist()):
-        depth[i] = depth[p] + 1 if p >= 0 else 1
-    return float(depth.max()) / parent.size if parent.size else 0.0
+    from ...tree.branches import node_depths
+
+    parent = np.asarray(parent, dtype=np.int64)
+    if not parent.size:
+        return 0.0
+    return float(node_depths(parent).max() + 1) / parent.size
 
 
 def auto_strategy(structure, sms: int | None = None) -> tuple[str, dict, str]:
@@ -106,7 +105,7 @@ def choose(*, mono: bool, n_cells: int, mean_nodes: float, max_nodes: int,
     """The rule itself on the batch shape (see the module docstring).
 
     ``classes``: classes of cells with the same matrix (per-cell structures; ``None``:
-    unknown, as in rows measured before the rule had it). ``sms``: the device's SM count
+    unknown, as in benchmark rows that do not record it). ``sms``: the device's SM count
     (``None``: unknown). Returns ``(name, options, reason)``.
     """
     if mono:
@@ -118,14 +117,14 @@ def choose(*, mono: bool, n_cells: int, mean_nodes: float, max_nodes: int,
             f"{n_cells} per-cell structures in {classes} classes of cells with the same matrix "
             f"(<= {most} classes, {per}): each class solved as a shared structure, all in one "
             f"launch, was fastest on real mixes of 100 to 256000 cells, on 10 random cells and "
-            f"on 1280 of 128 trees (benchmarks/results/h100/multi.md)")
+            f"on 1280 of 128 trees (H100, fp64)")
     if max_nodes <= UNIFORM_SPREAD * mean_nodes:
         return "tiled", {}, (
             f"per-cell structures of nearly equal sizes (largest {max_nodes} <= "
             f"{UNIFORM_SPREAD} x mean {mean_nodes:.0f} nodes): one thread per cell staged in "
-            f"shared memory was fastest (benchmarks/results/h200/multi.md, Fig. 6)")
+            f"shared memory was fastest (25600 random trees of 200 nodes, fp64, H200)")
     return "fine", dict(BALANCED_FINE), (
         f"per-cell structures of mixed sizes (largest {max_nodes} > {UNIFORM_SPREAD} x mean "
         f"{mean_nodes:.0f} nodes) of too many classes for grouped: balanced fine (reroot, "
         f"split cost) was within 1 % of the fastest on 25600 real cells whose matrices all "
-        f"differ (benchmarks/results/h100/multi.md)")
+        f"differ (fp64, H100)")

@@ -14,11 +14,11 @@ import threading
 import numpy as np
 
 from ...errors import singular_pivot_error
+from . import options as check
 from .auto import AUTO_REASON, auto_strategy
 from .device import availability, cupy_module, device_ids, device_properties, suits_gpu
-from .parts import Part, split
+from .device_parts import Part, split
 from .strategies import STRATEGIES, Strategy
-from . import grouped, multi  # noqa: F401  (register the strategies grouped, levels, fine, dhs)
 from .streaming import HostStreamer
 
 __all__ = ["GpuBackend", "AUTO_REASON"]
@@ -64,8 +64,9 @@ class GpuBackend:
     strategy : str
         ``"auto"`` (default), ``"flat"``, ``"interleaved"``, ``"block-interleaved"``,
         ``"block-shared"``, ``"tiled"`` (see :mod:`.strategies`), ``"grouped"`` (cells with the
-        same matrix solved together, :mod:`.grouped`), ``"levels"``, ``"fine"`` or ``"dhs"``
-        (see :mod:`.multi`; options ``reroot``, ``split``, ``block_size``,
+        same matrix solved together, :mod:`.strategies.grouped`), ``"levels"``, ``"fine"`` or
+        ``"dhs"``
+        (see :mod:`.strategies.multi_morphology`; options ``reroot``, ``split``, ``block_size``,
         ``threads_per_cell``).
     devices : None, "all" or list of int
         Devices to spread the cells over (one stream each); ``None``: the current device.
@@ -103,10 +104,7 @@ class GpuBackend:
         self.dtype = np.dtype(dtype)
         self.check_pivots = bool(check_pivots)
         self.devices = device_ids(devices)
-        if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer))
-                                      or max_bytes < 1):
-            raise ValueError(f"max_bytes must be a positive int or None, got {max_bytes!r}")
-        self.max_bytes = max_bytes
+        self.max_bytes = check.optional(check.positive_int, "max_bytes", max_bytes)
         self._auto_options: dict = {}
         self.strategy, self.reason = self._choose(strategy)
         options = {**self._auto_options, **options}  # the user's options win over auto's
@@ -287,10 +285,25 @@ class GpuBackend:
         with self._lock:  # one chunk at a time: the chunk plans are shared
             return self._streamer.solve(d, rhs, out)
 
+    def host_chunks(self) -> list[tuple[int, int]]:
+        """The ranges ``[a, b)`` of cells in which :meth:`solve_host` streams NumPy values."""
+        return self._streamer.ranges()
+
     # -- native layout -------------------------------------------------------------------------
     def layout_shapes(self) -> list[tuple[int, ...]]:
         """Shape of each device's values in the native layout (one entry per part)."""
         return [p.strategy.native_shape() for p in self._parts]
+
+    @property
+    def strategies(self) -> tuple:
+        """The strategy object of each device part (its plan: tiles, schedule, block size),
+        in the order of :meth:`layout_shapes`."""
+        return tuple(p.strategy for p in self._parts)
+
+    @property
+    def native_is_canonical(self) -> bool:
+        """Whether the native layout is the canonical order on every device part."""
+        return all(p.strategy.native_is_canonical for p in self._parts)
 
     def to_layout(self, a):
         """Canonical values (CuPy, any device) -> native-layout arrays, one per part's device.

@@ -24,7 +24,7 @@ import threading
 import numpy as np
 
 from ...errors import SingularSystemError
-from .. import registry
+from . import options as check
 from .device import availability, cupy_module
 
 __all__ = ["CusparseTridiagonal", "Routine", "padded_copies", "pivoting_solve",
@@ -54,10 +54,8 @@ class Routine:
     corner entries zero are the caller's business (:func:`padded_copies`)."""
 
     def __init__(self, routine: str, m: int, batch: int, dtype, *, algorithm: int = 0):
-        if routine not in ROUTINES:
-            raise ValueError(f"routine must be one of {ROUTINES}, got {routine!r}")
-        if algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm must be 0, 1 or 2, got {algorithm!r}")
+        check.one_of("routine", routine, ROUTINES)
+        check.one_of("algorithm", algorithm, ALGORITHMS)
         self.routine, self.m, self.batch, self.algorithm = routine, int(m), int(batch), algorithm
         self.dtype = np.dtype(dtype)
         if self.dtype not in _PREFIX:
@@ -189,13 +187,11 @@ class CusparseTridiagonal:
         if options:
             raise TypeError(f"backend 'cusparse' got unknown option(s) {', '.join(sorted(options))}; "
                             f"its options: routine, algorithm")
-        if routine not in ROUTINES:
-            raise ValueError(f"routine must be 'interleaved' or 'strided', got {routine!r}")
+        check.one_of("routine", routine, ROUTINES)
         if routine == "strided" and algorithm is not None:
             raise ValueError("algorithm applies to routine='interleaved' only")
         algorithm = 0 if algorithm is None else algorithm
-        if isinstance(algorithm, bool) or algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm must be 0, 1 or 2, got {algorithm!r}")
+        check.one_of("algorithm", algorithm, ALGORITHMS)
         self.xp = cupy_module()
         self.dtype = np.dtype(dtype)
         self.n, self.batch = shape.n, shape.batch
@@ -257,5 +253,3 @@ class CusparseTridiagonal:
             f"{row} (the first zero or non-finite pivot in Thomas order, else the first "
             f"non-finite entry); {int(bad.size)} system(s) affected", cell=k, node=row)
 
-
-registry.register(CusparseTridiagonal)  # a reference: never chosen by "auto"

@@ -22,7 +22,7 @@ GPU_MIN_UNKNOWNS = 20_000
 
 def suits_gpu(subject) -> tuple[bool, str]:
     """``suits`` of the GPU backends: batches large enough to pay for a launch."""
-    from ..registry import large_enough
+    from ..suitability import large_enough
 
     return large_enough(subject, GPU_MIN_UNKNOWNS, "a GPU launch")
 
@@ -123,8 +123,8 @@ def device_properties(device: int) -> dict:
 
 
 #: Hardware barriers a multiprocessor holds for its resident blocks: a block that uses 1, 2,
-#: 4, 8 or 16 of them (ptxas reports it) lets 32, 32, 16, 8 or 4 blocks reside (H200,
-#: measured: benchmarks/experiments/barriers/). The occupancy API does not count them.
+#: 4, 8 or 16 of them (ptxas reports it) lets 32, 32, 16, 8 or 4 blocks reside (measured on
+#: an H200). The occupancy API does not count them.
 SM_BARRIERS = 64
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import SingularSystemError, renumbered
-from ...tree.structure import HinesStructure, MonoBatch
+from ...tree.structure import MonoBatch
 from .strategies import STRATEGIES
 
 __all__ = ["chunk_ranges", "HostStreamer"]
@@ -67,17 +67,6 @@ def _cell_offsets(structure) -> np.ndarray:
     return np.asarray(structure.cell_offsets, dtype=np.int64)
 
 
-def _sub_structure(structure, a: int, b: int):
-    """Cells ``a .. b - 1`` of ``structure`` as a structure of their own (host arrays)."""
-    if isinstance(structure, MonoBatch):
-        return MonoBatch(structure.cell, b - a)
-    lo, hi = int(structure.cell_offsets[a]), int(structure.cell_offsets[b])
-    parent = structure.parent[lo:hi].astype(np.int64)
-    parent[parent >= 0] -= lo
-    lower = None if structure.l is None else structure.l[lo:hi]
-    return HinesStructure(parent, structure.u[lo:hi], lower)
-
-
 class HostStreamer:
     """The chunked host path of one :class:`~.backend.GpuBackend` (see the module docstring).
 
@@ -122,7 +111,7 @@ class HostStreamer:
         if isinstance(be.structure, MonoBatch) and (b - a) in self._mono:
             return self._mono[b - a]
         cap = None if be.max_bytes is None else max(1, int(be.max_bytes) - values_bytes)
-        sub = type(be)(_sub_structure(be.structure, a, b), dtype=be.dtype, strategy=be.strategy,
+        sub = type(be)(be.structure.cells(a, b), dtype=be.dtype, strategy=be.strategy,
                        devices=be.devices, max_bytes=cap, check_pivots=be.check_pivots,
                        **self.options)
         if isinstance(be.structure, MonoBatch):

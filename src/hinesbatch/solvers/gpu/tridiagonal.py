@@ -29,8 +29,8 @@ import threading
 import numpy as np
 
 from ...errors import SingularSystemError, singular_pivot_error
-from .. import registry
-from . import cusparse as _cusparse  # noqa: F401  (registers the "cusparse" reference backend)
+from . import cusparse as _cusparse
+from . import options as check
 from .device import availability, cupy_module, device_properties, suits_gpu
 from .tridiagonal_kernels import SEGMENT_ROWS, ChunkedLaunch, ThomasLaunch, reset_flags
 
@@ -74,11 +74,6 @@ def auto_segment_rows(n: int, batch: int, sm_count: int) -> int:
     return min(SEGMENT_ROWS)
 
 
-def _choice(name: str, value, allowed: tuple) -> None:
-    if not isinstance(value, str) or value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
-
-
 class GpuTridiagonal:
     """Batched tridiagonal solves on the current CUDA device.
 
@@ -116,13 +111,10 @@ class GpuTridiagonal:
         if options:
             raise TypeError(f"backend 'gpu' got unknown option(s) {', '.join(sorted(options))}; "
                             f"its options: {', '.join(_OPTIONS)}")
-        _choice("variant", variant, VARIANTS)
-        _choice("on_singular", on_singular, ON_SINGULAR)
-        if padding is not None:
-            _choice("padding", padding, PADDINGS)
-        if segment_rows is not None and (isinstance(segment_rows, bool)
-                                         or segment_rows not in SEGMENT_ROWS):
-            raise ValueError(f"segment_rows must be one of {SEGMENT_ROWS}, got {segment_rows!r}")
+        check.one_of("variant", variant, VARIANTS)
+        check.one_of("on_singular", on_singular, ON_SINGULAR)
+        check.optional(check.one_of, "padding", padding, choices=PADDINGS)
+        check.optional(check.one_of, "segment_rows", segment_rows, choices=SEGMENT_ROWS)
         if variant == "auto":
             variant, self.reason = auto_variant(shape.n, shape.batch)
         else:
@@ -321,5 +313,3 @@ def native_solver(plan, dtype=np.float64) -> GpuTridiagonal:
         raise TypeError(f"plan runs on backend {plan.backend_name!r}, not the GPU tridiagonal one")
     return impl
 
-
-registry.register(GpuTridiagonal, auto_rank=0)

@@ -1,9 +1,8 @@
 """Launchers of the batched tridiagonal CUDA kernels (``kernels/tridiagonal_*.cu``).
 
 The sources are compiled through the GPU backend's compile cache
-(:func:`hinesbatch.solvers.gpu.compile.kernel`): importing this module adds their template
-instantiations to :data:`hinesbatch.solvers.gpu.compile.KERNELS`, so that the cache and the
-nvcc compile test (``tests/unit/test_cu_compile.py``) see them.
+(:func:`hinesbatch.solvers.gpu.kernel_build.kernel`), whose table
+(:data:`hinesbatch.solvers.gpu.kernel_build.KERNELS`) lists their template instantiations.
 
 Two solvers (docs/tridiagonal.md):
 
@@ -21,44 +20,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import compile as _compile
+from . import kernel_build
+from . import options as check
+from .kernel_build import CHUNK_CONFIGS, SEGMENT_ROWS
 from .device import blocks_per_sm, cupy_module, device_properties
 
-__all__ = ["CHUNK_CONFIGS", "SEGMENT_ROWS", "THREADS", "KERNELS", "ThomasLaunch",
+__all__ = ["CHUNK_CONFIGS", "SEGMENT_ROWS", "THREADS", "ThomasLaunch",
            "ChunkedLaunch", "chunk_config", "reset_flags", "tile_smem_bytes", "NULL"]
 
 NULL = np.uint64(0)  # a null pointer argument
 THREADS = 128  # TRI_THREADS of tridiagonal_chunked.cu
 
-#: Rows per group (system segment) -> (G lanes per group, L rows per lane).
-CHUNK_CONFIGS: dict[int, tuple[int, int]] = {
-    16: (4, 4), 32: (8, 4), 64: (8, 8), 128: (16, 8), 256: (32, 8), 512: (32, 16)}
-#: Segment lengths available to systems longer than 512 rows (``segment_rows`` option).
-SEGMENT_ROWS = (128, 256, 512)
-
 
 def _bool(b: bool) -> str:
     return "true" if b else "false"
-
-
-def _chunked_templates() -> tuple[str, ...]:
-    out = []
-    for q, (g, l) in CHUNK_CONFIGS.items():
-        for inter in (False, True):
-            out.append(f"tri_chunked<{{T}}, {g}, {l}, {_bool(inter)}, false>")
-            if q in SEGMENT_ROWS:
-                out.append(f"tri_chunked<{{T}}, {g}, {l}, {_bool(inter)}, true>")
-    out.append("tri_segments<{T}>")
-    return tuple(out)
-
-
-#: Source file -> templates instantiated per dtype (merged into compile.KERNELS).
-KERNELS: dict[str, tuple[str, ...]] = {
-    "tridiagonal_thomas.cu": ("tri_thomas<{T}, true>", "tri_thomas<{T}, false>",
-                              "tri_interleave4<{T}>", "tri_deinterleave<{T}>"),
-    "tridiagonal_chunked.cu": _chunked_templates(),
-}
-_compile.KERNELS.update(KERNELS)
 
 
 def _i32(x) -> np.int32:
@@ -105,7 +80,7 @@ class ThomasLaunch:
         self.n, self.batch, self.dtype, self.device, self.cp = n, batch, np.dtype(dtype), device, cp
 
     def _fn(self, template: str):
-        return _compile.kernel(self.device, "tridiagonal_thomas.cu", template, self.dtype)
+        return kernel_build.kernel(self.device, "tridiagonal_thomas.cu", template, self.dtype)
 
     def solve(self, dl, d, du, rhs, cbuf, x, lengths, status, flag, *, interleaved: bool) -> None:
         """One thread per system; ``cbuf`` receives c' (it may be ``d``), ``x`` d' then the
@@ -151,8 +126,7 @@ class ChunkedLaunch:
             self.q, self.g, self.l = chunk_config(n)
             self.segs = 1
         else:
-            if segment_rows not in SEGMENT_ROWS:
-                raise ValueError(f"segment_rows must be one of {SEGMENT_ROWS}, got {segment_rows!r}")
+            check.one_of("segment_rows", segment_rows, SEGMENT_ROWS)
             self.q = segment_rows
             self.g, self.l = CHUNK_CONFIGS[segment_rows]
             self.segs = -(-n // segment_rows)
@@ -171,7 +145,7 @@ class ChunkedLaunch:
                 f"{_bool(reduce)}>")
 
     def _kernel(self, template: str):
-        return _compile.kernel(self.device, "tridiagonal_chunked.cu", template, self.dtype)
+        return kernel_build.kernel(self.device, "tridiagonal_chunked.cu", template, self.dtype)
 
     def _fn(self, interleaved: bool, reduce: bool):
         fn = self._kernel(self._template(interleaved, reduce))
@@ -220,7 +194,7 @@ class ChunkedLaunch:
             return
         red, bound = self._segment_buffers()
         self._launch(interleaved, True, (dl, d, du, rhs, x, *common, NULL, red, status, flag))
-        seg_fn = _compile.kernel(self.device, "tridiagonal_chunked.cu", "tri_segments<{T}>",
+        seg_fn = kernel_build.kernel(self.device, "tridiagonal_chunked.cu", "tri_segments<{T}>",
                                  self.dtype)
         seg_fn((-(-batch // 256),), (256,), (red, bound, _i32(self.segs), _i32(self.q),
                                             _i64(batch), status, flag))

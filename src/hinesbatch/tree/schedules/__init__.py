@@ -1,9 +1,15 @@
-"""Host-side plans of the multi-morphology GPU strategies (``levels``, ``fine``, ``dhs``).
+"""Host-side elimination schedules of the GPU strategies, NumPy and Numba only.
+
+The multi-morphology strategies (``levels``, ``fine``, ``dhs``) are planned by the functions
+exported here; the shared-structure kernels by :mod:`.tiled` (``tiled``, ``grouped``) and
+:mod:`.factors` (``block-shared`` with ``keep="factors"``). Their steps come from one list
+scheduler (:mod:`.list_scheduling`) and node depths from
+:func:`hinesbatch.tree.branches.node_depths`.
 
 Each planner turns a batch into flat int32 arrays that a GPU kernel walks: which thread
 eliminates which nodes, in which phase or step, and where every value lives. The format is
-documented in ``FORMAT.md`` beside this file; :mod:`hinesbatch.solvers.cpu.schedule_kernels`
-runs every schedule on the CPU exactly as the kernels will.
+documented in ``FORMAT.md`` beside this file; the tests' CPU emulator runs every schedule
+exactly as the kernels will.
 
 Planning is done once per distinct cell shape (:func:`cell_shapes`) and replicated.
 """

@@ -34,6 +34,7 @@ import heapq
 import numpy as np
 from numba import njit, prange
 
+from ..branches import node_depths
 from ..structure import MonoBatch, as_batch
 from .dhs_layout import DHSSchedule, build_dhs
 from .program import working_trees
@@ -50,23 +51,21 @@ STEP_TOLERANCE = 0.05
 
 
 @njit(**_JIT)
-def _schedule_cell(parent, a, b, k, step_of, lane_of):
-    """List-schedule the nodes ``a:b`` (one cell, global parents); returns the step count.
+def _schedule_cell(parent, depth, a, b, k, step_of, lane_of):
+    """List-schedule the nodes ``a:b`` (one cell, global parents, each node's ``depth`` in its
+    cell); returns the step count.
 
     ``step_of[i]``, ``lane_of[i]`` receive every node's step and lane.
     """
     n = b - a
-    depth = np.zeros(n, np.int64)
     pending = np.zeros(n, np.int64)
     for i in range(1, n):
-        p = parent[a + i] - a
-        depth[i] = depth[p] + 1
-        pending[p] += 1
+        pending[parent[a + i] - a] += 1
     heap = [np.int64(0)]
     heap.pop()
     for i in range(n):
         if pending[i] == 0:
-            heapq.heappush(heap, -(depth[i] * n + i))  # deepest first, then highest index
+            heapq.heappush(heap, -(depth[a + i] * n + i))  # deepest first, then highest index
     taken = np.empty(k, np.int64)
     step = 0
     while len(heap) > 0:
@@ -83,13 +82,13 @@ def _schedule_cell(parent, a, b, k, step_of, lane_of):
                 p = parent[a + i] - a
                 pending[p] -= 1
                 if pending[p] == 0:  # ready from the next step on
-                    heapq.heappush(heap, -(depth[p] * n + p))
+                    heapq.heappush(heap, -(depth[a + p] * n + p))
         step += 1
     return step
 
 
 @njit(parallel=True, **_JIT)
-def _schedule_cells(parent, offsets, threads):
+def _schedule_cells(parent, depth, offsets, threads):
     """Every cell list-scheduled on its own (cells spread over Numba's threads: each writes
     only its own nodes' entries, so the result does not depend on the threads)."""
     n = parent.size
@@ -97,8 +96,8 @@ def _schedule_cells(parent, offsets, threads):
     lane_of = np.empty(n, np.int64)
     steps = np.empty(offsets.size - 1, np.int64)
     for c in prange(offsets.size - 1):
-        steps[c] = _schedule_cell(parent, offsets[c], offsets[c + 1], threads[c], step_of,
-                                  lane_of)
+        steps[c] = _schedule_cell(parent, depth, offsets[c], offsets[c + 1], threads[c],
+                                  step_of, lane_of)
     return steps, step_of, lane_of
 
 
@@ -112,7 +111,8 @@ def dhs_steps(structure, threads) -> np.ndarray:
     k = np.broadcast_to(np.asarray(threads, np.int64), (s.n_cells,)).copy()
     if np.any(k < 1):
         raise ValueError(f"threads must be >= 1, got {int(k.min())}")
-    return _schedule_cells(s.parent.astype(np.int64), s.cell_offsets, k)[0]
+    parent = s.parent.astype(np.int64)
+    return _schedule_cells(parent, node_depths(parent), s.cell_offsets, k)[0]
 
 
 def choose_threads(structure, *, choices=THREAD_CHOICES, tolerance: float = STEP_TOLERANCE,
@@ -172,7 +172,8 @@ def dhs_schedule(structure, *, threads=None, reroot: bool = False,
                            n_cells=shapes.n_cells)
     else:
         k = np.full(shapes.n_shapes, int(threads), np.int64)
-    steps, step_of, lane_of = _schedule_cells(work.structure.parent.astype(np.int64),
+    parent = work.structure.parent.astype(np.int64)
+    steps, step_of, lane_of = _schedule_cells(parent, node_depths(parent),
                                               work.structure.cell_offsets, k)
     return build_dhs(structure, shapes, work, k, steps, step_of, lane_of,
                      options=dict(threads=threads, reroot=bool(reroot),

@@ -30,7 +30,7 @@
 // tile's starts in shared memory, and loads the next tile's (cp.async) during the sweeps, so
 // that staging and writing back a tile wait on no load from global memory (with
 // offsets[members[q]] read there, Nsight Compute counted 0.35 long-scoreboard stall cycles
-// per instruction against tiled's 0.06; benchmarks/experiments/one_launch_gap/).
+// per instruction against tiled's 0.06).
 // Groups: a block of G * tc * KB threads holds G groups of tc * KB threads (whole warps), each
 // with its own tile buffer(s) and its own barrier (named barrier 1 + g; the GROUPS = false
 // instantiation, for one group per block, uses __syncthreads only), so the groups stage,
@@ -53,8 +53,8 @@
 // buffers [G*nbuf] | jp[NS] (int2) stage[n] started[G], NS = n_batches*W, L = n + 1 rounded
 // up to even (hb_lu_len: what follows then starts on 16 bytes). (l, u) is kept per slot, not
 // per entry: a step's dummies all read slot n's zeros (one broadcast), and the schedule takes
-// less shared memory, so that an SM holds more large cells (1,569 nodes: 7 instead of 6;
-// benchmarks/experiments/compact_schedule/). A tile buffer holds two planes of tc*S words:
+// less shared memory, so that an SM holds more large cells (1,569 nodes: 7 instead of 6).
+// A tile buffer holds two planes of tc*S words:
 // plane A (d, then m) and plane B (rhs, then y, then x), cell c's slot s at c*S + s of each,
 // so every access is one word per lane (an 8-byte access serves 16 lanes per wavefront, a
 // 16-byte one only 8).
@@ -77,7 +77,7 @@
 // __syncthreads's); it orders the group's shared-memory accesses as __syncthreads does the
 // block's. A barrier id held in a register makes ptxas reserve all 16 of a block's barriers,
 // and an SM holds only so many barriers: on the H200 that capped one-group blocks of small
-// cells at a few per SM (benchmarks/experiments/barriers/), so one-group blocks are a
+// cells at a few per SM, so one-group blocks are a
 // separate instantiation that uses __syncthreads only (1 barrier).
 template <bool GROUPS>
 __device__ __forceinline__ void hb_group_sync(int g, int gt) {
@@ -189,7 +189,7 @@ __device__ __forceinline__ void hb_tile_prefetch(const T* d, const T* rhs,
 // for its node in slot s (s < n; P: n rounded up to 16 bytes, the rest padding), so that a
 // tile's cells are copied in and out whole by bulk copies (bulk_copy.cuh) instead of one
 // load and one store per node and lane, which on the H200 took a third of the shared-memory
-// pipe's wavefronts of the canonical kernel (benchmarks/experiments/l1_wavefronts/).
+// pipe's wavefronts of the canonical kernel.
 // Lanes 0 .. 2 nc - 1 of the group's first warp each copy one plane of one cell.
 template <typename T>
 __device__ __forceinline__ void hb_tile_bulk_load(T* sa, T* sb, const T* d, const T* rhs,
@@ -230,7 +230,7 @@ __host__ __device__ __forceinline__ int hb_lu_len(int n) { return (n + 2) & ~1; 
 // and report nothing, so the loop has no branch; the next step's schedule entries and their
 // (l, u) (by slot, a dummy's at row n) are loaded one step ahead, after the step's own
 // values: the (l, u) load waits for its entry's, and issued before the values it delayed
-// them (benchmarks/experiments/compact_schedule/). `between()` runs between the two sweeps.
+// them. `between()` runs between the two sweeps.
 // Returns the failing entry's key (largest sched_node value, -1 if none: rank << 16 | node,
 // hinesbatch.solvers.gpu.schedule.kernel_arrays) and its pivot in *bad_pivot.
 template <typename T, int KB, int V, typename F>
@@ -502,7 +502,7 @@ __device__ __forceinline__ void hb_tiled_groups(const hb_tiles<T>& c, T* __restr
 // One shared structure: a MonoBatch (`tiled`) or, LISTED, one class of `grouped` (one launch
 // each; cells from members and starts). Two instantiations, not a test at run time: with the
 // member-list code present, ptxas issued the sweeps' loads later in `tiled`'s kernel and its
-// large cells took up to 5% longer (benchmarks/experiments/one_launch_gap/).
+// large cells took up to 5% longer.
 template <typename T, int KB, int V, bool GROUPS, bool LISTED>
 __global__ void __launch_bounds__(512, V > 1 ? 1 : 2)
 hines_tiled_mono(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict__ sched_jp,
@@ -546,14 +546,14 @@ hines_tiled_slots(T* __restrict__ d, T* __restrict__ rhs, const int2* __restrict
 // moves on to the class with the most work left (its tiles left times work[k]), or ends when
 // no class has tiles left. So a class's last partial round of tiles no longer leaves SMs idle
 // until the next launch, and the schedule is staged only when a block changes class.
-// Class k: classes[k * HB_CLASS_FIELDS ...] (hinesbatch.solvers.gpu.grouped.ONE_LAUNCH_FIELDS):
+// Class k: classes[k * HB_CLASS_FIELDS ...] (FIELDS in solvers/gpu/strategies/classes_launch.py):
 // where its entries start in jp / node, where its staging table starts in stage, where its
 // cells start in members and starts, cells, steps, nodes, slot stride, staging shift, cells
 // per tile, groups, lanes, prefetch, work per tile, where its (l, u) start in lu.
 // Blocks of at most 768 threads: ptxas then has 80 registers, against 64 at 1024 threads,
 // where it issued each step's loads of the parents' values after the pivot's reciprocal
 // instead of before it (the classes of 881-1,681 nodes 12-15% slower than one launch per
-// class; benchmarks/experiments/one_launch_gap/).
+// class).
 constexpr int HB_CLASS_FIELDS = 14;
 template <int N> struct hb_int { static constexpr int value = N; };
 

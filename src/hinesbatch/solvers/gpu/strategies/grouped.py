@@ -4,51 +4,49 @@ A batch built from a few morphologies (256,000 cells drawn from 17 reconstructio
 many cells with the same matrix: the same tree and the same couplings ``u`` (and ``l``). A
 *class* is such a set of cells (:func:`~hinesbatch.tree.schedules.cell_shapes` with
 ``couplings=True``: exact, bit for bit). Each class is solved as a shared structure, with
-``tiled``'s kernel (``hines_tiled_mono``, :class:`~.strategies.SharedTiles`): its schedule
+``tiled``'s kernel (``hines_tiled_mono``, :class:`~.shared_tiles.SharedTiles`): its schedule
 and couplings are stored once, its cells' values are read in place from the canonical
 order through a list of the class's cells and of where their values start (one load per
 cell, kept in shared memory with the tile), so a solve moves 24 bytes per node in fp64 (d
 and rhs in, x out) instead of the 44 that a per-cell structure costs. One launch per
 class, spread over a few streams (forked from and joined to the caller's stream with events),
 so that one class's last blocks overlap the next class's first; or all classes in one launch
-(:mod:`.one_launch`: one persistent block per SM takes class after class), the default for a
+(:mod:`.classes_launch`: one persistent block per SM takes class after class), the default for a
 batch of two classes or more (:data:`ONE_LAUNCH`).
 
 Cells of a class need not be adjacent, and a class may hold one cell. The number of classes
 is capped (:data:`MAX_CLASSES` launches per solve); ``auto`` picks this strategy only when
-the classes are few and large (:mod:`.auto`).
+the classes are few and large (:mod:`hinesbatch.solvers.gpu.auto`).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .compile import kernel
-from .device import blocks_per_sm, cupy_module, device_properties
-from .one_launch import FIELDS, ClassesLaunch, block_arrangement
-from .strategies import (STRATEGIES, SharedTiles, Strategy, _allow_smem, _call, _i32, _i64,
-                         optional_bool, optional_positive_int, tiled_variants)
+from .. import options as check
+from ..device import blocks_per_sm, cupy_module, device_properties
+from ..kernel_build import kernel
+from .base import Strategy, allow_smem, call_kernel, i32, i64
+from .classes_launch import FIELDS, ClassesLaunch, block_arrangement
+from .shared_tiles import SharedTiles, tiled_variants
 
 __all__ = ["Grouped", "MAX_CLASSES", "STREAMS", "ONE_LAUNCH", "one_launch_by_default"]
 
 #: At most this many classes (one kernel launch each per solve).
 MAX_CLASSES = 1024
 #: Whether a class's groups ask L2 for their next tile during the sweeps
-#: (:data:`.strategies.SharedTiles.PREFETCH`). Not here: measured on the H200 (fp64, 256000
-#: real cells, same run, benchmarks/experiments/carry/), 1.873-1.884 ms without, 1.924 with,
-#: though each large class alone gains 1.5% (why the classes sharing the device lose it was
-#: not investigated).
+#: (:data:`.shared_tiles.SharedTiles.PREFETCH`). Not here: on the H200 (fp64, 256000 real
+#: cells, measured side by side) 1.873-1.884 ms without, 1.924 with, though each large class
+#: alone gains 1.5 % (the classes sharing the device lose it).
 PREFETCH = False
 #: Streams the class launches are spread over.
 STREAMS = 4
 #: Whether a batch of two classes or more is solved in one launch when nothing stands against
-#: it (the ``one_launch`` option's default; :mod:`.one_launch`). Faster on every batch of
-#: several classes in ``bench multi`` (H100, 2026-11-25: 256000 real cells 1.643 against
-#: 1.741 ms, 2560 0.047 against 0.088, 10 random cells 0.015 against 0.039;
-#: benchmarks/results/h100/multi.md); one class has no other class's tail to fill, and its
-#: arrangement for a block with the SM to itself was slower on small batches (100 x ca1:
-#: 0.041 against 0.017 ms). The racecheck reports that kept it opt-in are the tool's: a small
-#: kernel correct by construction with the same barriers draws them too
-#: (benchmarks/experiments/racecheck_ladder/).
+#: it (the ``one_launch`` option's default; :mod:`.classes_launch`). Faster on every batch of
+#: several classes in ``bench multi`` (H100, fp64: 256000 real cells 1.643 against 1.741 ms,
+#: 2560 0.047 against 0.088, 10 random cells 0.015 against 0.039); one class has no other
+#: class's tail to fill, and its arrangement for a block with the SM to itself is slower on
+#: small batches (100 x ca1: 0.041 against 0.017 ms). compute-sanitizer's racecheck reports
+#: on the one launch are the tool's (:mod:`.classes_launch`).
 ONE_LAUNCH = True
 
 
@@ -65,7 +63,7 @@ class Grouped(Strategy):
     Options ``batch``, ``lanes``, ``tile_cells``, ``groups`` and ``reroot`` are ``tiled``'s,
     applied to every class (a ``tile_cells`` or ``groups`` that does not fit some class is
     refused); by default each class gets ``tiled``'s default for its cell. ``one_launch=True``: all
-    classes in one launch (:mod:`.one_launch`), refused when a class's width is not one that
+    classes in one launch (:mod:`.classes_launch`), refused when a class's width is not one that
     launch is compiled for; ``False``: one launch per class; by default (:data:`ONE_LAUNCH`)
     one launch for a batch of two classes or more when neither ``tile_cells`` nor ``groups`` is
     given and every class's width is compiled into it, else one launch per class.
@@ -76,18 +74,17 @@ class Grouped(Strategy):
     options = ("tile_cells", "groups", "batch", "lanes", "reroot", "one_launch")
 
     def __init__(self, part, dtype, device, options, budget):
-        from ...tree.schedules import cell_shapes
-        from .multi import part_structure
+        from ....tree.schedules import cell_shapes
 
         super().__init__(part, dtype, device, options, budget)
         item = self.dtype.itemsize
         props = self.props = device_properties(device)
         batch, lanes = options.pop("batch", None), options.pop("lanes", None)
-        tc = optional_positive_int(options, "tile_cells")
-        groups = optional_positive_int(options, "groups")
-        reroot = optional_bool(options, "reroot")
-        one = optional_bool(options, "one_launch")
-        classes = cell_shapes(part_structure(part), couplings=True)
+        tc = check.optional(check.positive_int, "tile_cells", options.pop("tile_cells", None))
+        groups = check.optional(check.positive_int, "groups", options.pop("groups", None))
+        reroot = check.optional(check.flag, "reroot", options.pop("reroot", None))
+        one = check.optional(check.flag, "one_launch", options.pop("one_launch", None))
+        classes = cell_shapes(part.structure, couplings=True)
         if classes.n_shapes > MAX_CLASSES:
             raise ValueError(f"strategy 'grouped' launches one kernel per class of cells with the "
                              f"same matrix; this batch has {classes.n_shapes} classes (at most "
@@ -198,17 +195,17 @@ class Grouped(Strategy):
         fn = kernel(self.device, "hines_tiled.cu", "hines_tiled_classes<{T}>", self.dtype)
         cupy = cupy_module()
         if self._home is None:  # at the first solve: the grid needs the kernel's attributes
-            _allow_smem(fn, one.smem, carveout=True)
+            allow_smem(fn, one.smem, carveout=True)
             blocks = blocks_per_sm(fn, one.threads, one.smem, self.props,
                                    SharedTiles.GROUP_BARRIERS) * self.props["sm_count"]
             with cupy.cuda.Device(self.device):
                 self._home = cupy.asarray(one.homes(blocks))
         counters = dev["counters"]  # zeroed on the stream before every solve
         cupy.cuda.runtime.memsetAsync(counters.data.ptr, 0, counters.nbytes, stream.ptr)
-        _call(fn, (self._home.size,), (one.threads,),
+        call_kernel(fn, (self._home.size,), (one.threads,),
               (d, rhs, dev["jp"], dev["lu"], dev["node"], dev["stage"], dev["members"],
-               dev["starts"], dev["classes"], _i32(len(one.tiles)), self._home, counters,
-               _i64(self.part.cell_start), *pivots), stream, one.smem)
+               dev["starts"], dev["classes"], i32(len(one.tiles)), self._home, counters,
+               i64(self.part.cell_start), *pivots), stream, one.smem)
 
     solve_native = solve_canonical
 
@@ -231,5 +228,3 @@ class Grouped(Strategy):
                 + (self.one.describe() if self.one else
                    f"one launch per class on {min(STREAMS, len(tiles))} streams") + ")")
 
-
-STRATEGIES[Grouped.name] = Grouped

@@ -32,22 +32,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import compile as _compile
-from .compile import kernel
-from .device import cupy_module, device_properties
-from .parts import Part
-from .strategies import NULL, STRATEGIES, Strategy, _call, _i32, _i64
+from .. import options as check
+from ..device import cupy_module, device_properties
+from ..kernel_build import kernel
+from .base import NULL, Strategy, call_kernel, i32, i64
 
-__all__ = ["SOURCE", "KERNELS", "Levels", "Fine", "DHS", "part_structure", "working_rank"]
+__all__ = ["SOURCE", "Levels", "Fine", "DHS", "working_rank"]
 
-SOURCE = "hines_multi.cu"
-#: Templates of hines_multi.cu instantiated per dtype (merged into compile.KERNELS).
-KERNELS: dict[str, tuple[str, ...]] = {
-    SOURCE: ("multi_levels<{T}, 0>", "multi_levels<{T}, 1>", "multi_levels<{T}, 2>",
-             "multi_fine<{T}>", "multi_dhs<{T}>", "multi_gather<{T}>", "multi_scatter<{T}>",
-             "multi_failure<{T}>"),
-}
-_compile.KERNELS.update(KERNELS)
+SOURCE = "hines_multi.cu"  # its templates: kernel_build.KERNELS
 
 FIND_THREADS = 256  # HBM_FIND_THREADS of hines_multi.cu
 MAX_THREADS = 1024  # HBM_MAX_THREADS
@@ -58,45 +50,20 @@ THREADS_PER_SM = 2048
 Launch = tuple  # (template, grid, block, args)
 
 
-# -- options ---------------------------------------------------------------------------------
-def _flag(options: dict, name: str, default: bool) -> bool:
-    value = options.pop(name, default)
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
 def _block(options: dict, name: str, default: int) -> int:
     """A block size: a multiple of 32 (whole warps keep the interleaved groups aligned)."""
-    value = options.pop(name, default)
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if not 32 <= value <= MAX_THREADS or value % 32:
-        raise ValueError(f"{name} must be a multiple of 32 from 32 to {MAX_THREADS}, got {value}")
-    return int(value)
+    return check.positive_int(name, options.pop(name, default), multiple_of=32,
+                              at_most=MAX_THREADS)
 
 
-# -- the part as a batch -----------------------------------------------------------------------
-def part_structure(part: Part):
-    """The cells of ``part`` as a :class:`HinesStructure` or :class:`MonoBatch` (what the
-    schedule planners take), numbered from the part's first cell."""
-    from ...tree.structure import HinesStructure, MonoBatch
-
-    if part.mono:
-        return MonoBatch(part.cell, part.n_cells)
-    first = np.repeat(part.offsets[:-1], part.sizes)
-    parent = np.where(part.parent >= 0, part.parent + first, -1)
-    return HinesStructure(parent, part.u, None if part.symmetric else part.l,
-                          cell_offsets=part.offsets)
-
-
+# -- the failure search's ranks ------------------------------------------------------------------
 def working_rank(structure) -> np.ndarray:
     """Index of every node in its cell's re-rooted tree (the tree the schedules eliminate
     with ``reroot=True``), int32: per node of the shared cell for a :class:`MonoBatch`, per
     value otherwise. The failure search reports the failing node of highest rank (eliminated
     first, so failing on its own rather than from a failed child)."""
-    from ...tree.schedules import cell_shapes, working_trees
-    from ...tree.structure import MonoBatch
+    from ....tree.schedules import cell_shapes, working_trees
+    from ....tree.structure import MonoBatch
 
     shapes = cell_shapes(structure)
     work = working_trees(shapes, reroot=True)
@@ -123,8 +90,8 @@ class _MultiStrategy(Strategy):
 
     def __init__(self, part, dtype, device, options, budget):
         super().__init__(part, dtype, device, options, budget)
-        self.reroot = _flag(options, "reroot", False)
-        structure = part_structure(part)
+        self.reroot = check.flag("reroot", options.pop("reroot", False))
+        structure = part.structure
         self.schedule = self._plan(structure, options)
         self.rank = working_rank(structure) if self.reroot else None
         self._inner = None  # (flag buffer, the solve's launches on the scratch buffers)
@@ -187,7 +154,7 @@ class _MultiStrategy(Strategy):
     def _move(self, template: str, arrays: tuple, dev: dict) -> Launch:
         n = self.part.n_nodes
         return (template, (max(1, -(-n // MOVE_THREADS)),), (MOVE_THREADS,),
-                (*arrays, dev["node_slot"], _i64(n)))
+                (*arrays, dev["node_slot"], i64(n)))
 
     def _kernel_launches(self, dev: dict, d, rhs) -> list[Launch]:
         raise NotImplementedError
@@ -196,13 +163,13 @@ class _MultiStrategy(Strategy):
         p = self.part
         return ("multi_failure<{T}>", (1,), (FIND_THREADS,),
                 (d, dev["node_slot"], NULL if p.mono else dev["offsets"],
-                 dev.get("rank", NULL), _i32(p.n), _i32(p.n_cells), _i64(p.n_nodes),
-                 _i64(p.cell_start), dev["failed"], pivots[0], pivots[1]))
+                 dev.get("rank", NULL), i32(p.n), i32(p.n_cells), i64(p.n_nodes),
+                 i64(p.cell_start), dev["failed"], pivots[0], pivots[1]))
 
     # -- device entry points -------------------------------------------------------------------
     def _run(self, launches, stream) -> None:
         for template, grid, block, args in launches:
-            _call(self._function(template, block[0]), grid, block, args, stream)
+            call_kernel(self._function(template, block[0]), grid, block, args, stream)
 
     def _function(self, template: str, threads: int):
         """The compiled kernel, checked once for ``threads`` per block."""
@@ -279,7 +246,7 @@ class Levels(_MultiStrategy):
     options = ("reroot", "split", "threads")
 
     def _plan(self, structure, options):
-        from ...tree.schedules import level_schedule
+        from ....tree.schedules import level_schedule
 
         self.threads = _block(options, "threads", 128)
         return level_schedule(structure, reroot=self.reroot, split=options.pop("split", None))
@@ -299,7 +266,7 @@ class Levels(_MultiStrategy):
             count = po[p + 1] - po[p]
             return (f"multi_levels<{{T}}, {mode}>", (-(-count // self.threads),), (self.threads,),
                     (d, rhs, dev["u"], dev["l"], dev["branch"], dev["child_offsets"],
-                     dev["children"], _i32(po[p]), _i32(po[p + 1]), dev["failed"]))
+                     dev["children"], i32(po[p]), i32(po[p + 1]), dev["failed"]))
 
         if last < 0:
             return []
@@ -326,7 +293,7 @@ class Fine(_MultiStrategy):
     options = ("reroot", "split", "block_size")
 
     def _plan(self, structure, options):
-        from ...tree.schedules import fine_schedule
+        from ....tree.schedules import fine_schedule
 
         self.block_size = _block(options, "block_size", 128)
         s = fine_schedule(structure, block_size=self.block_size, reroot=self.reroot,
@@ -377,13 +344,11 @@ class DHS(_MultiStrategy):
     options = ("reroot", "threads_per_cell", "threads")
 
     def _plan(self, structure, options):
-        from ...tree.schedules import dhs_schedule
+        from ....tree.schedules import dhs_schedule
 
         self.threads = _block(options, "threads", 128)
-        k = options.pop("threads_per_cell", None)
-        if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer))
-                              or k not in (1, 2, 4, 8, 16, 32)):
-            raise ValueError(f"threads_per_cell must be 1, 2, 4, 8, 16 or 32, got {k!r}")
+        k = check.optional(check.one_of, "threads_per_cell",
+                           options.pop("threads_per_cell", None), choices=(1, 2, 4, 8, 16, 32))
         resident = None if k is not None else _resident_threads(self.device)
         return dhs_schedule(structure, threads=None if k is None else int(k),
                             reroot=self.reroot, resident_threads=resident)
@@ -412,12 +377,10 @@ class DHS(_MultiStrategy):
             total = (c1 - c0) * k
             out.append(("multi_dhs<{T}>", (-(-total // self.threads),), (self.threads,),
                         (d, rhs, dev["u"], dev["l"], dev["shape_slot"], dev["child_offsets"],
-                         dev["children"], dev["cell"], _i32(c0), _i32(c1),
-                         _i32(k.bit_length() - 1), dev["failed"])))
+                         dev["children"], dev["cell"], i32(c0), i32(c1),
+                         i32(k.bit_length() - 1), dev["failed"])))
         return out
 
     def describe(self):
         return f"dhs ({self.threads} threads per block; {self.schedule.describe()})"
 
-
-STRATEGIES.update({cls.name: cls for cls in (Levels, Fine, DHS)})

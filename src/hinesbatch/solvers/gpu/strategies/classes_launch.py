@@ -3,8 +3,8 @@
 One launch per class leaves the device partly idle at every class's end: a persistent grid's
 last round of tiles is partial (the 256000 real cells of ``bench multi``: 0.89 to 19.1 rounds
 per class, 7 of 17 classes with a last round less than half full), and the next class's
-blocks, bound to their own tiles, cannot make up for it (benchmarks/experiments/class_overlap/:
-0.30 ms of per-launch cost in 2.1 ms). Here one persistent block per SM solves class after
+blocks, bound to their own tiles, cannot make up for it (0.30 ms of per-launch cost in 2.1
+ms). Here one persistent block per SM solves class after
 class: each class's arrangement is planned for a block that has the SM's shared memory to
 itself (its schedule staged once, as many groups of ``tiled``'s as fit, up to
 :data:`MAX_THREADS` threads),
@@ -19,8 +19,8 @@ the launch (with the others, the 64 registers a 1024-thread block allowed spille
 solutions are bit for bit those of one launch per class in every GPU test. compute-sanitizer's
 racecheck reports hazards in ``hines_tiled_classes``; a small kernel correct by construction
 with its barriers (a persistent block, a named barrier per group, warps passing them unequally
-often between block barriers) draws the same reports, and drew none when every warp passed
-them equally often (benchmarks/experiments/racecheck_ladder/, docs/multi-morphology.md).
+often between block barriers) draws the same reports, and draws none when every warp passes
+them equally often: the reports are the tool's (docs/multi-morphology.md).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .strategies import SharedTiles
+from .shared_tiles import SharedTiles
 
 __all__ = ["ClassesLaunch", "LANES", "FIELDS", "MAX_THREADS", "block_arrangement"]
 
@@ -40,7 +40,7 @@ FIELDS = 14
 #: 1024 threads (64 registers) ptxas issued each step's loads of the parents' values after the
 #: pivot's reciprocal, not before it: the classes of 881-1,681 nodes alone took 12-15% longer
 #: than one launch per class, and the 256000 real cells 1.776 ms against 1.656 with 768
-#: (H200, fp64, same run; benchmarks/experiments/one_launch_gap/). The smallest classes fit
+#: (H200, fp64, measured side by side). The smallest classes fit
 #: fewer cells per SM: 96 of 59 nodes, against 120 (counted by the planner, not timed apart).
 MAX_THREADS = 768
 #: Static shared memory of ``hines_tiled_classes`` at most (the class, its lanes, the next
@@ -50,8 +50,8 @@ STATIC_SMEM = 128
 #: the block's first (``taken`` in ``hb_tiled_groups``).
 EXTRA_SMEM = 4 * (SharedTiles.MAX_GROUPS + 1)
 #: Whether groups ask L2 for their next tile during the sweeps (SharedTiles.PREFETCH). Not
-#: here: measured on the H200 (fp64, same run, benchmarks/experiments/one_launch/), 256000
-#: real cells 1.781-1.783 ms without, 1.827 with (as with one launch per class, ``grouped``).
+#: here: on the H200 (fp64, measured side by side) 256000 real cells take 1.781-1.783 ms
+#: without, 1.827 with (as with one launch per class, ``grouped``).
 PREFETCH = False
 
 
@@ -59,7 +59,7 @@ def block_arrangement(cell, variants, item: int, props: dict, n_cells: int, tc=N
                       groups=None, reroot=None) -> SharedTiles | None:
     """``cell``'s arrangement (``tiled``'s width for it, from ``variants``) for a block with
     an SM's shared memory to itself: among ``tiled``'s tile sizes
-    (:meth:`~.strategies.SharedTiles.tile_sizes`), the tile size and groups that hold
+    (:meth:`~.shared_tiles.SharedTiles.tile_sizes`), the tile size and groups that hold
     the most cells, the most groups at a tie (their tiles overlap one another's loads and
     sweeps, and the class's end is finer), unless ``tc`` / ``groups`` are given. ``None``
     when the width is not among :data:`LANES`. ``reroot``: ``tiled``'s option."""
@@ -72,14 +72,14 @@ def block_arrangement(cell, variants, item: int, props: dict, n_cells: int, tc=N
         return None
     if tc is None or groups is None:
         s, lanes = width.schedule, width.lanes
-        fixed = SharedTiles._schedule_smem(s, item)
+        fixed = SharedTiles.schedule_smem(s, item)
         per_cell = SharedTiles.per_cell_bytes(s, item, listed=True)
         limit = one["smem_per_block_optin"]
         fit = (limit - fixed) // per_cell
         sizes = [tc] if tc is not None else SharedTiles.tile_sizes(lanes, fit)
         options = []
         for size in sizes:
-            most = SharedTiles._most_groups(fixed, size * per_cell, size * lanes, limit,
+            most = SharedTiles.most_groups(fixed, size * per_cell, size * lanes, limit,
                                             MAX_THREADS)
             g = groups if groups is not None else most
             if fixed + g * size * per_cell <= limit:

@@ -1,7 +1,8 @@
 """Host-side tables of the schedules: balancing metrics and DHS step counts.
 
-``python -m hinesbatch.tree.schedules.report SWC_DIR`` prints the Markdown tables of
-``docs/multi-morphology.md``: the ``fine`` balance metrics (:mod:`.metrics`) per balancing
+``python scripts/schedule_tables.py SWC_DIR`` prints the Markdown tables of
+``docs/multi-morphology.md``: the ``fine`` balance metrics
+(:mod:`hinesbatch.tree.schedules.metrics`) per balancing
 option on the SWC files of ``SWC_DIR`` and on random trees, and the DHS steps against
 threads per cell for a pyramidal cell. Deterministic (fixed seeds); no GPU needed.
 """
@@ -14,12 +15,12 @@ import warnings
 
 import numpy as np
 
-from ..random_trees import random_tree
-from ..structure import HinesStructure
-from .dhs import THREAD_CHOICES, dhs_schedule, dhs_steps
-from .fine import fine_schedule
-from .levels import level_schedule
-from .metrics import branch_metrics
+from hinesbatch.tree.random_trees import random_tree
+from hinesbatch.tree.structure import HinesStructure
+from hinesbatch.tree.schedules.dhs import THREAD_CHOICES, dhs_schedule, dhs_steps
+from hinesbatch.tree.schedules.fine import fine_schedule
+from hinesbatch.tree.schedules.levels import level_schedule
+from hinesbatch.tree.schedules.metrics import branch_metrics
 
 __all__ = ["BALANCING", "datasets", "balance_table", "levels_table", "dhs_table", "main"]
 
@@ -35,7 +36,7 @@ BALANCING = {
 
 
 def _real(swc_dir: str, **discretization) -> list[HinesStructure]:
-    from ...discretize import discretize
+    from hinesbatch.discretize import discretize
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -92,7 +93,7 @@ def levels_table(batches: dict) -> str:
 
 def dhs_table(cell: HinesStructure, *, label: str) -> str:
     """Markdown table: DHS steps (and pull-weighted steps) for every thread count."""
-    from ..balance import reroot
+    from hinesbatch.tree.balance import reroot
 
     head = "| root | " + " | ".join(f"k={k}" for k in THREAD_CHOICES) + " | auto k |"
     rows = [head, "|---" * (len(THREAD_CHOICES) + 2) + "|"]
@@ -111,7 +112,7 @@ def main(argv=None) -> int:
     parser.add_argument("--block-size", type=int, default=128)
     parser.add_argument("--barrier-cost", type=float, default=4.0)
     args = parser.parse_args(argv)
-    from ...discretize import discretize
+    from hinesbatch.discretize import discretize
 
     batches = datasets(args.swc_dir)
     print(balance_table(batches, block_size=args.block_size, barrier_cost=args.barrier_cost))

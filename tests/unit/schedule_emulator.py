@@ -114,7 +114,7 @@ def emulate(schedule, d, rhs, *, reverse: bool = False) -> np.ndarray:
     :class:`~hinesbatch.tree.schedules.DHSSchedule`. Padding gets the identity row
     (``d = 1``, ``rhs = 0``). Returns the solution in the canonical shape.
     """
-    from ...tree.schedules import BranchSchedule
+    from hinesbatch.tree.schedules import BranchSchedule
 
     pd = schedule.pack(np.asarray(d, np.float64), fill=1.0)
     pr = schedule.pack(np.asarray(rhs, np.float64), fill=0.0)

@@ -18,7 +18,8 @@ import numpy as np
 from .device import cupy_module
 
 __all__ = ["KERNEL_DIR", "KERNELS", "TILED_VARIANTS", "SLOT_VARIANTS", "FACTOR_VARIANTS",
-           "FACTOR_PER_CELL_AHEAD", "name_expressions", "source_text", "kernel"]
+           "FACTOR_PER_CELL_AHEAD", "CHUNK_CONFIGS", "SEGMENT_ROWS", "name_expressions",
+           "source_text", "kernel"]
 
 KERNEL_DIR = Path(__file__).with_name("kernels")
 
@@ -40,7 +41,30 @@ FACTOR_VARIANTS = ((1, 1, 16), (1, 2, 8), (1, 4, 6), (1, 8, 3), (2, 1, 8), (2, 2
                    (4, 1, 8), (4, 2, 6), (8, 1, 8), (8, 2, 4))
 FACTOR_PER_CELL_AHEAD = 12
 
+#: Rows per group (system segment) of ``tri_chunked`` -> (G lanes per group, L rows per lane).
+CHUNK_CONFIGS: dict[int, tuple[int, int]] = {
+    16: (4, 4), 32: (8, 4), 64: (8, 8), 128: (16, 8), 256: (32, 8), 512: (32, 16)}
+#: Segment lengths available to tridiagonal systems longer than 512 rows (``segment_rows``).
+SEGMENT_ROWS = (128, 256, 512)
+
+
+def _bool(b: bool) -> str:
+    return "true" if b else "false"
+
+
+def _chunked_templates() -> tuple[str, ...]:
+    out = []
+    for q, (g, l) in CHUNK_CONFIGS.items():
+        for inter in (False, True):
+            out.append(f"tri_chunked<{{T}}, {g}, {l}, {_bool(inter)}, false>")
+            if q in SEGMENT_ROWS:
+                out.append(f"tri_chunked<{{T}}, {g}, {l}, {_bool(inter)}, true>")
+    out.append("tri_segments<{T}>")
+    return tuple(out)
+
+
 #: Source file -> templates instantiated for each dtype; ``{T}`` is ``float`` or ``double``.
+#: Every source of ``kernels/`` the package launches is listed here and nowhere else.
 KERNELS: dict[str, tuple[str, ...]] = {
     "hines_strided.cu": (
         "hines_strided<{T}, true>", "hines_strided<{T}, false>",
@@ -58,6 +82,14 @@ KERNELS: dict[str, tuple[str, ...]] = {
         f"hines_factors<{{T}}, false, 1, {FACTOR_PER_CELL_AHEAD}, 1>",
     ),
     "layout.cu": ("canonical_to_layout<{T}>", "layout_to_canonical<{T}>"),
+    "hines_multi.cu": (
+        "multi_levels<{T}, 0>", "multi_levels<{T}, 1>", "multi_levels<{T}, 2>",
+        "multi_fine<{T}>", "multi_dhs<{T}>", "multi_gather<{T}>", "multi_scatter<{T}>",
+        "multi_failure<{T}>",
+    ),
+    "tridiagonal_thomas.cu": ("tri_thomas<{T}, true>", "tri_thomas<{T}, false>",
+                              "tri_interleave4<{T}>", "tri_deinterleave<{T}>"),
+    "tridiagonal_chunked.cu": _chunked_templates(),
 }
 
 _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}

@@ -10,17 +10,6 @@ import numpy as np
 SUPPORTED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def array_module(*arrays):
-    """``cupy`` if any argument is a CuPy array, else ``numpy``."""
-    for a in arrays:
-        mod = type(a).__module__
-        if mod.startswith("cupy"):
-            import cupy
-
-            return cupy
-    return np
-
-
 def result_dtype(*arrays) -> np.dtype:
     """float32 if every floating input is float32, else float64; integers promote to float64."""
     dtypes = [np.dtype(a.dtype) for a in arrays]
