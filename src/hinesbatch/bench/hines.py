@@ -41,8 +41,9 @@ QUESTION = ("How fast do the papers' GPU layouts (Flat, Full-Interleaved, Block-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add ``bench hines``'s arguments to ``parser``."""
-    parser.add_argument("--out", default="benchmarks/results/h200", metavar="DIR",
-                        help="directory for hines.json, hines.md and the figures")
+    parser.add_argument("--out", default=".", metavar="DIR",
+                        help="directory for hines.json, hines.md and the figures "
+                             "(default: the current folder)")
     parser.add_argument("--cells", nargs="+", type=int, metavar="N",
                         help=f"batch sizes (default {' '.join(map(str, CELLS))})")
     parser.add_argument("--morphologies", nargs="+", metavar="CATEGORY",

@@ -57,8 +57,9 @@ THREADS_PER_SM = 2048
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add ``bench multi``'s arguments to ``parser``."""
-    parser.add_argument("--out", default="benchmarks/results/h200", metavar="DIR",
-                        help="directory for multi.json, multi.md and the figures")
+    parser.add_argument("--out", default=".", metavar="DIR",
+                        help="directory for multi.json, multi.md and the figures "
+                             "(default: the current folder)")
     parser.add_argument("--repeats", type=int, default=10, help="GPU timings per case (median)")
     parser.add_argument("--budget", type=float, default=280.0, metavar="S",
                         help="wall-clock seconds after which the remaining cases are skipped")

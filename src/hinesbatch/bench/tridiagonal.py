@@ -50,8 +50,9 @@ GOALS = (("256000 x 512 vs gtsvInterleavedBatch algo 0", 512, 256000, "gtsvInter
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add ``bench tridiagonal``'s arguments to ``parser``."""
-    parser.add_argument("--out", default="benchmarks/results/h200", metavar="DIR",
-                        help="directory for tridiagonal.json, tridiagonal.md and the figures")
+    parser.add_argument("--out", default=".", metavar="DIR",
+                        help="directory for tridiagonal.json, tridiagonal.md and the figures "
+                             "(default: the current folder)")
     parser.add_argument("--repeats", type=int, default=10, help="GPU timings per case (median)")
     parser.add_argument("--cpu-repeats", type=int, default=3, help="CPU timings per case (median)")
     parser.add_argument("--dtypes", nargs="+", default=["float64", "float32"],
