@@ -88,6 +88,18 @@ def test_threshold_spike_at_t140(delay, step):
     assert acting_step(ts + delay, DT) == step
 
 
+@pytest.mark.parametrize("start, delay, step", [
+    (0.0, 0.0124, 0), (0.0, 0.0125, 0), (0.0, 0.0126, 1), (3.0125, 0.025, 121),
+    (3.0125, 1.0, 160), (7.3, 0.0125, 292), (7.3, 0.0126, 293),
+    (11.111, 1.0765, 488),  # an exact grid t_n = n*dt would say 487
+])
+def test_netstim_events_near_ties_match_neuron(start, delay, step):
+    # NEURON 9.0.2: NetStim(start, interval 10, number 1) -> NetCon(delay) -> ExpSyn; the
+    # step is one less than the first sample with g > 0 (330 such cases agreed)
+    ts = NetStimGenerator(start=start, interval=10.0, number=1).next_spike()
+    assert acting_step(ts + delay, DT) == step
+
+
 def test_acting_step_definition_on_many_times():
     t = time_grid(30.0, DT)
     rng = np.random.default_rng(0)

@@ -79,3 +79,20 @@ def test_bad_weight_and_ids_name_the_netcon():
     with pytest.raises(IndexError, match=r"NetCon\[3\] does not exist"):
         table.set_weight(3, 1.0)
     assert len(table) == 0
+
+
+def test_fan_out_rows_group_netcons_by_source_in_creation_order():
+    table = NetConTable()
+    for source, target in [(2, 0), (0, 1), (2, 2), (0, 3), (2, 4)]:
+        table.add(source, target, weight=1.0, delay=1.0)
+    indptr, netcons = table.fan_out()
+    assert indptr.tolist() == [0, 2, 2, 5]
+    assert netcons.tolist() == [1, 3, 0, 2, 4]
+    for s in range(3):
+        assert netcons[indptr[s]:indptr[s + 1]].tolist() == table.of_source(s)
+    indptr, _ = table.fan_out(n_sources=5)
+    assert indptr.tolist() == [0, 2, 2, 5, 5, 5]
+    with pytest.raises(ValueError, match="n_sources = 2 but NetCons leave source 2"):
+        table.fan_out(n_sources=2)
+    empty_ptr, empty = NetConTable().fan_out(n_sources=3)
+    assert empty_ptr.tolist() == [0, 0, 0, 0] and empty.size == 0

@@ -124,6 +124,31 @@ class NetConTable:
         """
         return min(self._delays, default=math.inf)
 
+    def fan_out(self, n_sources: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The NetCons of each source as compressed rows, for compiled loops.
+
+        Parameters
+        ----------
+        n_sources : int, optional
+            Number of source ids ``0 .. n_sources - 1``; default: the largest id + 1.
+
+        Returns
+        -------
+        indptr : (n_sources + 1,) int64
+            The NetCons of source ``s`` are ``netcons[indptr[s]:indptr[s + 1]]``.
+        netcons : (n,) int64
+            NetCon indices grouped by source, each group in creation order.
+        """
+        sources = self.sources
+        top = int(sources.max()) + 1 if sources.size else 0
+        n_sources = top if n_sources is None else int(n_sources)
+        if n_sources < top:
+            raise ValueError(f"n_sources = {n_sources} but NetCons leave source {top - 1}")
+        netcons = np.argsort(sources, kind="stable").astype(np.int64)
+        indptr = np.zeros(n_sources + 1, dtype=np.int64)
+        np.cumsum(np.bincount(sources, minlength=n_sources), out=indptr[1:])
+        return indptr, netcons
+
     @property
     def sources(self) -> np.ndarray:
         """(n,) int64: source id of each NetCon."""
