@@ -1,4 +1,4 @@
-"""NEURON's accumulated time and when an event acts (NEURON-COMPAT-ACTIVE §6.3).
+"""NEURON's accumulated time and when an event acts (its fixed-step delivery rules).
 
 The expected steps are NEURON 9.0.2's, measured at dt = 0.025 ms.
 """
@@ -7,10 +7,22 @@ import math
 import numpy as np
 import pytest
 
-from hinesbatch.network import (INIT_LIMIT, EventQueue, NetConTable, NetStimGenerator,
-                                ThresholdDetector, VecStimGenerator, acting_step,
-                                advance_time, deliver, end_of_step_limit, keeps_stepping,
-                                prime_generators, start_of_step_limit, time_grid)
+from hinesbatch.network import (
+    INIT_LIMIT,
+    EventQueue,
+    NetConTable,
+    NetStimGenerator,
+    ThresholdDetector,
+    VecStimGenerator,
+    acting_step,
+    advance_time,
+    deliver,
+    end_of_step_limit,
+    keeps_stepping,
+    prime_generators,
+    start_of_step_limit,
+    time_grid,
+)
 from hinesbatch.sim.stimuli import time_grid as passive_time_grid
 
 DT = 0.025
@@ -134,7 +146,7 @@ def _run(tstop, *, detector=None, v_of_t=None, netcons, generators=None):
     def on_spike(source, ts):
         spikes.append((source, ts))
 
-    kw = dict(netcons=netcons, on_net=on_net, generators=generators, on_spike=on_spike)
+    kw = {"netcons": netcons, "on_net": on_net, "generators": generators, "on_spike": on_spike}
     prime_generators(queue, generators)
     if detector is not None:
         detector.reset()

@@ -1,4 +1,4 @@
-"""Threshold detection and the NetStim and VecStim trains (NEURON-COMPAT-ACTIVE §6.4, §6.5).
+"""Threshold detection and the NetStim and VecStim trains, as NEURON 9.0.2 computes them.
 
 Spike times marked "NEURON 9.0.2" were recorded with NetCon.record in NEURON 9.0.2; the
 VecStim ones with vecevent.mod compiled by that version's nrnivmodl.
@@ -8,9 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from hinesbatch.network import (SPIKE_OFFSET, NetStimGenerator, ThresholdDetector,
-                                VecStimGenerator, threshold_check)
-
+from hinesbatch.network import (
+    SPIKE_OFFSET,
+    NetStimGenerator,
+    ThresholdDetector,
+    VecStimGenerator,
+    threshold_check,
+)
 
 # --- threshold detection --------------------------------------------------------------
 
@@ -68,8 +72,10 @@ def test_detector_validation():
         ThresholdDetector([-1])
     with pytest.raises(TypeError, match="integer node indices"):
         ThresholdDetector([0.5])
-    with pytest.raises(ValueError, match="threshold source 0: node must be an integer >= 0"):
+    with pytest.raises(ValueError, match="threshold source 0: node must be >= 0, got -3"):
         ThresholdDetector().add(-3)
+    with pytest.raises(TypeError, match="threshold source 0: node must be an integer"):
+        ThresholdDetector().add(1.0)
     with pytest.raises(IndexError, match="threshold source 4 does not exist"):
         ThresholdDetector([0]).set_threshold(4, 0.0)
     with pytest.raises(ValueError, match="v must be 1-D"):

@@ -17,12 +17,26 @@ A step of an engine, with these pieces (NEURON 9.0.2's ``nrn_fixed_step``)::
     ...                                              # 8.-9. states, record at t_{n+1}
     deliver(queue, end_of_step_limit(t), ...)        # 10. te <= t_{n+1}
 """
-from .delivery import (INIT_LIMIT, acting_step, advance_time, deliver, end_of_step_limit,
-                       keeps_stepping, prime_generators, start_of_step_limit, time_grid)
+from .delivery import (
+    INIT_LIMIT,
+    acting_step,
+    advance_time,
+    deliver,
+    end_of_step_limit,
+    keeps_stepping,
+    prime_generators,
+    start_of_step_limit,
+    time_grid,
+)
 from .events import EVENT_KINDS, Event, EventQueue
 from .netcon import NetConTable
-from .sources import (SPIKE_OFFSET, NetStimGenerator, ThresholdDetector, VecStimGenerator,
-                      threshold_check)
+from .sources import (
+    SPIKE_OFFSET,
+    NetStimGenerator,
+    ThresholdDetector,
+    VecStimGenerator,
+    threshold_check,
+)
 
 __all__ = [
     # the queue

@@ -29,7 +29,6 @@ threshold at t_140, delay 0.0125  141     the 1e-10 passes t_140 + dt/2
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 
 import numpy as np

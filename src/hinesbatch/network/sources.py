@@ -62,7 +62,7 @@ def threshold_check(v, nodes, thresholds, flags, t, out_sources, out_times):
         Number of sources that fired (entries written to the outputs).
     """
     count = 0
-    ts = t + 1e-10
+    ts = t + SPIKE_OFFSET
     for i in range(nodes.shape[0]):
         if v[nodes[i]] - thresholds[i] > 0.0:
             if not flags[i]:
@@ -124,8 +124,11 @@ class ThresholdDetector:
 
     def add(self, node: int, threshold: float = 10.0) -> int:
         """Add a source watching ``node`` and return its index."""
-        if isinstance(node, bool) or not isinstance(node, (int, np.integer)) or node < 0:
-            raise ValueError(f"threshold source {len(self)}: node must be an integer >= 0, got {node!r}")
+        if isinstance(node, bool) or not isinstance(node, (int, np.integer)):
+            raise TypeError(f"threshold source {len(self)}: node must be an integer, "
+                            f"got {type(node).__name__}")
+        if node < 0:
+            raise ValueError(f"threshold source {len(self)}: node must be >= 0, got {node}")
         threshold = _check_threshold_value(threshold, f"threshold source {len(self)}")
         self.nodes = np.append(self.nodes, np.int64(node))
         self.thresholds = np.append(self.thresholds, threshold)
