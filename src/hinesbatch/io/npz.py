@@ -149,5 +149,5 @@ def _jsonable(value, where: str):
         return os.fspath(value)
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
-    raise TypeError(f"{where} is a {type(value).__name__}, which a results file cannot store "
-                    "(use numbers, strings, lists or dicts)")
+    raise TypeError(f"{where} is of type {type(value).__name__}, which a results file cannot "
+                    "store (use numbers, strings, lists or dicts)")
