@@ -7,10 +7,9 @@ import sys
 
 import numpy as np
 import pytest
+from test_results import G1, I0, V0, V1, make_results
 
 from hinesbatch.engine.results import Results
-
-from test_results import G1, I0, V0, V1, make_results
 
 pytest.importorskip("matplotlib", reason="matplotlib is not installed (extra 'plot')")
 

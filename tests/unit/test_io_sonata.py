@@ -7,11 +7,10 @@ import sys
 
 import numpy as np
 import pytest
+from test_results import make_results
 
 from hinesbatch.io import load_spikes
 from hinesbatch.io.sonata import write_spike_report
-
-from test_results import make_results
 
 h5py = pytest.importorskip("h5py", reason="h5py is not installed (extra 'sonata')")
 

@@ -15,8 +15,14 @@ import os
 from .model_file import ModelFileError, load_model, read_model, save_outputs
 from .sonata import read_spike_report as load_spikes
 
-__all__ = ["load_results", "load_spikes", "load_model", "read_model", "save_outputs",
-           "ModelFileError"]
+__all__ = [
+    "ModelFileError",
+    "load_model",
+    "load_results",
+    "load_spikes",
+    "read_model",
+    "save_outputs",
+]
 
 
 def load_results(path: str | os.PathLike):

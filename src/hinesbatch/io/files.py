@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> Path:

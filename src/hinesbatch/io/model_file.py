@@ -53,6 +53,8 @@ OUTPUT_KINDS = {
 }
 #: The location used when a recording or a spike source gives none.
 DEFAULT_LOCATION = "soma[0](0.5)"
+#: The built-in point processes; always valid ``place`` kinds.
+POINT_PROCESSES = frozenset({"IClamp", "SEClamp", "ExpSyn", "Exp2Syn"})
 #: Point processes that receive no events, so no connection may target them.
 NO_EVENTS = frozenset({"IClamp", "SEClamp"})
 #: NetStim's parameters (NEURON's names).
@@ -142,8 +144,7 @@ def read_model(path: str | os.PathLike, *, mechanisms=None) -> dict:
         data = json.loads(text, object_pairs_hook=_pairs)
     except json.JSONDecodeError as exc:
         raise ModelFileError(file, "", exc.msg, line=exc.lineno, column=exc.colno) from None
-    if mechanisms is None:
-        mechanisms = _known_mechanisms()
+    mechanisms = _known_mechanisms() if mechanisms is None else frozenset(mechanisms)
     return _Checker(file, path.resolve().parent, mechanisms).model(data)
 
 
@@ -222,7 +223,7 @@ class _Checker:
         item = self.obj(value, where, {"mechanism": (self.text, _REQUIRED),
                                        "region": (self.region, "all"),
                                        "params": (self.params, {})})
-        self.mechanism(item["mechanism"], f"{where}.mechanism")
+        self.mechanism(item["mechanism"], f"{where}.mechanism", self.mechanisms)
         return item
 
     def setting(self, value, where: str) -> dict:
@@ -234,7 +235,8 @@ class _Checker:
         item = self.obj(value, where, {"id": (self.text, None), "kind": (self.text, _REQUIRED),
                                        "location": (self.location, _REQUIRED),
                                        "params": (self.params, {})})
-        self.mechanism(item["kind"], f"{where}.kind")
+        known = None if self.mechanisms is None else self.mechanisms | POINT_PROCESSES
+        self.mechanism(item["kind"], f"{where}.kind", known)
         return item
 
     def stimulus(self, value, where: str) -> dict:
@@ -264,7 +266,7 @@ class _Checker:
                       "NetStim, VecStim")
         return item
 
-    def connection(self, value, where: str, refs: "_References") -> dict:
+    def connection(self, value, where: str, refs: _References) -> dict:
         item = self.obj(value, where, {"source": (self.any, _REQUIRED),
                                        "target": (self.any, _REQUIRED),
                                        "weight": (self.number, _REQUIRED),
@@ -273,7 +275,7 @@ class _Checker:
         item["target"] = refs.target(item["target"], f"{where}.target")
         return item
 
-    def recording(self, value, where: str, refs: "_References") -> dict:
+    def recording(self, value, where: str, refs: _References) -> dict:
         if isinstance(value, dict) and "spikes" in value:
             item = self.obj(value, where, {"spikes": (self.any, _REQUIRED)})
             return {"spikes": refs.source(item["spikes"], f"{where}.spikes")}
@@ -440,10 +442,10 @@ class _Checker:
                       + (f" (looked for {path})" if str(path) != value else ""))
         return str(path)
 
-    def mechanism(self, name: str, where: str) -> None:
-        if self.mechanisms is not None and name not in self.mechanisms:
+    def mechanism(self, name: str, where: str, known) -> None:
+        if known is not None and name not in known:
             self.fail(where, f"unknown mechanism {name!r}; valid: "
-                      + ", ".join(sorted(self.mechanisms)) + _suggest(name, self.mechanisms))
+                      + ", ".join(sorted(known)) + _suggest(name, known))
 
     def resolve(self, path: str) -> Path:
         path = Path(path).expanduser()
@@ -504,15 +506,20 @@ def _join(where: str, key) -> str:
 
 
 def _kind(value) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-             int: "a number", float: "a number", type(None): "null"}
-    shown = json.dumps(value) if not isinstance(value, (dict, list)) else ""
-    return names.get(type(value), type(value).__name__) + (f" ({shown})" if shown else "")
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    names = {str: "a string", bool: "a boolean", int: "a number", float: "a number",
+             type(None): "null"}
+    return f"{names.get(type(value), type(value).__name__)} ({json.dumps(value)})"
 
 
 def _suggest(name: str, valid) -> str:
-    close = difflib.get_close_matches(str(name), [str(v) for v in valid], n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    """`` (did you mean 'x'?)`` for the closest valid name, ignoring case, or ``""``."""
+    by_lower = {str(v).lower(): str(v) for v in valid}
+    close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=1)
+    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
 
 
 def _first_duplicate(values) -> int | None:
