@@ -564,3 +564,54 @@ def test_mechanism_names_come_from_the_simulator_by_default(tmp_path, monkeypatc
     with pytest.raises(ModelFileError, match=r"cells\[0\].insert\[0\].mechanism: unknown "
                                              r"mechanism 'kdr'; valid: hh, pas$"):
         read_model(write(tmp_path, data))
+
+
+def _example_in_python(tstop: float):
+    """The example model written with the Python API, as docs/model-files.md shows it."""
+    hb = hinesbatch
+    cells = [hb.Cell(str(CELL_SWC), d_lambda=0.1, ra=100, cm=1).insert("hh", "all")
+             for _ in range(2)]
+    stim = cells[0].place("IClamp", "soma[0](0.5)", delay=5, dur=50, amp=1)
+    syn = cells[1].place("ExpSyn", "soma[0](0.5)", tau=2, e=0)
+    sim = hb.Simulation(cells, dt=0.025, celsius=6.3, v_init=-65)
+    ns = sim.net_stim(start=20, interval=7.3, number=6)
+    cell0 = sim.spike_source(0, "soma[0](0.5)", threshold=10)
+    sim.connect(cell0, syn, weight=0.05, delay=1)
+    sim.connect(ns, syn, weight=0.05, delay=0.5)
+    sim.record("v", cell=0, location="soma[0](0.5)")
+    sim.record("v", cell=1, location="soma[0](0.5)")
+    sim.record("i", target=stim)
+    sim.record("g", target=syn)
+    sim.record_spikes(cell0)
+    sim.record_spikes(sim.spike_source(1, "soma[0](0.5)"))
+    sim.record_spikes(ns)
+    return sim.run(tstop)
+
+
+@needs_simulator
+@pytest.mark.slow
+def test_the_json_model_equals_the_same_model_written_in_python():
+    sim, _, _ = load_model(EXAMPLE)
+    from_file, by_hand = sim.run(60.0), _example_in_python(60.0)
+    assert from_file.keys() == by_hand.keys()
+    for key in by_hand:
+        np.testing.assert_array_equal(from_file[key], by_hand[key])
+    assert list(from_file.spikes) == list(by_hand.spikes)
+    for key in by_hand.spikes:
+        np.testing.assert_array_equal(from_file.spikes[key], by_hand.spikes[key])
+    assert all(len(ts) > 0 for ts in by_hand.spikes.values())  # both cells and NetStim fire
+
+
+@needs_simulator
+def test_a_python_model_with_the_real_simulator(tmp_path):
+    write(tmp_path, "import hinesbatch as hb\n"
+                    f"cell = hb.Cell({str(CELL_SWC)!r}).insert('hh')\n"
+                    "cell.place('IClamp', 'soma[0](0.5)', delay=1, dur=2, amp=1)\n"
+                    "simulation = hb.Simulation([cell])\n"
+                    "simulation.record('v')\n"
+                    "tstop = 2.0\n"
+                    "outputs = {'npz': 'v.npz'}\n", "model.py")
+    sim, tstop, outputs = load_model(tmp_path / "model.py")
+    res = sim.run(tstop)
+    assert res.keys() == ["v@0:soma[0](0.5)"] and res.t.shape == (81,)
+    assert save_outputs(res, outputs) == {"npz": tmp_path / "v.npz"}

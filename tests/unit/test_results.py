@@ -40,6 +40,10 @@ def test_traces_times_and_units_by_key():
     assert res.units == {V0: "mV", I0: "nA", V1: "mV", G1: "µS"}
     assert res.spike_gids == {S0: 0, S1: 1, NS: 2}
     assert res.spikes[NS].dtype == np.float64
+    assert list(res.traces) == res.keys() and res.traces[V1] is res[V1]
+    assert res.times[V1] is res.time(V1)
+    with pytest.raises(TypeError):
+        res.traces[V0] = np.zeros(41)  # read-only: traces and times stay consistent
 
 
 def test_t_is_the_every_step_time_even_when_a_sparser_key_comes_first():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import os
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
@@ -108,6 +109,16 @@ class Results:
     def keys(self) -> list[str]:
         """The trace keys, in recording order."""
         return list(self._traces)
+
+    @property
+    def traces(self) -> MappingProxyType:
+        """Key -> trace, read-only, in recording order (``res[key]`` for one)."""
+        return MappingProxyType(self._traces)
+
+    @property
+    def times(self) -> MappingProxyType:
+        """Key -> sample times [ms], read-only (``res.time(key)`` for one)."""
+        return MappingProxyType(self._times)
 
     def time(self, key: str) -> np.ndarray:
         """Sample times [ms] of the trace ``key``."""
