@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 
-from .model_file import ModelFileError, load_model, read_model, save_outputs
+from .model_file import ModelFileError, build_model, load_model, read_model, save_outputs
 from .sonata import read_spike_report as load_spikes
 
 __all__ = [
     "ModelFileError",
+    "build_model",
     "load_model",
     "load_results",
     "load_spikes",
