@@ -1,0 +1,1 @@
+"""The simulator's engine: the time loop and its results (:class:`~.results.Results`)."""
