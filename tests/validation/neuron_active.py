@@ -40,7 +40,6 @@ message and the arrays are empty.
 """
 from __future__ import annotations
 
-import copy
 import json
 import math
 import os
@@ -52,9 +51,10 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["REAL", "cylinder_model", "cylinder_swc", "distal_location", "hh_cell_model", "hinesbatch_simulation",
-           "long_firing_model", "regions_model", "ring_model", "run_hinesbatch", "run_models",
-           "two_cell_model"]
+__all__ = ["REAL", "cylinder_model", "cylinder_swc", "distal_location", "format_location",
+           "hh_cell_model", "hinesbatch_simulation", "long_firing_model", "max_abs_diff",
+           "parse_location", "regions_model", "ring_model", "run_hinesbatch", "run_model",
+           "run_models", "simulator_missing", "two_cell_model"]
 
 HERE = Path(__file__).resolve().parent
 REAL = HERE.parent / "data" / "morphologies" / "real"
@@ -323,7 +323,8 @@ def run_models(models: list[dict], *, timeout: float = 600.0) -> list[dict]:
                 "neuron_active._worker(sys.argv[2], sys.argv[3])")
         env = dict(os.environ, MPLBACKEND="Agg")
         proc = subprocess.run([sys.executable, "-c", code, str(HERE), str(spec), str(out)],
-                              capture_output=True, text=True, timeout=timeout, env=env)
+                              capture_output=True, text=True, timeout=timeout, env=env,
+                              check=False)
         if proc.returncode != 0 or not out.exists():
             raise RuntimeError(f"NEURON worker failed (exit {proc.returncode}):\n"
                                f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
@@ -343,7 +344,7 @@ def _worker(spec_path: str, out_path: str) -> None:
     for model in models:
         try:
             results.append(_run_neuron(h, model))
-        except Exception as exc:  # NEURON's refusals arrive as RuntimeError from hoc
+        except RuntimeError as exc:  # NEURON's refusals (hoc_execerror) arrive as these
             results.append({"error": f"{type(exc).__name__}: {exc}"})
         _clear(h)
     np.savez(out_path, **_pack(results))
@@ -616,20 +617,13 @@ def simulator_missing() -> str | None:
     """Why hinesbatch cannot run active models here, or None when it can."""
     try:
         import hinesbatch as hb
-    except Exception as exc:
+    except ImportError as exc:
         return f"hinesbatch is not importable ({type(exc).__name__}: {exc})"
     missing = [name for name in ("Cell", "Simulation") if not hasattr(hb, name)]
     if missing:
         return (f"hinesbatch has no {' and no '.join(missing)}: the active-membrane simulator "
                 "is not part of this build")
     return None
-
-
-def with_changes(model: dict, **changes) -> dict:
-    """A deep copy of ``model`` with top-level keys replaced."""
-    out = copy.deepcopy(model)
-    out.update(changes)
-    return out
 
 
 def max_abs_diff(a, b) -> float:

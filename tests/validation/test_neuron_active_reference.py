@@ -9,10 +9,9 @@ models. Values are compared with ``==``: they are NEURON's own doubles on this m
 """
 from __future__ import annotations
 
+import neuron_active as na
 import numpy as np
 import pytest
-
-import neuron_active as na
 
 pytestmark = [pytest.mark.validation, pytest.mark.neuron]
 
