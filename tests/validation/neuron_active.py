@@ -40,6 +40,7 @@ message and the arrays are empty.
 """
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -51,10 +52,10 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["REAL", "cylinder_model", "cylinder_swc", "distal_location", "format_location",
-           "hh_cell_model", "hinesbatch_simulation", "long_firing_model", "max_abs_diff",
-           "parse_location", "regions_model", "ring_model", "run_hinesbatch", "run_model",
-           "run_models", "simulator_missing", "two_cell_model"]
+__all__ = ["REAL", "cylinder_model", "cylinder_swc", "distal_location", "events_model",
+           "format_location", "hh_cell_model", "hinesbatch_simulation", "long_firing_model",
+           "max_abs_diff", "parse_location", "regions_model", "ring_model", "run_hinesbatch",
+           "run_model", "run_models", "simulator_missing", "two_cell_model"]
 
 HERE = Path(__file__).resolve().parent
 REAL = HERE.parent / "data" / "morphologies" / "real"
@@ -261,6 +262,61 @@ def cylinder_model(*, length: float = 20.0, diam: float = 20.0, usetable: int = 
     model["cells"][0].update(morphology={"cylinder": {"L": length, "diam": diam}}, nseg=1)
     model["records"].append({"key": "i@IClamp[0]", "variable": "i", "target": [0, 0]})
     return model
+
+
+#: Delays [ms] of the NetCons from the NetStim spike at 20 ms in :func:`events_model`.
+EVENT_DELAYS = (0.0, 0.0124, 0.0125, 0.0126, 0.025, 1.0)
+#: Delays [ms] of the NetCons from the soma's threshold in :func:`events_model`.
+THRESHOLD_DELAYS = (0.0, 0.0125, 1.0)
+
+
+def events_model(path, *, usetable: int = 1, tstop: float = 30.0) -> dict:
+    """Event delivery at its ties, on one hh compartment (``path``: a one-point soma SWC).
+
+    hh, nseg 1, Ra 35.4, IClamp 0.5 nA 1–30 ms, dt 0.025, ``tstop`` ms. At soma[0](0.5):
+
+    - ExpSyn k (τ 2 ms, e 0), k < 6, gets the NetStim spike at 20 ms (source 1) through a
+      NetCon of delay ``EVENT_DELAYS[k]``, weight 1e-4 µS;
+    - ExpSyn 6 gets a NetStim spike at 3.0125 ms (source 2) with delay 0;
+    - ExpSyn 7 + j gets the soma's own 10 mV threshold spikes (source 0) with delay
+      ``THRESHOLD_DELAYS[j]``;
+    - Exp2Syn 10 (0.5/5 ms) gets the spike at 20 ms twice with delay 1: weights 1e-4 and
+      3e-4 µS, two events at one time.
+
+    So eleven point processes share one node. Records v and every synapse's g (and the
+    Exp2Syn's A and B) every step.
+    """
+    syn = {"kind": "ExpSyn", "location": "soma[0](0.5)", "params": {"tau": 2.0, "e": 0.0}}
+    pps = [{"kind": "IClamp", "location": "soma[0](0.5)",
+            "params": {"delay": 1.0, "dur": 29.0, "amp": 0.5}}]
+    pps += [copy.deepcopy(syn) for _ in range(len(EVENT_DELAYS) + 1 + len(THRESHOLD_DELAYS))]
+    pps.append({"kind": "Exp2Syn", "location": "soma[0](0.5)",
+                "params": {"tau1": 0.5, "tau2": 5.0, "e": 0.0}})
+    connections = [{"source": 1, "target": [0, 1 + k], "weight": 1e-4, "delay": d}
+                   for k, d in enumerate(EVENT_DELAYS)]
+    connections.append({"source": 2, "target": [0, 1 + len(EVENT_DELAYS)], "weight": 1e-4,
+                        "delay": 0.0})
+    first = 2 + len(EVENT_DELAYS)
+    connections += [{"source": 0, "target": [0, first + j], "weight": 1e-4, "delay": d}
+                    for j, d in enumerate(THRESHOLD_DELAYS)]
+    last = len(pps) - 1
+    connections += [{"source": 1, "target": [0, last], "weight": w, "delay": 1.0}
+                    for w in (1e-4, 3e-4)]
+    records = [{"key": "v", "variable": "v", "cell": 0, "location": "soma[0](0.5)"}]
+    records += [{"key": f"g@ExpSyn[{k - 1}]", "variable": "g", "target": [0, k]}
+                for k in range(1, last)]
+    records += [{"key": f"{var}@Exp2Syn", "variable": var, "target": [0, last]}
+                for var in ("A", "B", "g")]
+    return {
+        "cells": [{"morphology": os.fspath(path), "nseg": 1, "ra": 35.4, "cm": 1.0,
+                   "mechanisms": [{"name": "hh", "region": "all", "params": {}}],
+                   "point_processes": pps}],
+        "sources": [{"cell": 0, "location": "soma[0](0.5)", "threshold": 10.0},
+                    {"net_stim": {"start": 20.0, "interval": 10.0, "number": 1}},
+                    {"net_stim": {"start": 3.0125, "interval": 10.0, "number": 1}}],
+        "connections": connections, "records": records,
+        "dt": 0.025, "tstop": tstop, "celsius": 6.3, "v_init": -65.0, "usetable": usetable,
+    }
 
 
 def cylinder_swc(directory, *, length: float = 20.0) -> Path:
@@ -564,6 +620,9 @@ def hinesbatch_simulation(model: dict, *, backend: str = "serial"):
 
     cells, pps = [], []
     for cell in model["cells"]:
+        if not isinstance(cell["morphology"], (str, os.PathLike)):
+            raise TypeError(f"hinesbatch reads morphologies from files, not "
+                            f"{cell['morphology']!r}: write an SWC (cylinder_swc)")
         kwargs = {"ra": cell.get("ra", 35.4), "cm": cell.get("cm", 1.0)}
         if cell.get("d_lambda") is not None:
             kwargs["d_lambda"] = cell["d_lambda"]

@@ -73,7 +73,8 @@ def sweep_model(name: str, usetable: int) -> dict:
     clamp = clamp_location(geo)
     return na.hh_cell_model(na.REAL / name, usetable=usetable, d_lambda=0.1, ra=100.0,
                             clamp=clamp, amp=1.0, delay=5.0, dur=50.0, tstop=100.0, dt=0.025,
-                            record=(clamp, na.distal_location(geo)))
+                            record=(clamp, na.distal_location(geo)),
+                            states=("m_hh", "h_hh", "n_hh", "ina"))
 
 
 @pytest.fixture(scope="module")
@@ -135,8 +136,9 @@ def test_hh_everywhere_matches_neuron(sweep, name, usetable):
     dt 0.025 ms, 100 ms, celsius 6.3, v_init -65, usetable_hh as given.
 
     Acceptance (module docstring): nseg per section equal; v at the clamp location and at
-    the segment farthest from it (path length) within 1e-9 mV at every step; the spike
-    times of a 10 mV threshold at the clamp location equal exactly.
+    the segment farthest from it (path length) within 1e-9 mV at every step (m, h, n and
+    ina there within 1e-9); the spike times of a 10 mV threshold at the clamp location
+    equal exactly.
     """
     nrn = sweep[(name, usetable)]
     model = sweep_model(name, usetable)
@@ -195,6 +197,21 @@ def test_ring_matches_neuron(simulator, usetable):
     model = na.ring_model(4, usetable=usetable)
     nrn = na.run_model(model)
     assert all(nrn["spikes"][str(i)].size >= 2 for i in range(4)), "the ring must circulate"
+    assert_same(model, nrn, na.run_hinesbatch(model))
+
+
+@pytest.mark.parametrize("usetable", USETABLE)
+def test_event_ties_match_neuron(simulator, tmp_path, usetable):
+    """Event delivery at its ties on one hh compartment (``neuron_active.events_model``):
+    NetStim spikes at 20 ms (delays 0, 0.0124, 0.0125, 0.0126, 0.025, 1 ms) and 3.0125 ms
+    (delay 0), the soma's threshold spikes (delays 0, 0.0125, 1 ms), two equal-time events
+    on one Exp2Syn, eleven point processes on one node, dt 0.025, 30 ms.
+
+    Acceptance (module docstring) for v, every synapse's g and the Exp2Syn's A and B: an
+    event acting one step early or late changes g by far more than the tolerance.
+    """
+    model = na.events_model(na.cylinder_swc(tmp_path), usetable=usetable)
+    nrn = na.run_model(model)
     assert_same(model, nrn, na.run_hinesbatch(model))
 
 

@@ -67,7 +67,7 @@ def netstim_model() -> dict:
 
 
 @pytest.fixture(scope="module")
-def reference():
+def reference(tmp_path_factory):
     """Every reference model, run in one NEURON process; results by name."""
     models = {
         "cylinder0": {**na.cylinder_model(usetable=0), "rates_at": [-65.0, -64.3]},
@@ -77,6 +77,7 @@ def reference():
         "c91662_0": na.hh_cell_model(na.REAL / "c91662.swc", usetable=0, ra=35.4),
         "c91662_1": na.hh_cell_model(na.REAL / "c91662.swc", usetable=1, ra=35.4),
         "ring": na.ring_model(4, usetable=1),
+        "events": na.events_model(na.cylinder_swc(tmp_path_factory.mktemp("cylinder"))),
         **{name: na.hh_cell_model(na.REAL / name) for name in REFUSED},
     }
     results = na.run_models(list(models.values()))
@@ -185,3 +186,37 @@ def test_neuron_refuses_zero_diameter_at_d_lambda(reference, name):
     """
     error = reference[name]["error"]
     assert error is not None and "lambda_f error: 0 diameter" in error, error
+
+
+def test_events_act_on_neurons_steps(reference):
+    """Event delivery at its ties (``neuron_active.events_model``: one hh compartment from a
+    one-point soma SWC, eleven point processes on its node, dt 0.025).
+
+    Acceptance, from the first nonzero sample of each synapse's g (an event acting on step n
+    first shows at sample n + 1; §6.3, §6.4):
+
+    - the NetStim spike at 20 ms with delays 0 and 0.0124 acts on step 800; 0.0125, 0.0126
+      and 0.025 on step 801; 1 on step 840;
+    - the NetStim spike at 3.0125 ms (recorded 3.0124999999999993) with delay 0 on step
+      120;
+    - a threshold spike first seen at sample k (ts = t_k + 1e-10) acts with delay 0 on step
+      k, with 0.0125 on k + 1, with 1 on k + 40;
+    - two events at 21 ms on the Exp2Syn: A and B on step 840, its g one step later.
+    """
+    res = reference["events"]
+    assert res["error"] is None, res["error"]
+
+    def first(key):
+        return int(np.flatnonzero(res["traces"][key])[0])
+
+    assert res["spikes"]["1"].tolist() == [20.0]
+    assert res["spikes"]["2"].tolist() == [3.0124999999999993]
+    steps = [800, 800, 801, 801, 801, 840]
+    assert [first(f"g@ExpSyn[{k}]") - 1 for k in range(6)] == steps
+    assert first("g@ExpSyn[6]") - 1 == 120
+    ts = res["spikes"]["0"][0]
+    k = int(np.flatnonzero(res["t"] + 1e-10 == ts)[0])
+    assert res["traces"]["v"][k] > 10.0 >= res["traces"]["v"][k - 1]
+    assert [first(f"g@ExpSyn[{7 + j}]") - 1 for j in range(3)] == [k, k + 1, k + 40]
+    assert (first("A@Exp2Syn") - 1, first("B@Exp2Syn") - 1, first("g@Exp2Syn") - 1) == (
+        840, 840, 841)
