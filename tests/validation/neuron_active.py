@@ -612,9 +612,9 @@ def _run_neuron(h, model: dict) -> dict:
 def hinesbatch_simulation(model: dict, *, backend: str = "serial"):
     """Build ``model`` with hinesbatch's public API (``hb.Cell``, ``hb.Simulation``).
 
-    Returns ``(sim, record_keys, spike_keys)``: ``record_keys[key]`` is the key
-    ``sim.record`` returned for the model's record ``key``; ``spike_keys[str(k)]`` the key of
-    source ``k``'s spikes.
+    Returns ``(sim, cells, record_keys, spike_keys)``: the ``hb.Cell`` objects by gid;
+    ``record_keys[key]`` is the key ``sim.record`` returned for the model's record ``key``;
+    ``spike_keys[str(k)]`` the key of source ``k``'s spikes.
     """
     import hinesbatch as hb
 
@@ -659,14 +659,17 @@ def hinesbatch_simulation(model: dict, *, backend: str = "serial"):
             record_keys[rec["key"]] = sim.record(rec["variable"], cell=rec.get("cell", 0),
                                                  location=rec["location"], every=every)
     spike_keys = {str(k): sim.record_spikes(src) for k, src in enumerate(sources)}
-    return sim, record_keys, spike_keys
+    return sim, cells, record_keys, spike_keys
 
 
 def run_hinesbatch(model: dict, *, backend: str = "serial") -> dict:
-    """Run ``model`` in hinesbatch; the result has the layout of :func:`run_models`'s."""
-    sim, record_keys, spike_keys = hinesbatch_simulation(model, backend=backend)
+    """Run ``model`` in hinesbatch; the result has the layout of :func:`run_models`'s
+    (``nseg`` from each cell's ``geometry``)."""
+    sim, cells, record_keys, spike_keys = hinesbatch_simulation(model, backend=backend)
     res = sim.run(model["tstop"])
-    return {"error": None, "t": np.asarray(res.t, dtype=float),
+    nseg = {gid: dict(zip(c.geometry.section_names, np.asarray(c.geometry.nseg).tolist()))
+            for gid, c in enumerate(cells)}
+    return {"error": None, "nseg": nseg, "t": np.asarray(res.t, dtype=float),
             "traces": {k: np.asarray(res[v], dtype=float) for k, v in record_keys.items()},
             "times": {k: np.asarray(res.time(v), dtype=float) for k, v in record_keys.items()},
             "spikes": {k: np.asarray(res.spikes[v], dtype=float) for k, v in spike_keys.items()}}
