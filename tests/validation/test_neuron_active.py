@@ -148,6 +148,22 @@ def test_hh_everywhere_matches_neuron(sweep, name, usetable):
     assert_same(model, nrn, na.run_hinesbatch(model))
 
 
+@pytest.mark.parametrize(("celsius", "v_init"), [(16.3, -70.0), (22.0, -55.0), (6.3, -40.0)])
+@pytest.mark.parametrize("usetable", USETABLE)
+def test_celsius_and_v_init_match_neuron(simulator, usetable, celsius, v_init):
+    """mp_ma_40984_gc2, hh everywhere, d_lambda 0.1, Ra 100, IClamp 1 nA 5–55 ms at
+    soma[0](0.5), dt 0.025, 100 ms, at other temperatures (q10 = 3 and 3^1.57; the hh table
+    built at that celsius) and resting points (-55 and -40 mV are where hh's vtrap takes
+    its series branch).
+
+    Acceptance (module docstring) for v, m_hh, h_hh, n_hh at the soma and the spikes.
+    """
+    model = na.hh_cell_model(na.REAL / "mp_ma_40984_gc2.CNG.swc", usetable=usetable,
+                             celsius=celsius, v_init=v_init, states=("m_hh", "h_hh", "n_hh"))
+    nrn = na.run_model(model)
+    assert_same(model, nrn, na.run_hinesbatch(model))
+
+
 @pytest.mark.parametrize("seclamp", [pytest.param(False, id="iclamps"),
                                      pytest.param(True, id="seclamp")])
 @pytest.mark.parametrize("usetable", USETABLE)
