@@ -24,6 +24,9 @@ from .tree import HinesStructure, MonoBatch, branches
 from .solvers.plan import Plan, plan, solve
 from .solvers.tridiagonal import TridiagonalPlan, plan_tridiagonal, solve_tridiagonal
 from .sim import simulate_passive
+from . import mechanisms
+from .model import Cell, PointProcess
+from .engine import Results, Simulation
 
 __all__ = [
     "__version__",
@@ -38,6 +41,8 @@ __all__ = [
     "plan_tridiagonal", "solve_tridiagonal", "TridiagonalPlan",
     # simulation
     "simulate_passive",
+    # simulator
+    "Cell", "PointProcess", "Simulation", "Results", "mechanisms",
 ]
 
 

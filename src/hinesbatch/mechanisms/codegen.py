@@ -1,0 +1,347 @@
+"""Compile mechanism descriptions into the Numba source of the engine's loops.
+
+The statement language of :mod:`.description` is parsed with :mod:`ast`, checked, and
+emitted with every operation parenthesised, so the generated code evaluates each expression
+in the order the description gives (no reassociation; Numba without ``fastmath`` does not
+contract to FMA). Names are resolved here:
+
+- a mechanism variable becomes ``_D_<mech>[k, _j]``: one float64 array per mechanism,
+  ``fields × instances`` (:attr:`Mechanism.fields` order), ``_j`` the instance;
+- ``v``, ``t``, ``dt``, ``celsius``, ``weight`` become ``_v``, ``_t``, ``_dt``, ``_celsius``,
+  ``_w``; any other name is a local ``_l_<name>``;
+- ``exp`` is NEURON's ``hoc_Exp`` (``_hoc_exp``); ``log``, ``pow``, ``fabs``, ``sqrt`` are
+  the C library's (``math``);
+- a FUNCTION becomes ``_F_<mech>_<name>(args..., _celsius)``; a PROCEDURE is inlined at
+  its call, except one with a TABLE, which becomes ``_P_<mech>_<name>`` (exact) and
+  ``_L_<mech>_<name>`` (NEURON's table lookup) returning its outputs.
+"""
+from __future__ import annotations
+
+import ast
+
+from .description import Mechanism
+
+__all__ = ["CodegenError", "MechanismCode", "hoc_exp_source"]
+
+_INTRINSICS = {"exp": "_hoc_exp", "log": "math.log", "pow": "math.pow", "fabs": "math.fabs",
+               "sqrt": "math.sqrt"}
+_SPECIAL = {"v": "_v", "t": "_t", "dt": "_dt", "celsius": "_celsius"}
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+_CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
+           ast.NotEq: "!="}
+
+
+class CodegenError(ValueError):
+    """A code block uses something outside the statement language (names the block)."""
+
+
+def hoc_exp_source() -> str:
+    """NEURON's ``hoc_Exp``: 0 below -700, exp(700) above 700, else the C library's exp."""
+    return (
+        "@njit(cache=True, error_model='numpy', inline='always')\n"
+        "def _hoc_exp(x):\n"
+        "    if x < -700.0:\n"
+        "        return 0.0\n"
+        "    if x > 700.0:\n"
+        "        return math.exp(700.0)\n"
+        "    return math.exp(x)\n")
+
+
+def _name(code_name: str) -> str:
+    """NEURON's name of an identifier (``del_`` -> ``del``)."""
+    return code_name[:-1] if code_name.endswith("_") and code_name[:-1] in _KEYWORDS else \
+        code_name
+
+
+_KEYWORDS = {"del", "in", "is", "if", "or", "and", "not", "for", "def", "class", "lambda",
+             "from", "global", "pass", "with", "yield", "return", "try", "while", "as"}
+
+
+class _Scope:
+    """How names resolve inside one block."""
+
+    def __init__(self, mech: Mechanism, *, fields: bool, args: dict | None = None,
+                 weight: bool = False, tables: bool = True):
+        self.mech = mech
+        self.fields = {n: k for k, n in enumerate(mech.field_names)} if fields else {}
+        self.args = dict(args or {})
+        self.weight = weight
+        self.tables = tables
+        self.locals: set = set()
+
+    def load(self, name: str) -> str:
+        name = _name(name)
+        if name in self.args:
+            return self.args[name]
+        if name == "weight" and self.weight:
+            return "_w"
+        if name in _SPECIAL:
+            return _SPECIAL[name]
+        if name in self.fields:
+            return f"_D_{self.mech.name}[{self.fields[name]}, _j]"
+        self.locals.add(name)
+        return f"_l_{name}"
+
+    def store(self, name: str) -> str:
+        name = _name(name)
+        if name in self.args:
+            return self.args[name]
+        if name in _SPECIAL or name == "weight":
+            raise CodegenError(f"mechanism {self.mech.name}: cannot assign {name!r}")
+        return self.load(name)
+
+
+class MechanismCode:
+    """Numba source pieces for one mechanism.
+
+    Parameters
+    ----------
+    mech : Mechanism
+    tables : bool
+        Use TABLE lookups (NEURON's ``usetable = 1``) where the description has a TABLE.
+    """
+
+    def __init__(self, mech: Mechanism, *, tables: bool = True):
+        self.mech = mech
+        self.tables = tables
+        self._functions = {f.name: f for f in mech.functions}
+        self._procedures = {p.name: p for p in mech.procedures}
+        self._counter = 0
+
+    # ---- module-level functions -------------------------------------------------------
+    @property
+    def table_procedures(self) -> list:
+        return [p for p in self.mech.procedures if p.table is not None]
+
+    def table_args(self) -> list[str]:
+        """Names of the kernel arguments holding this mechanism's tables."""
+        if not self.tables:
+            return []
+        return [f"_TB_{self.mech.name}_{p.name}" for p in self.table_procedures]
+
+    def module_functions(self) -> str:
+        """FUNCTIONs, TABLE procedures (exact, builder, lookup), INITIAL and NET_RECEIVE."""
+        m = self.mech.name
+        out = []
+        for f in self.mech.functions:
+            scope = _Scope(self.mech, fields=False,
+                           args={a: f"_a_{a}" for a in f.args})
+            body = self._block(f.body, scope, 1, f"FUNCTION {f.name}")
+            args = ", ".join(f"_a_{a}" for a in f.args)
+            out.append(f"@njit(cache=True, error_model='numpy')\n"
+                       f"def _F_{m}_{f.name}({args}, _celsius):\n{body}"
+                       f"    return _l_{f.name}\n")
+        for p in self.table_procedures:
+            out.append(self._table_functions(p))
+        out.append(self._initial_function())
+        if self.mech.net_receive:
+            scope = _Scope(self.mech, fields=True, weight=True)
+            body = self._block(self.mech.net_receive, scope, 1, "NET_RECEIVE")
+            out.append(f"@njit(cache=True, error_model='numpy')\n"
+                       f"def _net_receive_{m}(_D_{m}, _j, _w, _t, _dt, _celsius):\n{body}")
+        return "\n\n".join(out)
+
+    def _table_functions(self, p) -> str:
+        m, tb = self.mech.name, p.table
+        scope = _Scope(self.mech, fields=False, args={a: f"_a_{a}" for a in p.args})
+        body = self._block(p.body, scope, 1, f"PROCEDURE {p.name}")
+        outs = ", ".join(f"_l_{o}" for o in tb.outputs) + ","
+        args = ", ".join(f"_a_{a}" for a in p.args)
+        n, k = int(tb.n), len(tb.outputs)
+        tmin = float(tb.start)
+        dx = (float(tb.stop) - tmin) / float(n)
+        mfac = 1.0 / dx
+        rows = lambda i: ", ".join(f"_T[{o}, {i}]" for o in range(k)) + ","  # noqa: E731
+        interp = ", ".join(f"_T[{o}, _i] + _th*(_T[{o}, _i + 1] - _T[{o}, _i])"
+                           for o in range(k)) + ","
+        return (
+            f"@njit(cache=True, error_model='numpy')\n"
+            f"def _P_{m}_{p.name}({args}, _celsius):\n{body}    return ({outs})\n\n\n"
+            f"@njit(cache=True, error_model='numpy')\n"
+            f"def _build_{m}_{p.name}(_celsius):\n"
+            f"    _T = np.empty(({k}, {n + 1}))\n"
+            f"    _x = {tmin!r}\n"
+            f"    for _i in range({n + 1}):\n"
+            f"        _r = _P_{m}_{p.name}(_x, _celsius)\n"
+            + "".join(f"        _T[{o}, _i] = _r[{o}]\n" for o in range(k))
+            + f"        _x += {dx!r}\n"
+            f"    return _T\n\n\n"
+            f"@njit(cache=True, error_model='numpy')\n"
+            f"def _L_{m}_{p.name}(_lv, _T):\n"
+            f"    _xi = {mfac!r}*(_lv - ({tmin!r}))\n"
+            f"    if math.isnan(_xi):\n"
+            f"        return ({', '.join(['_xi'] * k)},)\n"
+            f"    if _xi <= 0.0:\n"
+            f"        return ({rows(0)})\n"
+            f"    if _xi >= {float(n)!r}:\n"
+            f"        return ({rows(n)})\n"
+            f"    _i = int(_xi)\n"
+            f"    _th = _xi - float(_i)\n"
+            f"    return ({interp})\n")
+
+    def _initial_function(self) -> str:
+        m = self.mech.name
+        scope = _Scope(self.mech, fields=True, tables=self.tables)
+        body = self._block(self.mech.initial or "pass", scope, 2, "INITIAL")
+        tabs = "".join(f", {a}" for a in self.table_args())
+        return (f"@njit(cache=True, error_model='numpy')\n"
+                f"def _initial_{m}(_D_{m}, _N_{m}, v, _t, _dt, _celsius{tabs}):\n"
+                f"    for _j in range(_N_{m}.size):\n"
+                f"        _v = v[_N_{m}[_j]]\n{body}")
+
+    # ---- loops inlined in the cell step -----------------------------------------------
+    def current_loop(self, indent: int) -> str:
+        """Add this mechanism's current and conductance to rhs and d for cell ``c``."""
+        m, mech = self.mech.name, self.mech
+        fields = {n: k for k, n in enumerate(mech.field_names)}
+        pad = "    " * indent
+        pad2 = pad + "    "
+
+        def evaluation(target: str) -> str:
+            scope = _Scope(mech, fields=True, tables=self.tables)
+            code = self._block(mech.breakpoint, scope, indent + 1, "BREAKPOINT")
+            code += f"{pad2}{target} = 0.0\n"
+            for name in mech.currents:
+                code += f"{pad2}{target} = {target} + _D_{m}[{fields[name]}, _j]\n"
+            return code
+
+        src = (f"{pad}for _j in range(_O_{m}[c], _O_{m}[c + 1]):\n"
+               f"{pad2}_n = _N_{m}[_j]\n"
+               f"{pad2}_v = v[_n] + 0.001\n"
+               + evaluation("_cg")
+               + f"{pad2}_v = v[_n]\n"
+               + evaluation("_cr")
+               + f"{pad2}_cg = (_cg - _cr)/0.001\n")
+        if mech.kind == "point":
+            src += (f"{pad2}_cg = _cg*_S_{m}[_j]\n"
+                    f"{pad2}_cr = _cr*_S_{m}[_j]\n")
+        if mech.electrode:
+            src += f"{pad2}rhs[_n] += _cr\n{pad2}d[_n] -= _cg\n"
+        else:
+            src += f"{pad2}rhs[_n] -= _cr\n{pad2}d[_n] += _cg\n"
+        return src
+
+    def has_state_loop(self) -> bool:
+        return bool(self.mech.state or self.mech.cnexp or self.mech.after_solve)
+
+    def state_loop(self, indent: int) -> str:
+        """Advance this mechanism's states with the new v for cell ``c``."""
+        m, mech = self.mech.name, self.mech
+        pad = "    " * indent
+        pad2 = pad + "    "
+        scope = _Scope(mech, fields=True, tables=self.tables)
+        src = (f"{pad}for _j in range(_O_{m}[c], _O_{m}[c + 1]):\n"
+               f"{pad2}_v = v[_N_{m}[_j]]\n")
+        if mech.state:
+            src += self._block(mech.state, scope, indent + 1, "state")
+        for eq in mech.cnexp:
+            y = scope.store(eq.state)
+            a = self._expr(_parse_expr(eq.a, mech, "cnexp"), scope)
+            b = self._expr(_parse_expr(eq.b, mech, "cnexp"), scope)
+            src += f"{pad2}{y} = {y} + (1.0 - _hoc_exp(_dt*{a}))*(-{b}/{a} - {y})\n"
+        if mech.after_solve:
+            src += self._block(mech.after_solve, scope, indent + 1, "after_solve")
+        return src
+
+    # ---- statements and expressions ---------------------------------------------------
+    def _block(self, text: str, scope: _Scope, indent: int, where: str) -> str:
+        try:
+            tree = ast.parse(text.strip() or "pass")
+        except SyntaxError as err:
+            raise CodegenError(f"mechanism {self.mech.name}, {where}: {err}") from None
+        return self._statements(tree.body, scope, indent, where)
+
+    def _statements(self, body, scope, indent, where) -> str:
+        pad = "    " * indent
+        out = []
+        for st in body:
+            if isinstance(st, ast.Assign):
+                if len(st.targets) != 1 or not isinstance(st.targets[0], ast.Name):
+                    self._bad(st, where, "assign to one name at a time")
+                value = self._expr(st.value, scope)
+                out.append(f"{pad}{scope.store(st.targets[0].id)} = {value}\n")
+            elif isinstance(st, ast.If):
+                out.append(f"{pad}if {self._expr(st.test, scope)}:\n")
+                out.append(self._statements(st.body, scope, indent + 1, where))
+                if st.orelse:
+                    out.append(f"{pad}else:\n")
+                    out.append(self._statements(st.orelse, scope, indent + 1, where))
+            elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+                out.append(self._procedure_call(st.value, scope, indent, where))
+            elif isinstance(st, ast.Pass):
+                out.append(f"{pad}pass\n")
+            else:
+                self._bad(st, where, "only assignments, if/else and procedure calls")
+        return "".join(out) or f"{pad}pass\n"
+
+    def _procedure_call(self, call, scope, indent, where) -> str:
+        pad = "    " * indent
+        if not isinstance(call.func, ast.Name) or call.func.id not in self._procedures:
+            self._bad(call, where, f"unknown procedure; procedures: "
+                      f"{', '.join(self._procedures) or '(none)'}")
+        p = self._procedures[call.func.id]
+        if len(call.args) != len(p.args) or call.keywords:
+            self._bad(call, where, f"{p.name} takes {len(p.args)} argument(s)")
+        args = [self._expr(a, scope) for a in call.args]
+        if p.table is not None:
+            m = self.mech.name
+            if self.tables:
+                head = f"_L_{m}_{p.name}({', '.join(args)}, _TB_{m}_{p.name})"
+            else:
+                head = f"_P_{m}_{p.name}({', '.join(args + ['_celsius'])})"
+            self._counter += 1
+            r = f"_r{self._counter}"
+            src = f"{pad}{r} = {head}\n"
+            for k, o in enumerate(p.table.outputs):
+                src += f"{pad}{scope.store(o)} = {r}[{k}]\n"
+            return src
+        self._counter += 1
+        inner = _Scope(self.mech, fields=bool(scope.fields), weight=scope.weight,
+                       tables=self.tables,
+                       args={a: f"_p{self._counter}_{a}" for a in p.args})
+        src = "".join(f"{pad}_p{self._counter}_{a} = {v}\n" for a, v in zip(p.args, args))
+        body = ast.parse(p.body.strip() or "pass").body
+        return src + self._statements(body, inner, indent, f"PROCEDURE {p.name}")
+
+    def _expr(self, node, scope) -> str:
+        e = lambda n: self._expr(n, scope)  # noqa: E731
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+                and not isinstance(node.value, bool):
+            return repr(float(node.value))
+        if isinstance(node, ast.Name):
+            return scope.load(node.id)
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return f"({e(node.left)} {_BINOPS[type(node.op)]} {e(node.right)})"
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return f"(-{e(node.operand)})"
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
+            return e(node.operand)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return f"(not {e(node.operand)})"
+        if isinstance(node, ast.BoolOp):
+            op = " and " if isinstance(node.op, ast.And) else " or "
+            return "(" + op.join(e(v) for v in node.values) + ")"
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 \
+                and type(node.ops[0]) in _CMPOPS:
+            return f"({e(node.left)} {_CMPOPS[type(node.ops[0])]} {e(node.comparators[0])})"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and not node.keywords:
+            f = node.func.id
+            args = [e(a) for a in node.args]
+            if f in _INTRINSICS:
+                return f"{_INTRINSICS[f]}({', '.join(args)})"
+            if f in self._functions:
+                return f"_F_{self.mech.name}_{f}({', '.join(args + ['_celsius'])})"
+        self._bad(node, "expression", "not in the statement language (arithmetic, "
+                  "comparisons, exp/log/pow/fabs/sqrt and the mechanism's functions)")
+
+    def _bad(self, node, where, why):
+        raise CodegenError(f"mechanism {self.mech.name}, {where}, line "
+                           f"{getattr(node, 'lineno', '?')}: {ast.dump(node)[:60]}: {why}")
+
+
+def _parse_expr(text: str, mech: Mechanism, where: str):
+    try:
+        return ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as err:
+        raise CodegenError(f"mechanism {mech.name}, {where}: {err}") from None
