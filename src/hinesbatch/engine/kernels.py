@@ -19,7 +19,9 @@ The module holds:
 Model arrays (one cell after another, NEURON's node order within each):
 ``v, d, rhs, a, b, parent, capd, node_off`` and per mechanism ``_D_<m>`` (fields ×
 instances), ``_N_<m>`` (node of each instance), ``_O_<m>`` (instances of cell c are
-``_O[c]:_O[c+1]``), ``_S_<m>`` (``1e2/area`` for point processes).
+``_O[c]:_O[c+1]``), ``_S_<m>`` (``1e2/area`` for point processes), ``_X_<m>``, ``_B_<m>`` (scratch of the
+cnexp passes: ``max(1, n_cnexp) × instances``), ``_R_<m>`` (scratch of the currents:
+``2 × instances``).
 """
 from __future__ import annotations
 
@@ -38,7 +40,8 @@ _FORMAT_VERSION = "1"
 
 
 def mechanism_arrays(name: str) -> tuple:
-    return (f"_D_{name}", f"_N_{name}", f"_O_{name}", f"_S_{name}")
+    return (f"_D_{name}", f"_N_{name}", f"_O_{name}", f"_S_{name}", f"_X_{name}",
+            f"_B_{name}", f"_R_{name}")
 
 
 def cache_dir() -> Path:

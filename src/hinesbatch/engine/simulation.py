@@ -208,7 +208,7 @@ class Simulation:
         out = [arrays[n] for n in COMMON_ARRAYS]
         for m in lay.mechs:
             out += [self._data[m.name], lay.nodes[m.name], lay.offsets[m.name],
-                    lay.scale[m.name]]
+                    lay.scale[m.name], *lay.scratch[m.name]]
         return out + tables
 
     def _resolve_recordings(self, lay):

@@ -38,7 +38,7 @@ class CodegenError(ValueError):
 def hoc_exp_source() -> str:
     """NEURON's ``hoc_Exp``: 0 below -700, exp(700) above 700, else the C library's exp."""
     return (
-        "@njit(cache=True, error_model='numpy', inline='always')\n"
+        "@njit(cache=True, error_model='numpy')\n"
         "def _hoc_exp(x):\n"
         "    if x < -700.0:\n"
         "        return 0.0\n"
@@ -68,6 +68,9 @@ class _Scope:
         self.weight = weight
         self.tables = tables
         self.locals: set = set()
+        self.cache = False          # fields live in locals _c_<name> (see MechanismCode.wrap)
+        self.used: dict = {}        # field -> index, in order of first use
+        self.written: dict = {}
 
     def load(self, name: str) -> str:
         name = _name(name)
@@ -78,6 +81,9 @@ class _Scope:
         if name in _SPECIAL:
             return _SPECIAL[name]
         if name in self.fields:
+            if self.cache:
+                self.used.setdefault(name, self.fields[name])
+                return f"_c_{name}"
             return f"_D_{self.mech.name}[{self.fields[name]}, _j]"
         self.locals.add(name)
         return f"_l_{name}"
@@ -88,7 +94,22 @@ class _Scope:
             return self.args[name]
         if name in _SPECIAL or name == "weight":
             raise CodegenError(f"mechanism {self.mech.name}: cannot assign {name!r}")
+        if name in self.fields:
+            self.written.setdefault(name, self.fields[name])
         return self.load(name)
+
+    def loads(self, pad: str) -> str:
+        """Copy every field the block uses into its local (from the per-cell views)."""
+        return "".join(f"{pad}_c_{n} = _fv_{n}[_j]\n" for n in self.used)
+
+    def stores(self, pad: str) -> str:
+        """Copy every field the block wrote back from its local."""
+        return "".join(f"{pad}_fv_{n}[_j] = _c_{n}\n" for n in self.written)
+
+    def views(self, pad: str) -> str:
+        """1-D views of the used fields over the cell's instances ``_o0:_o1``."""
+        return "".join(f"{pad}_fv_{n} = _D_{self.mech.name}[{k}, _o0:_o1]\n"
+                       for n, k in self.used.items())
 
 
 class MechanismCode:
@@ -190,35 +211,51 @@ class MechanismCode:
                 f"        _v = v[_N_{m}[_j]]\n{body}")
 
     # ---- loops inlined in the cell step -----------------------------------------------
+    # Each loop runs over the instances of cell ``c`` through 1-D views of the fields
+    # (``_fv_<name>``) indexed from 0, the form LLVM vectorizes; values are copied to
+    # locals (``_c_<name>``) and written back once.
+    def _head(self, pad: str) -> str:
+        m = self.mech.name
+        return (f"{pad}_o0 = _O_{m}[c]\n{pad}_o1 = _O_{m}[c + 1]\n"
+                f"{pad}_nv = _N_{m}[_o0:_o1]\n")
+
     def current_loop(self, indent: int) -> str:
-        """Add this mechanism's current and conductance to rhs and d for cell ``c``."""
+        """Add this mechanism's current and conductance to rhs and d for cell ``c``:
+        one loop computes them (at v + 0.001 and v) into scratch, a second adds them in
+        instance order."""
         m, mech = self.mech.name, self.mech
-        fields = {n: k for k, n in enumerate(mech.field_names)}
         pad = "    " * indent
         pad2 = pad + "    "
+        scope = _Scope(mech, fields=True, tables=self.tables)
+        scope.cache = True
 
         def evaluation(target: str) -> str:
-            scope = _Scope(mech, fields=True, tables=self.tables)
             code = self._block(mech.breakpoint, scope, indent + 1, "BREAKPOINT")
             code += f"{pad2}{target} = 0.0\n"
             for name in mech.currents:
-                code += f"{pad2}{target} = {target} + _D_{m}[{fields[name]}, _j]\n"
+                code += f"{pad2}{target} = {target} + {scope.load(name)}\n"
             return code
 
-        src = (f"{pad}for _j in range(_O_{m}[c], _O_{m}[c + 1]):\n"
-               f"{pad2}_n = _N_{m}[_j]\n"
-               f"{pad2}_v = v[_n] + 0.001\n"
-               + evaluation("_cg")
-               + f"{pad2}_v = v[_n]\n"
-               + evaluation("_cr")
-               + f"{pad2}_cg = (_cg - _cr)/0.001\n")
+        body = (f"{pad2}_v = v[_nv[_j]] + 0.001\n"
+                + evaluation("_cg")
+                + f"{pad2}_v = v[_nv[_j]]\n"
+                + evaluation("_cr"))
+        body = scope.loads(pad2) + body + scope.stores(pad2)
+        body += f"{pad2}_cg = (_cg - _cr)/0.001\n"
         if mech.kind == "point":
-            src += (f"{pad2}_cg = _cg*_S_{m}[_j]\n"
-                    f"{pad2}_cr = _cr*_S_{m}[_j]\n")
+            body += (f"{pad2}_cg = _cg*_sv[_j]\n"
+                     f"{pad2}_cr = _cr*_sv[_j]\n")
+        body += f"{pad2}_rr[_j] = _cr\n{pad2}_rg[_j] = _cg\n"
+        src = (self._head(pad) + scope.views(pad)
+               + f"{pad}_sv = _S_{m}[_o0:_o1]\n"
+               + f"{pad}_rr = _R_{m}[0, _o0:_o1]\n{pad}_rg = _R_{m}[1, _o0:_o1]\n"
+               + f"{pad}for _j in range(_o1 - _o0):\n" + body
+               + f"{pad}for _j in range(_o1 - _o0):\n"
+               + f"{pad2}_n = _nv[_j]\n")
         if mech.electrode:
-            src += f"{pad2}rhs[_n] += _cr\n{pad2}d[_n] -= _cg\n"
+            src += f"{pad2}rhs[_n] += _rr[_j]\n{pad2}d[_n] -= _rg[_j]\n"
         else:
-            src += f"{pad2}rhs[_n] -= _cr\n{pad2}d[_n] += _cg\n"
+            src += f"{pad2}rhs[_n] -= _rr[_j]\n{pad2}d[_n] += _rg[_j]\n"
         return src
 
     def has_state_loop(self) -> bool:
@@ -229,18 +266,46 @@ class MechanismCode:
         m, mech = self.mech.name, self.mech
         pad = "    " * indent
         pad2 = pad + "    "
-        scope = _Scope(mech, fields=True, tables=self.tables)
-        src = (f"{pad}for _j in range(_O_{m}[c], _O_{m}[c + 1]):\n"
-               f"{pad2}_v = v[_N_{m}[_j]]\n")
+
+        def loop(text: str, where: str) -> str:
+            scope = _Scope(mech, fields=True, tables=self.tables)
+            scope.cache = True
+            body = self._block(text, scope, indent + 1, where)
+            return (scope.views(pad) + f"{pad}for _j in range(_o1 - _o0):\n"
+                    f"{pad2}_v = v[_nv[_j]]\n"
+                    + scope.loads(pad2) + body + scope.stores(pad2))
+
+        src = self._head(pad)
         if mech.state:
-            src += self._block(mech.state, scope, indent + 1, "state")
-        for eq in mech.cnexp:
-            y = scope.store(eq.state)
-            a = self._expr(_parse_expr(eq.a, mech, "cnexp"), scope)
-            b = self._expr(_parse_expr(eq.b, mech, "cnexp"), scope)
-            src += f"{pad2}{y} = {y} + (1.0 - _hoc_exp(_dt*{a}))*(-{b}/{a} - {y})\n"
+            src += loop(mech.state, "state")
+        if mech.cnexp:
+            # y' = b + a·y by cnexp, y += (1 - exp(dt·a))·(-(b)/(a) - y), in passes: the
+            # divisions (vectorized), the exps (the C library's, one at a time), and the
+            # update (vectorized). The same operations as one expression: the same bits.
+            scope = _Scope(mech, fields=True, tables=self.tables)
+            scope.cache = True
+            body = ""
+            for g, eq in enumerate(mech.cnexp):
+                a = self._expr(_parse_expr(eq.a, mech, "cnexp"), scope)
+                b = self._expr(_parse_expr(eq.b, mech, "cnexp"), scope)
+                body += (f"{pad2}_k{g} = {a}\n"
+                         f"{pad2}_xv{g}[_j] = _dt*_k{g}\n"
+                         f"{pad2}_bv{g}[_j] = -{b}/_k{g}\n")
+            n_eq = len(mech.cnexp)
+            src += "".join(f"{pad}_xv{g} = _X_{m}[{g}, _o0:_o1]\n"
+                           f"{pad}_bv{g} = _B_{m}[{g}, _o0:_o1]\n" for g in range(n_eq))
+            src += (scope.views(pad) + f"{pad}for _j in range(_o1 - _o0):\n"
+                    f"{pad2}_v = v[_nv[_j]]\n" + scope.loads(pad2) + body)
+            src += (f"{pad}for _j in range(_o1 - _o0):\n"
+                    + "".join(f"{pad2}_xv{g}[_j] = _hoc_exp(_xv{g}[_j])\n"
+                              for g in range(n_eq)))
+            for g, eq in enumerate(mech.cnexp):
+                k = mech.field_names.index(_name(eq.state))
+                src += (f"{pad}_yv = _D_{m}[{k}, _o0:_o1]\n"
+                        f"{pad}for _j in range(_o1 - _o0):\n"
+                        f"{pad2}_yv[_j] = _yv[_j] + (1.0 - _xv{g}[_j])*(_bv{g}[_j] - _yv[_j])\n")
         if mech.after_solve:
-            src += self._block(mech.after_solve, scope, indent + 1, "after_solve")
+            src += loop(mech.after_solve, "after_solve")
         return src
 
     # ---- statements and expressions ---------------------------------------------------
@@ -285,11 +350,10 @@ class MechanismCode:
         args = [self._expr(a, scope) for a in call.args]
         if p.table is not None:
             m = self.mech.name
-            if self.tables:
-                head = f"_L_{m}_{p.name}({', '.join(args)}, _TB_{m}_{p.name})"
-            else:
-                head = f"_P_{m}_{p.name}({', '.join(args + ['_celsius'])})"
             self._counter += 1
+            if self.tables:
+                return self._inline_lookup(p, args[0], scope, pad, f"_TB_{m}_{p.name}")
+            head = f"_P_{m}_{p.name}({', '.join(args + ['_celsius'])})"
             r = f"_r{self._counter}"
             src = f"{pad}{r} = {head}\n"
             for k, o in enumerate(p.table.outputs):
@@ -302,6 +366,25 @@ class MechanismCode:
         src = "".join(f"{pad}_p{self._counter}_{a} = {v}\n" for a, v in zip(p.args, args))
         body = ast.parse(p.body.strip() or "pass").body
         return src + self._statements(body, inner, indent, f"PROCEDURE {p.name}")
+
+    def _inline_lookup(self, p, arg: str, scope, pad: str, table: str) -> str:
+        """NEURON's table lookup (nocmodl's ``_n_<proc>``), inlined at the call."""
+        tb = p.table
+        n, tmin = int(tb.n), float(tb.start)
+        mfac = 1.0 / ((float(tb.stop) - tmin) / float(n))
+        xi, i, th = (f"_{s}{self._counter}" for s in ("xi", "i", "th"))
+        outs = [scope.store(o) for o in tb.outputs]
+        src = f"{pad}{xi} = {mfac!r}*({arg} - ({tmin!r}))\n"
+        src += f"{pad}if math.isnan({xi}):\n"
+        src += "".join(f"{pad}    {o} = {xi}\n" for o in outs)
+        src += f"{pad}elif {xi} <= 0.0:\n"
+        src += "".join(f"{pad}    {o} = {table}[{k}, 0]\n" for k, o in enumerate(outs))
+        src += f"{pad}elif {xi} >= {float(n)!r}:\n"
+        src += "".join(f"{pad}    {o} = {table}[{k}, {n}]\n" for k, o in enumerate(outs))
+        src += f"{pad}else:\n{pad}    {i} = int({xi})\n{pad}    {th} = {xi} - float({i})\n"
+        src += "".join(f"{pad}    {o} = {table}[{k}, {i}] + {th}*({table}[{k}, {i} + 1] - "
+                       f"{table}[{k}, {i}])\n" for k, o in enumerate(outs))
+        return src
 
     def _expr(self, node, scope) -> str:
         e = lambda n: self._expr(n, scope)  # noqa: E731
