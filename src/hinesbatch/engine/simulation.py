@@ -330,7 +330,8 @@ class Simulation:
     def _non_finite(self, lay, gid: int, t: float):
         cl = lay.cells[gid]
         v = self._v[cl.start:cl.stop]
-        k = int(np.flatnonzero(~np.isfinite(v))[0])
+        bad = np.flatnonzero(~np.isfinite(v))
+        k = int(bad[0]) if bad.size else int(np.argmax(np.abs(v)))
         where = cl.location_of(cl.start + k)
         raise NonFiniteStateError(
             f"the membrane potential became {v[k]} in cell {gid} at {where} at t = {t:g} ms",

@@ -363,6 +363,7 @@ class MechanismCode:
         inner = _Scope(self.mech, fields=bool(scope.fields), weight=scope.weight,
                        tables=self.tables,
                        args={a: f"_p{self._counter}_{a}" for a in p.args})
+        inner.cache, inner.used, inner.written = scope.cache, scope.used, scope.written
         src = "".join(f"{pad}_p{self._counter}_{a} = {v}\n" for a, v in zip(p.args, args))
         body = ast.parse(p.body.strip() or "pass").body
         return src + self._statements(body, inner, indent, f"PROCEDURE {p.name}")
