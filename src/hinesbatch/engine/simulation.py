@@ -159,16 +159,21 @@ class Simulation:
     # ---- recordings -------------------------------------------------------------------
     def record(self, variable: str = "v", *, cell=0, location="soma[0](0.5)",
                target: PointProcess | None = None, every: int = 1) -> str:
-        """Record ``variable`` every ``every`` steps (t = 0 included); returns its key."""
+        """Record ``variable`` every ``every`` steps (t = 0 included); returns its key.
+
+        Keys are ``"v@0:soma[0](0.5)"`` (cell gid and location) or ``"i@0:IClamp[0]"``
+        (with ``target``), followed by ``"|every=k"`` when ``every > 1``.
+        """
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ValueError(f"every must be a positive integer, got {every!r}")
+        suffix = "" if every == 1 else f"|every={every}"
         if target is not None:
             mech = _mechanisms.get(target.kind)
             if variable not in mech.field_names:
                 raise ValueError(f"{target.kind} has no variable {variable!r}; variables: "
                                  f"{', '.join(mech.field_names)}")
             gid = self._gid(target.cell)
-            key = f"{variable}@{gid}:{target.name}"
+            key = f"{variable}@{gid}:{target.name}{suffix}"
             self._recordings[key] = ("pp", target, variable, every, mech.unit(variable))
             return key
         gid = self._gid(cell)
@@ -176,7 +181,7 @@ class Simulation:
         sec, x = c.check_location(location)
         mech, field = _range_variable(variable)
         unit = "mV" if mech is None else _mechanisms.get(mech).unit(field)
-        key = f"{variable}@{gid}:{format_location(sec, x)}"
+        key = f"{variable}@{gid}:{format_location(sec, x)}{suffix}"
         self._recordings[key] = ("range", (gid, sec, x), (mech, field), every, unit)
         return key
 
