@@ -13,6 +13,11 @@ The module holds:
   its threshold (status 1, ``info`` sources in ``fired``) or an event is due
   (``t_event <= t + dt/2``, status 2), and *after* a step that left a non-finite voltage
   (status 3, ``info`` the cell).
+- ``advance_epoch(n_steps, ...)``: exactly ``n_steps`` steps of every cell independently
+  (``prange`` over cells for multicore), for a stretch in which no event can act: threshold
+  crossings are kept per source in ``spike_t``/``spike_n`` instead of stopping; a cell
+  that becomes non-finite stops and sets ``bad_step[c]``. Sources and recordings are
+  grouped by cell (``src_off``, ``rec_off``).
 - ``assemble_all`` (finitialize's assembly), ``_initial_<m>``, ``_net_receive_<m>``,
   ``_build_<m>_<proc>`` (TABLEs).
 
@@ -164,6 +169,36 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool) -> str:
         f"            if bad[c]:\n"
         f"                return k, step, t, 3, c\n"
         f"    return k, step, t, 0, 0\n")
+    parts.append(
+        f"\n\n@njit(cache=True, error_model='numpy'{', parallel=True' if parallel else ''})\n"
+        f"def advance_epoch(n_steps, step0, t0, _dt, _celsius, n_cells, src_node, src_thr,\n"
+        f"                  src_flag, src_off, spike_t, spike_n, rec_m, rec_f, rec_i,\n"
+        f"                  rec_every, rec_off, rec_buf, bad_step, {model}):\n"
+        f"    for c in {loop}(n_cells):\n"
+        f"        t = t0\n"
+        f"        step = step0\n"
+        f"        for k in range(n_steps):\n"
+        f"            for s in range(src_off[c], src_off[c + 1]):\n"
+        f"                if v[src_node[s]] - src_thr[s] > 0.0:\n"
+        f"                    if src_flag[s] == 0:\n"
+        f"                        src_flag[s] = 1\n"
+        f"                        spike_t[s, spike_n[s]] = t + 1e-10\n"
+        f"                        spike_n[s] += 1\n"
+        f"                else:\n"
+        f"                    src_flag[s] = 0\n"
+        f"            tm = t + 0.5*_dt\n"
+        f"            tn = tm + 0.5*_dt\n"
+        f"            bad = _cell_step(c, tm, tn, _dt, _celsius, {model})\n"
+        f"            t = tn\n"
+        f"            step += 1\n"
+        f"            for r in range(rec_off[c], rec_off[c + 1]):\n"
+        f"                e = rec_every[r]\n"
+        f"                if step % e == 0:\n"
+        f"                    rec_buf[r, step // e] = _value(rec_m[r], rec_f[r], rec_i[r], v"
+        f"{', ' if dargs else ''}{dargs})\n"
+        f"            if bad:\n"
+        f"                bad_step[c] = step\n"
+        f"                break\n")
     return "".join(parts)
 
 

@@ -223,14 +223,14 @@ class Simulation:
             if what == "pp":
                 m, j = lay.pp_index[id(where)]
                 rows.append((key, mech_pos[m], _mechanisms.get(m).field_names.index(var), j,
-                             every, unit))
+                             every, unit, self._gid(where.cell)))
                 continue
             gid, sec, x = where
             cl = lay.cells[gid]
             node = cl.global_node(cl.geometry.node(sec, x))
             mech, field = var
             if mech is None:
-                rows.append((key, -1, 0, node, every, unit))
+                rows.append((key, -1, 0, node, every, unit, gid))
                 continue
             j = lay.instance_at(mech, node)
             if j < 0:
@@ -238,7 +238,7 @@ class Simulation:
                                  f"{format_location(sec, x)} of cell {gid}: {mech} is not "
                                  "inserted there")
             rows.append((key, mech_pos[mech], _mechanisms.get(mech).field_names.index(field),
-                         j, every, unit))
+                         j, every, unit, gid))
         return rows
 
     def run(self, tstop: float, *, progress: bool = False) -> Results:
@@ -258,6 +258,7 @@ class Simulation:
             t = (t + 0.5 * dt) + 0.5 * dt
             times.append(t)
         tgrid = np.array(times)
+        self._tgrid = tgrid
         n_steps = tgrid.size - 1
         # finitialize
         n = lay.n_nodes
@@ -275,12 +276,13 @@ class Simulation:
             getattr(km.module, f"_initial_{m.name}")(self._data[m.name], lay.nodes[m.name],
                                                      self._v, 0.0, dt, celsius,
                                                      *mech_tables[m.name])
-        sources = [s for s in self.sources]
+        sources = sorted(self.sources, key=lambda s: s.gid)     # grouped by cell
         src_node = np.array([lay.cells[s.gid].global_node(s.node) for s in sources],
                             dtype=np.int64)
         src_thr = np.array([s.threshold for s in sources], dtype=np.float64)
         src_flag = np.zeros(len(sources), dtype=np.int64)
-        fired = np.zeros(max(len(sources), 1), dtype=np.int64)
+        src_off = np.searchsorted(np.array([s.gid for s in sources], dtype=np.int64),
+                                  np.arange(len(lay.cells) + 1)).astype(np.int64)
         self._spikes = {id(s): [] for s in sources + self._stimulators}
         self._queue = EventQueue()
         self._states = [StimulatorState(s) for s in self._stimulators]
@@ -289,31 +291,76 @@ class Simulation:
         self._deliver(0.0)
         model = self._model_args(lay, tables)
         km.assemble_all(len(lay.cells), 0.0, dt, celsius, *model)
-        rows = self._resolve_recordings(lay)
+        rows = sorted(self._resolve_recordings(lay), key=lambda r: r[6])
         rec_m = np.array([r[1] for r in rows], dtype=np.int64)
         rec_f = np.array([r[2] for r in rows], dtype=np.int64)
         rec_i = np.array([r[3] for r in rows], dtype=np.int64)
         rec_every = np.array([r[4] for r in rows], dtype=np.int64)
+        rec_off = np.searchsorted(np.array([r[6] for r in rows], dtype=np.int64),
+                                  np.arange(len(lay.cells) + 1)).astype(np.int64)
         rec_buf = np.full((len(rows), n_steps + 1), np.nan)
         for r, row in enumerate(rows):
             rec_buf[r, 0] = km._value(rec_m[r], rec_f[r], rec_i[r], self._v,
                                       *[self._data[m.name] for m in lay.mechs])
-        bad = np.zeros(len(lay.cells), dtype=np.bool_)
-        step, t = 0, 0.0
+        rec = (rec_m, rec_f, rec_i, rec_every)
+        src = (src_node, src_thr, src_flag)
+        # threshold -> synapse delays bound how far cells may run on their own
+        delays = [nc.delay for s in sources for nc in s.netcons]
+        min_delay = min(delays) if delays else math.inf
+        step = 0
         while step < n_steps:
-            _, step, t, status, info = km.advance(
-                n_steps - step, step, t, self._queue.next_time(), dt, celsius,
-                len(lay.cells), src_node, src_thr, src_flag, fired, rec_m, rec_f, rec_i,
-                rec_every, rec_buf, bad, *model)
-            if status == 1:
-                for s in fired[:info]:
-                    self._fire(sources[s], t + SPIKE_OFFSET)
-            elif status == 2:
+            t = tgrid[step]
+            n = self._free_steps(tgrid, step, n_steps, min_delay)
+            if n > 0:
+                step = self._epoch(km, lay, step, n, sources, src, src_off, rec, rec_off,
+                                   rec_buf, model)
+            elif self._queue.next_time() <= t + 0.5 * dt:
                 self._deliver(t + 0.5 * dt)
-            elif status == 3:
-                self._non_finite(lay, int(info), t)
-        self._deliver(t)
+            else:   # a delay below dt/2: stop at every threshold crossing
+                fired = np.zeros(max(len(sources), 1), dtype=np.int64)
+                bad = np.zeros(len(lay.cells), dtype=np.bool_)
+                _, step, t, status, info = km.advance(
+                    n_steps - step, step, t, self._queue.next_time(), dt, celsius,
+                    len(lay.cells), *src, fired, *rec, rec_buf, bad, *model)
+                if status == 1:
+                    for k in fired[:info]:
+                        self._fire(sources[k], t + SPIKE_OFFSET)
+                elif status == 3:
+                    self._non_finite(lay, int(info), t)
+        self._deliver(tgrid[n_steps])
         return self._results(rows, rec_buf, tgrid, n_steps)
+
+    #: Longest stretch run by one call of the epoch kernel [steps].
+    MAX_EPOCH = 8192
+
+    def _free_steps(self, tgrid, step: int, n_steps: int, min_delay: float) -> int:
+        """Steps from ``step`` in which no queued event acts and no spike of the stretch
+        can act (NEURON's rule: an event acts on the first step with te <= t_n + dt/2)."""
+        half = 0.5 * self.dt
+        stop = min(n_steps, step + self.MAX_EPOCH)
+        te = self._queue.next_time()
+        # every spike of the stretch has te >= t_step + 1e-10 + min_delay
+        te = min(te, (tgrid[step] + SPIKE_OFFSET) + min_delay)
+        lim = np.searchsorted(tgrid[step:stop] + half, te, side="left")
+        return int(lim)
+
+    def _epoch(self, km, lay, step, n, sources, src, src_off, rec, rec_off, rec_buf,
+               model) -> int:
+        cap = n // 2 + 2
+        spike_t = np.empty((max(len(sources), 1), cap))
+        spike_n = np.zeros(max(len(sources), 1), dtype=np.int64)
+        bad_step = np.zeros(len(lay.cells), dtype=np.int64)
+        km.advance_epoch(n, step, self._tgrid[step], self.dt, self.celsius, len(lay.cells),
+                         *src, src_off, spike_t, spike_n, *rec, rec_off, rec_buf, bad_step,
+                         *model)
+        if bad_step.any():
+            gid = int(np.argmin(np.where(bad_step > 0, bad_step, np.iinfo(np.int64).max)))
+            self._non_finite(lay, gid, self._tgrid[bad_step[gid]])
+        spikes = sorted((spike_t[k, i], k) for k in range(len(sources))
+                        for i in range(spike_n[k]))
+        for ts, k in spikes:
+            self._fire(sources[k], ts)
+        return step + n
 
     def _fire(self, source: SpikeSource, ts: float) -> None:
         self._spikes[id(source)].append(ts)
@@ -344,7 +391,7 @@ class Simulation:
 
     def _results(self, rows, rec_buf, tgrid, n_steps) -> Results:
         traces, times, units = {}, {}, {}
-        for r, (key, _, _, _, every, unit) in enumerate(rows):
+        for r, (key, _, _, _, every, unit, _) in enumerate(rows):
             k = n_steps // every + 1
             traces[key] = rec_buf[r, :k].copy()
             times[key] = tgrid[::every][:k].copy()
