@@ -79,49 +79,59 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool) -> str:
              hoc_exp_source()]
     for c in codes:
         parts.append("\n\n" + c.module_functions())
-    # assembly of one cell
-    asm = [f"\n\n@njit(cache=True, error_model='numpy')\n"
-           f"def _assemble(c, _t, _dt, _celsius, {model}):\n"
-           f"    n0 = node_off[c]\n    n1 = node_off[c + 1]\n"
-           f"    for i in range(n0, n1):\n        rhs[i] = 0.0\n        d[i] = 0.0\n"]
-    for c in codes:
-        if c.mech.kind in ("density", "point") and c.mech.currents:
-            asm.append(c.current_loop(1))
-    asm.append("    for i in range(n0, n1):\n        d[i] += capd[i]\n"
-               "    for i in range(n0 + 1, n1):\n"
-               "        p = parent[i]\n"
-               "        dv = v[p] - v[i]\n"
-               "        rhs[i] -= b[i]*dv\n"
-               "        rhs[p] += a[i]*dv\n"
-               "        d[i] -= b[i]\n"
-               "        d[p] -= a[i]\n")
-    parts.append("".join(asm))
-    # one step of one cell
-    step = [f"\n\n@njit(cache=True, error_model='numpy')\n"
-            f"def _cell_step(c, _t, _tn, _dt, _celsius, {model}):\n"
-            f"    _assemble(c, _t, _dt, _celsius, {model})\n"
-            f"    n0 = node_off[c]\n    n1 = node_off[c + 1]\n"
-            f"    for i in range(n1 - 1, n0, -1):\n"
-            f"        p = parent[i]\n"
-            f"        pp = a[i]/d[i]\n"
-            f"        d[p] -= pp*b[i]\n"
-            f"        rhs[p] -= pp*rhs[i]\n"
-            f"    rhs[n0] /= d[n0]\n"
-            f"    for i in range(n0 + 1, n1):\n"
-            f"        rhs[i] -= b[i]*rhs[parent[i]]\n"
-            f"        rhs[i] /= d[i]\n"
-            f"    s = 0.0\n"
-            f"    for i in range(n0, n1):\n"
-            f"        v[i] += rhs[i]\n"
-            f"        s += v[i]\n"
-            f"    _t = _tn\n"]
-    for c in codes:
-        if c.has_state_loop():
-            step.append(c.state_loop(1))
-    step.append("    return not math.isfinite(s)\n")
-    parts.append("".join(step))
-    # recorded value
     dargs = ", ".join(f"_D_{c.mech.name}" for c in codes)
+
+    def prelude(indent):
+        pad = "    " * indent
+        return (f"{pad}n0 = node_off[c]\n{pad}n1 = node_off[c + 1]\n"
+                + "".join(c.prelude(indent) for c in codes))
+
+    def assembly(indent):
+        pad = "    " * indent
+        src = (f"{pad}for i in range(n0, n1):\n{pad}    rhs[i] = 0.0\n{pad}    d[i] = 0.0\n")
+        for c in codes:
+            if c.mech.kind in ("density", "point") and c.mech.currents:
+                src += c.current_loop(indent)
+        src += (f"{pad}for i in range(n0, n1):\n{pad}    d[i] += capd[i]\n"
+                f"{pad}for i in range(n0 + 1, n1):\n"
+                f"{pad}    p = parent[i]\n"
+                f"{pad}    dv = v[p] - v[i]\n"
+                f"{pad}    rhs[i] -= b[i]*dv\n"
+                f"{pad}    rhs[p] += a[i]*dv\n"
+                f"{pad}    d[i] -= b[i]\n"
+                f"{pad}    d[p] -= a[i]\n")
+        return src
+
+    def step(indent):
+        """Assemble at _t, solve, update v (sum in s), advance states at _tn."""
+        pad = "    " * indent
+        src = assembly(indent)
+        src += (f"{pad}for i in range(n1 - 1, n0, -1):\n"
+                f"{pad}    p = parent[i]\n"
+                f"{pad}    pp = a[i]/d[i]\n"
+                f"{pad}    d[p] -= pp*b[i]\n"
+                f"{pad}    rhs[p] -= pp*rhs[i]\n"
+                f"{pad}rhs[n0] /= d[n0]\n"
+                f"{pad}for i in range(n0 + 1, n1):\n"
+                f"{pad}    rhs[i] -= b[i]*rhs[parent[i]]\n"
+                f"{pad}    rhs[i] /= d[i]\n"
+                f"{pad}s = 0.0\n"
+                f"{pad}for i in range(n0, n1):\n"
+                f"{pad}    v[i] += rhs[i]\n"
+                f"{pad}    s += v[i]\n"
+                f"{pad}_t = _tn\n")
+        for c in codes:
+            if c.has_state_loop():
+                src += c.state_loop(indent)
+        return src
+
+    parts.append(f"\n\n@njit(cache=True, error_model='numpy')\n"
+                 f"def _assemble(c, _t, _dt, _celsius, {model}):\n"
+                 + prelude(1) + assembly(1))
+    parts.append(f"\n\n@njit(cache=True, error_model='numpy')\n"
+                 f"def _cell_step(c, _t, _tn, _dt, _celsius, {model}):\n"
+                 + prelude(1) + step(1) + "    return not math.isfinite(s)\n")
+    # recorded value
     rec = [f"\n\n@njit(cache=True, error_model='numpy')\n"
            f"def _value(m, f, i, v{', ' if dargs else ''}{dargs}):\n"
            f"    if m < 0:\n        return v[i]\n"]
@@ -129,6 +139,37 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool) -> str:
         rec.append(f"    if m == {k}:\n        return _D_{c.mech.name}[f, i]\n")
     rec.append("    return np.nan\n")
     parts.append("".join(rec))
+    # many steps of one cell: the views are made once
+    parts.append(
+        f"\n\n@njit(cache=True, error_model='numpy')\n"
+        f"def _cell_run(c, n_steps, step0, t0, _dt, _celsius, src_node, src_thr, src_flag,\n"
+        f"              src_off, spike_t, spike_n, rec_m, rec_f, rec_i, rec_every, rec_off,\n"
+        f"              rec_buf, {model}):\n"
+        + prelude(1) +
+        f"    t = t0\n"
+        f"    st = step0\n"
+        f"    for k in range(n_steps):\n"
+        f"        for q in range(src_off[c], src_off[c + 1]):\n"
+        f"            if v[src_node[q]] - src_thr[q] > 0.0:\n"
+        f"                if src_flag[q] == 0:\n"
+        f"                    src_flag[q] = 1\n"
+        f"                    spike_t[q, spike_n[q]] = t + 1e-10\n"
+        f"                    spike_n[q] += 1\n"
+        f"            else:\n"
+        f"                src_flag[q] = 0\n"
+        f"        _t = t + 0.5*_dt\n"
+        f"        _tn = _t + 0.5*_dt\n"
+        + step(2) +
+        f"        t = _tn\n"
+        f"        st += 1\n"
+        f"        for r in range(rec_off[c], rec_off[c + 1]):\n"
+        f"            e = rec_every[r]\n"
+        f"            if st % e == 0:\n"
+        f"                rec_buf[r, st // e] = _value(rec_m[r], rec_f[r], rec_i[r], v"
+        f"{', ' if dargs else ''}{dargs})\n"
+        f"        if not math.isfinite(s):\n"
+        f"            return st\n"
+        f"    return 0\n")
     loop = "prange" if parallel else "range"
     parts.append(
         f"\n\n@njit(cache=True, error_model='numpy')\n"
@@ -168,37 +209,15 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool) -> str:
         f"        for c in range(n_cells):\n"
         f"            if bad[c]:\n"
         f"                return k, step, t, 3, c\n"
-        f"    return k, step, t, 0, 0\n")
-    parts.append(
+        f"    return k, step, t, 0, 0\n"
         f"\n\n@njit(cache=True, error_model='numpy'{', parallel=True' if parallel else ''})\n"
         f"def advance_epoch(n_steps, step0, t0, _dt, _celsius, n_cells, src_node, src_thr,\n"
         f"                  src_flag, src_off, spike_t, spike_n, rec_m, rec_f, rec_i,\n"
         f"                  rec_every, rec_off, rec_buf, bad_step, {model}):\n"
         f"    for c in {loop}(n_cells):\n"
-        f"        t = t0\n"
-        f"        step = step0\n"
-        f"        for k in range(n_steps):\n"
-        f"            for s in range(src_off[c], src_off[c + 1]):\n"
-        f"                if v[src_node[s]] - src_thr[s] > 0.0:\n"
-        f"                    if src_flag[s] == 0:\n"
-        f"                        src_flag[s] = 1\n"
-        f"                        spike_t[s, spike_n[s]] = t + 1e-10\n"
-        f"                        spike_n[s] += 1\n"
-        f"                else:\n"
-        f"                    src_flag[s] = 0\n"
-        f"            tm = t + 0.5*_dt\n"
-        f"            tn = tm + 0.5*_dt\n"
-        f"            bad = _cell_step(c, tm, tn, _dt, _celsius, {model})\n"
-        f"            t = tn\n"
-        f"            step += 1\n"
-        f"            for r in range(rec_off[c], rec_off[c + 1]):\n"
-        f"                e = rec_every[r]\n"
-        f"                if step % e == 0:\n"
-        f"                    rec_buf[r, step // e] = _value(rec_m[r], rec_f[r], rec_i[r], v"
-        f"{', ' if dargs else ''}{dargs})\n"
-        f"            if bad:\n"
-        f"                bad_step[c] = step\n"
-        f"                break\n")
+        f"        bad_step[c] = _cell_run(c, n_steps, step0, t0, _dt, _celsius, src_node,\n"
+        f"                                src_thr, src_flag, src_off, spike_t, spike_n, rec_m,\n"
+        f"                                rec_f, rec_i, rec_every, rec_off, rec_buf, {model})\n")
     return "".join(parts)
 
 

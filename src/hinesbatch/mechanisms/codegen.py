@@ -100,16 +100,13 @@ class _Scope:
 
     def loads(self, pad: str) -> str:
         """Copy every field the block uses into its local (from the per-cell views)."""
-        return "".join(f"{pad}_c_{n} = _fv_{n}[_j]\n" for n in self.used)
+        m = self.mech.name
+        return "".join(f"{pad}_c_{n} = _fv_{m}_{n}[_j]\n" for n in self.used)
 
     def stores(self, pad: str) -> str:
         """Copy every field the block wrote back from its local."""
-        return "".join(f"{pad}_fv_{n}[_j] = _c_{n}\n" for n in self.written)
-
-    def views(self, pad: str) -> str:
-        """1-D views of the used fields over the cell's instances ``_o0:_o1``."""
-        return "".join(f"{pad}_fv_{n} = _D_{self.mech.name}[{k}, _o0:_o1]\n"
-                       for n, k in self.used.items())
+        m = self.mech.name
+        return "".join(f"{pad}_fv_{m}_{n}[_j] = _c_{n}\n" for n in self.written)
 
 
 class MechanismCode:
@@ -211,13 +208,25 @@ class MechanismCode:
                 f"        _v = v[_N_{m}[_j]]\n{body}")
 
     # ---- loops inlined in the cell step -----------------------------------------------
-    # Each loop runs over the instances of cell ``c`` through 1-D views of the fields
-    # (``_fv_<name>``) indexed from 0, the form LLVM vectorizes; values are copied to
-    # locals (``_c_<name>``) and written back once.
-    def _head(self, pad: str) -> str:
-        m = self.mech.name
-        return (f"{pad}_o0 = _O_{m}[c]\n{pad}_o1 = _O_{m}[c + 1]\n"
-                f"{pad}_nv = _N_{m}[_o0:_o1]\n")
+    # The loops run over the instances of cell ``c`` through 1-D views (``_fv_<m>_<f>``
+    # for field f, ``_nv_<m>`` for the nodes, ...) indexed from 0, the form LLVM
+    # vectorizes; :meth:`prelude` makes the views once per cell and call (not per step:
+    # a view costs an atomic reference count, which threads would contend for). Values
+    # are copied to locals (``_c_<f>``) and written back once.
+    def prelude(self, indent: int) -> str:
+        """The views of cell ``c``'s instances of this mechanism."""
+        m, pad = self.mech.name, "    " * indent
+        r = f"_o0_{m}:_o1_{m}"
+        src = (f"{pad}_o0_{m} = _O_{m}[c]\n{pad}_o1_{m} = _O_{m}[c + 1]\n"
+               f"{pad}_n_{m} = _o1_{m} - _o0_{m}\n"
+               f"{pad}_nv_{m} = _N_{m}[{r}]\n{pad}_sv_{m} = _S_{m}[{r}]\n"
+               f"{pad}_rr_{m} = _R_{m}[0, {r}]\n{pad}_rg_{m} = _R_{m}[1, {r}]\n")
+        for g in range(len(self.mech.cnexp)):
+            src += (f"{pad}_xv_{m}_{g} = _X_{m}[{g}, {r}]\n"
+                    f"{pad}_bv_{m}_{g} = _B_{m}[{g}, {r}]\n")
+        for k, f in enumerate(self.mech.field_names):
+            src += f"{pad}_fv_{m}_{f} = _D_{m}[{k}, {r}]\n"
+        return src
 
     def current_loop(self, indent: int) -> str:
         """Add this mechanism's current and conductance to rhs and d for cell ``c``:
@@ -236,26 +245,23 @@ class MechanismCode:
                 code += f"{pad2}{target} = {target} + {scope.load(name)}\n"
             return code
 
-        body = (f"{pad2}_v = v[_nv[_j]] + 0.001\n"
+        body = (f"{pad2}_v = v[_nv_{m}[_j]] + 0.001\n"
                 + evaluation("_cg")
-                + f"{pad2}_v = v[_nv[_j]]\n"
+                + f"{pad2}_v = v[_nv_{m}[_j]]\n"
                 + evaluation("_cr"))
         body = scope.loads(pad2) + body + scope.stores(pad2)
         body += f"{pad2}_cg = (_cg - _cr)/0.001\n"
         if mech.kind == "point":
-            body += (f"{pad2}_cg = _cg*_sv[_j]\n"
-                     f"{pad2}_cr = _cr*_sv[_j]\n")
-        body += f"{pad2}_rr[_j] = _cr\n{pad2}_rg[_j] = _cg\n"
-        src = (self._head(pad) + scope.views(pad)
-               + f"{pad}_sv = _S_{m}[_o0:_o1]\n"
-               + f"{pad}_rr = _R_{m}[0, _o0:_o1]\n{pad}_rg = _R_{m}[1, _o0:_o1]\n"
-               + f"{pad}for _j in range(_o1 - _o0):\n" + body
-               + f"{pad}for _j in range(_o1 - _o0):\n"
-               + f"{pad2}_n = _nv[_j]\n")
+            body += (f"{pad2}_cg = _cg*_sv_{m}[_j]\n"
+                     f"{pad2}_cr = _cr*_sv_{m}[_j]\n")
+        body += f"{pad2}_rr_{m}[_j] = _cr\n{pad2}_rg_{m}[_j] = _cg\n"
+        src = (f"{pad}for _j in range(_n_{m}):\n" + body
+               + f"{pad}for _j in range(_n_{m}):\n"
+               + f"{pad2}_n = _nv_{m}[_j]\n")
         if mech.electrode:
-            src += f"{pad2}rhs[_n] += _rr[_j]\n{pad2}d[_n] -= _rg[_j]\n"
+            src += f"{pad2}rhs[_n] += _rr_{m}[_j]\n{pad2}d[_n] -= _rg_{m}[_j]\n"
         else:
-            src += f"{pad2}rhs[_n] -= _rr[_j]\n{pad2}d[_n] += _rg[_j]\n"
+            src += f"{pad2}rhs[_n] -= _rr_{m}[_j]\n{pad2}d[_n] += _rg_{m}[_j]\n"
         return src
 
     def has_state_loop(self) -> bool:
@@ -271,13 +277,10 @@ class MechanismCode:
             scope = _Scope(mech, fields=True, tables=self.tables)
             scope.cache = True
             body = self._block(text, scope, indent + 1, where)
-            return (scope.views(pad) + f"{pad}for _j in range(_o1 - _o0):\n"
-                    f"{pad2}_v = v[_nv[_j]]\n"
+            return (f"{pad}for _j in range(_n_{m}):\n{pad2}_v = v[_nv_{m}[_j]]\n"
                     + scope.loads(pad2) + body + scope.stores(pad2))
 
-        src = self._head(pad)
-        if mech.state:
-            src += loop(mech.state, "state")
+        src = loop(mech.state, "state") if mech.state else ""
         if mech.cnexp:
             # y' = b + a·y by cnexp, y += (1 - exp(dt·a))·(-(b)/(a) - y), in passes: the
             # divisions (vectorized), the exps (the C library's, one at a time), and the
@@ -289,21 +292,19 @@ class MechanismCode:
                 a = self._expr(_parse_expr(eq.a, mech, "cnexp"), scope)
                 b = self._expr(_parse_expr(eq.b, mech, "cnexp"), scope)
                 body += (f"{pad2}_k{g} = {a}\n"
-                         f"{pad2}_xv{g}[_j] = _dt*_k{g}\n"
-                         f"{pad2}_bv{g}[_j] = -{b}/_k{g}\n")
+                         f"{pad2}_xv_{m}_{g}[_j] = _dt*_k{g}\n"
+                         f"{pad2}_bv_{m}_{g}[_j] = -{b}/_k{g}\n")
             n_eq = len(mech.cnexp)
-            src += "".join(f"{pad}_xv{g} = _X_{m}[{g}, _o0:_o1]\n"
-                           f"{pad}_bv{g} = _B_{m}[{g}, _o0:_o1]\n" for g in range(n_eq))
-            src += (scope.views(pad) + f"{pad}for _j in range(_o1 - _o0):\n"
-                    f"{pad2}_v = v[_nv[_j]]\n" + scope.loads(pad2) + body)
-            src += (f"{pad}for _j in range(_o1 - _o0):\n"
-                    + "".join(f"{pad2}_xv{g}[_j] = _hoc_exp(_xv{g}[_j])\n"
+            src += (f"{pad}for _j in range(_n_{m}):\n{pad2}_v = v[_nv_{m}[_j]]\n"
+                    + scope.loads(pad2) + body)
+            src += (f"{pad}for _j in range(_n_{m}):\n"
+                    + "".join(f"{pad2}_xv_{m}_{g}[_j] = _hoc_exp(_xv_{m}_{g}[_j])\n"
                               for g in range(n_eq)))
             for g, eq in enumerate(mech.cnexp):
-                k = mech.field_names.index(_name(eq.state))
-                src += (f"{pad}_yv = _D_{m}[{k}, _o0:_o1]\n"
-                        f"{pad}for _j in range(_o1 - _o0):\n"
-                        f"{pad2}_yv[_j] = _yv[_j] + (1.0 - _xv{g}[_j])*(_bv{g}[_j] - _yv[_j])\n")
+                y = f"_fv_{m}_{_name(eq.state)}"
+                src += (f"{pad}for _j in range(_n_{m}):\n"
+                        f"{pad2}{y}[_j] = {y}[_j] + (1.0 - _xv_{m}_{g}[_j])*"
+                        f"(_bv_{m}_{g}[_j] - {y}[_j])\n")
         if mech.after_solve:
             src += loop(mech.after_solve, "after_solve")
         return src
