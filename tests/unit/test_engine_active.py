@@ -231,3 +231,23 @@ def test_errors_name_what_and_where(soma20):
         sim.net_stim(noise=0.5)
     with pytest.raises(ValueError, match="VecStim times"):
         sim.vec_stim([2.0, 1.0])
+
+
+def test_progress_reports_to_stderr_and_changes_nothing(soma20, capsys):
+    cell = hb.Cell(soma20).insert("hh")
+    cell.place("IClamp", "soma[0](0.5)", delay=0.5, dur=1, amp=0.5)
+    sim = hb.Simulation(cell)
+    key = sim.record("v")
+    quiet = sim.run(3.0)[key]
+    loud = sim.run(3.0, progress=True)[key]
+    assert np.array_equal(quiet, loud)
+    assert "simulated" in capsys.readouterr().err
+
+
+def test_runs_repeat_from_initial_state(soma20):
+    cell = hb.Cell(soma20).insert("hh")
+    syn = cell.place("ExpSyn", "soma[0](0.5)", tau=2.0)
+    sim = hb.Simulation(cell)
+    sim.connect(sim.net_stim(start=1.0, interval=2.0, number=3), syn, weight=0.01)
+    key = sim.record("v")
+    assert np.array_equal(sim.run(10.0)[key], sim.run(10.0)[key])

@@ -243,7 +243,15 @@ class Simulation:
 
     def run(self, tstop: float, *, progress: bool = False) -> Results:
         """Initialize (NEURON's ``finitialize(v_init)``) and step while
-        ``t < tstop - dt/2``; returns the recordings."""
+        ``t < tstop - dt/2``; returns the recordings.
+
+        Parameters
+        ----------
+        tstop : float
+            End time [ms].
+        progress : bool
+            Write the simulated time to stderr as the run goes.
+        """
         tstop = _finite(tstop, "tstop")
         lay = self._prepare()
         km, dt, celsius = self._km, self.dt, self.celsius
@@ -308,9 +316,12 @@ class Simulation:
         delays = [nc.delay for s in sources for nc in s.netcons]
         min_delay = min(delays) if delays else math.inf
         step = 0
+        chunk = max(1, n_steps // 50) if progress else self.MAX_EPOCH
         while step < n_steps:
             t = tgrid[step]
-            n = self._free_steps(tgrid, step, n_steps, min_delay)
+            if progress:
+                _progress(t, tgrid[n_steps])
+            n = self._free_steps(tgrid, step, n_steps, min_delay, chunk)
             if n > 0:
                 step = self._epoch(km, lay, step, n, sources, src, src_off, rec, rec_off,
                                    rec_buf, model)
@@ -328,16 +339,19 @@ class Simulation:
                 elif status == 3:
                     self._non_finite(lay, int(info), t)
         self._deliver(tgrid[n_steps])
+        if progress:
+            _progress(tgrid[n_steps], tgrid[n_steps], end=True)
         return self._results(rows, rec_buf, tgrid, n_steps)
 
     #: Longest stretch run by one call of the epoch kernel [steps].
     MAX_EPOCH = 8192
 
-    def _free_steps(self, tgrid, step: int, n_steps: int, min_delay: float) -> int:
+    def _free_steps(self, tgrid, step: int, n_steps: int, min_delay: float,
+                    chunk: int) -> int:
         """Steps from ``step`` in which no queued event acts and no spike of the stretch
         can act (NEURON's rule: an event acts on the first step with te <= t_n + dt/2)."""
         half = 0.5 * self.dt
-        stop = min(n_steps, step + self.MAX_EPOCH)
+        stop = min(n_steps, step + chunk)
         te = self._queue.next_time()
         # every spike of the stretch has te >= t_step + 1e-10 + min_delay
         te = min(te, (tgrid[step] + SPIKE_OFFSET) + min_delay)
@@ -404,6 +418,16 @@ class Simulation:
                 "tables": self.tables, "backend": self.backend, "n_cells": len(self.cells),
                 "tstop": float(tgrid[-1]), "steps": int(n_steps)}
         return Results(traces, times, units, spikes, gids, meta)
+
+
+def _progress(t: float, tstop: float, *, end: bool = False) -> None:
+    """One line on stderr: simulated time and percentage."""
+    import sys
+
+    pct = 100.0 * t / tstop if tstop > 0 else 100.0
+    sys.stderr.write(f"\rsimulated {t:10.3f} of {tstop:g} ms ({pct:5.1f} %)"
+                     + ("\n" if end else ""))
+    sys.stderr.flush()
 
 
 def _finite(value, name: str) -> float:
