@@ -7,7 +7,6 @@ References: closed forms (pas + IClamp on one compartment, ExpSyn decay), number
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np

@@ -47,7 +47,7 @@ def test_hh_table_at_minus_65_and_minus_64_3(hh_module):
     assert table.shape == (6, 201)
     assert np.array_equal(table[:, 35], hh_module._P_hh_rates(-65.0, 6.3))
     # the lookup as nocmodl writes it: integer mV rows agree with the exact rates
-    minf, mtau, hinf, htau, ninf, ntau = hh_module._L_hh_rates(-65.0, table)
+    minf, _, _, htau, _, _ = hh_module._L_hh_rates(-65.0, table)
     assert (minf, htau) == (RATES_65["minf"], RATES_65["htau"])
     minf, _, _, htau, _, _ = hh_module._L_hh_rates(-64.3, table)
     assert (minf, htau) == (0.05754013588372681, 8.450055239828691)

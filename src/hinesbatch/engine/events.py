@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["EventQueue", "NetCon", "SpikeSource", "SPIKE_OFFSET"]
+__all__ = ["SPIKE_OFFSET", "EventQueue", "NetCon", "SpikeSource"]
 
 #: NEURON adds 1e-10 ms to a threshold crossing's time (PreSyn::send).
 SPIKE_OFFSET = 1e-10
 
 try:  # the project's event queue, when present
-    from ..network import EventQueue  # noqa: F401
+    from ..network import EventQueue
 except ImportError:  # pragma: no cover - a minimal queue with the same interface
     from typing import Any, NamedTuple
 

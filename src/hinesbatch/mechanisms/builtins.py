@@ -6,7 +6,8 @@ expression is evaluated in NEURON's order (``NEURON-COMPAT-ACTIVE.md``).
 """
 from __future__ import annotations
 
-from .description import Cnexp, Function, Ion, Mechanism, Procedure, Table, Variable as V
+from .description import Cnexp, Function, Ion, Mechanism, Procedure, Table
+from .description import Variable as V
 
 __all__ = ["BUILTINS"]
 

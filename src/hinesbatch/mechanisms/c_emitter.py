@@ -123,7 +123,7 @@ class _CEmitter:
         return src + self.block(p.body, inner, indent)
 
     def expr(self, node, scope) -> str:
-        e = lambda n: self.expr(n, scope)  # noqa: E731
+        e = lambda n: self.expr(n, scope)
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
                 and not isinstance(node.value, bool):
             return repr(float(node.value))

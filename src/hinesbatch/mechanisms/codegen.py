@@ -169,7 +169,7 @@ class MechanismCode:
         tmin = float(tb.start)
         dx = (float(tb.stop) - tmin) / float(n)
         mfac = 1.0 / dx
-        rows = lambda i: ", ".join(f"_T[{o}, {i}]" for o in range(k)) + ","  # noqa: E731
+        rows = lambda i: ", ".join(f"_T[{o}, {i}]" for o in range(k)) + ","
         interp = ", ".join(f"_T[{o}, _i] + _th*(_T[{o}, _i + 1] - _T[{o}, _i])"
                            for o in range(k)) + ","
         return (
@@ -389,7 +389,7 @@ class MechanismCode:
         return src
 
     def _expr(self, node, scope) -> str:
-        e = lambda n: self._expr(n, scope)  # noqa: E731
+        e = lambda n: self._expr(n, scope)
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
                 and not isinstance(node.value, bool):
             return repr(float(node.value))

@@ -8,7 +8,7 @@ list of those. A location is NEURON's ``"soma[0](0.5)"`` or a tuple ``("soma[0]"
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
@@ -47,7 +47,7 @@ def parse_location(location) -> tuple[str, float]:
             raise ValueError(f"the location {location!r} has x = {x}; x must lie in [0, 1]")
         return name, float(x)
     if not isinstance(location, str):
-        raise ValueError(f"a location is 'section(x)' or (section, x), got {location!r}")
+        raise TypeError(f"a location is 'section(x)' or (section, x), got {location!r}")
     return _parse(location)
 
 
@@ -73,7 +73,7 @@ class PointProcess:
         Creation order within the cell.
     """
 
-    cell: "Cell"
+    cell: Cell
     kind: str
     location: str
     params: dict
@@ -160,7 +160,7 @@ class Cell:
                 mask |= self.sections_of(r)
             return mask
         if not isinstance(region, str):
-            raise ValueError(f"a region is a name or a list of names, got {region!r}")
+            raise TypeError(f"a region is a name or a list of names, got {region!r}")
         if region == "all":
             return np.ones(len(self._names), dtype=bool)
         if region in self._names:
@@ -225,7 +225,7 @@ class Cell:
         return sec, x
 
     # ---- the decor --------------------------------------------------------------------
-    def insert(self, mechanism: str, region="all", **params) -> "Cell":
+    def insert(self, mechanism: str, region="all", **params) -> Cell:
         """Insert a density mechanism in ``region`` (NEURON's ``insert``), with parameters.
 
         ``params`` use NEURON's full names (``gnabar_hh=0.2``) or the short ones
@@ -241,7 +241,7 @@ class Cell:
         self.decor.append(("insert", mech.name, _region_data(region), values))
         return self
 
-    def set(self, name: str, value, region="all") -> "Cell":
+    def set(self, name: str, value, region="all") -> Cell:
         """Set a range parameter (``"gnabar_hh"``, ``"e_pas"``) in ``region``, where its
         mechanism is inserted. Returns the cell."""
         mech_name, param = _split_range_name(name)
@@ -293,7 +293,7 @@ class Cell:
         }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Cell":
+    def from_dict(cls, data: dict) -> Cell:
         """Rebuild a cell from :meth:`to_dict`'s output."""
         cell = cls(data["morphology"], nseg=data.get("nseg"), d_lambda=data.get("d_lambda"),
                    ra=data.get("ra", DEFAULT_RA), cm=data.get("cm", DEFAULT_CM),
