@@ -31,6 +31,26 @@ precision, as nocmodl's C is.
 - ``after_solve``: statements run with the new ``v`` after the states (NEURON's
   ``SOLVE ... METHOD after_cvode``).
 - ``net_receive``: NEURON's NET_RECEIVE block (argument ``weight``).
+
+Worked example: ExpSyn (NEURON's expsyn.mod) as a description::
+
+    Mechanism(
+        name="ExpSyn", kind="point", order=9,
+        parameters=(Variable("tau", 0.1, "ms"), Variable("e", 0.0, "mV")),
+        states=(Variable("g", 0.0, "uS"),),
+        assigned=(Variable("i", 0.0, "nA"),),
+        currents=("i",),                       # NONSPECIFIC_CURRENT i
+        initial="g = 0.0",
+        breakpoint="i = g*(v - e)",
+        cnexp=(Cnexp("g", "0.0", "(-1.0)/tau"),),   # g' = -g/tau
+        net_receive="g = g + weight",
+    )
+
+Its instances are stored as one float64 array ``fields × instances`` in
+:attr:`Mechanism.fields` order (here ``tau, e, g, i``); the engine adds
+``-i(v)·100/area`` to the node's right-hand side and
+``(i(v + 0.001) - i(v))/0.001·100/area`` to its diagonal, and after the solve sets
+``g = g + (1 - exp(dt·((-1.0)/tau)))·(-0.0/((-1.0)/tau) - g)``, as nocmodl's C does.
 """
 from __future__ import annotations
 
