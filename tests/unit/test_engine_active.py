@@ -250,3 +250,30 @@ def test_runs_repeat_from_initial_state(soma20):
     sim.connect(sim.net_stim(start=1.0, interval=2.0, number=3), syn, weight=0.01)
     key = sim.record("v")
     assert np.array_equal(sim.run(10.0)[key], sim.run(10.0)[key])
+
+
+def test_point_processes_on_one_node_add_in_reverse_creation_order(soma20):
+    """NEURON prepends each new point process to its node's list, so same-node instances
+    are added newest first (NEURON-COMPAT-ACTIVE §2)."""
+    cell = hb.Cell(soma20).insert("pas")
+    first = cell.place("IClamp", "soma[0](0.5)", amp=0.1)
+    second = cell.place("IClamp", "soma[0](0.5)", amp=0.2)
+    sim = hb.Simulation(cell)
+    sim.run(0.025)
+    index = sim._layout.pp_index
+    assert index[id(second)][1] < index[id(first)][1]
+
+
+def test_cells_differ_in_parameters_without_recompiling(soma20):
+    from hinesbatch.engine import kernels
+
+    cells = [hb.Cell(soma20).insert("hh", gnabar_hh=g) for g in (0.08, 0.12, 0.2)]
+    for c in cells:
+        c.place("IClamp", "soma[0](0.5)", delay=0.5, dur=5, amp=0.4)
+    sim = hb.Simulation(cells)
+    keys = [sim.record("v", cell=i) for i in range(3)]
+    before = len(kernels._LOADED)
+    res = sim.run(6.0)
+    assert len(kernels._LOADED) <= before + 1
+    peaks = [res[k].max() for k in keys]
+    assert peaks[0] < peaks[1] < peaks[2]
