@@ -12,8 +12,9 @@ contract to FMA). Names are resolved here:
 - ``exp`` is NEURON's ``hoc_Exp`` (``_hoc_exp``); ``log``, ``pow``, ``fabs``, ``sqrt`` are
   the C library's (``math``);
 - a FUNCTION becomes ``_F_<mech>_<name>(args..., _celsius)``; a PROCEDURE is inlined at
-  its call, except one with a TABLE, which becomes ``_P_<mech>_<name>`` (exact) and
-  ``_L_<mech>_<name>`` (NEURON's table lookup) returning its outputs.
+  its call; one with a TABLE also becomes ``_P_<mech>_<name>`` (the exact outputs, which
+  build the table) and ``_L_<mech>_<name>`` (NEURON's lookup), and with tables on its
+  call is the lookup, inlined.
 """
 from __future__ import annotations
 
@@ -349,17 +350,11 @@ class MechanismCode:
         if len(call.args) != len(p.args) or call.keywords:
             self._bad(call, where, f"{p.name} takes {len(p.args)} argument(s)")
         args = [self._expr(a, scope) for a in call.args]
-        if p.table is not None:
-            m = self.mech.name
+        if p.table is not None and self.tables:
             self._counter += 1
-            if self.tables:
-                return self._inline_lookup(p, args[0], scope, pad, f"_TB_{m}_{p.name}")
-            head = f"_P_{m}_{p.name}({', '.join(args + ['_celsius'])})"
-            r = f"_r{self._counter}"
-            src = f"{pad}{r} = {head}\n"
-            for k, o in enumerate(p.table.outputs):
-                src += f"{pad}{scope.store(o)} = {r}[{k}]\n"
-            return src
+            return self._inline_lookup(p, args[0], scope, pad,
+                                       f"_TB_{self.mech.name}_{p.name}")
+        # without its table a TABLE procedure is inlined like any other
         self._counter += 1
         inner = _Scope(self.mech, fields=bool(scope.fields), weight=scope.weight,
                        tables=self.tables,
