@@ -24,6 +24,10 @@ from .tree import HinesStructure, MonoBatch, branches
 from .solvers.plan import Plan, plan, solve
 from .solvers.tridiagonal import TridiagonalPlan, plan_tridiagonal, solve_tridiagonal
 from .sim import simulate_passive
+from . import mechanisms
+from .model import Cell, PointProcess
+from .engine import Results, Simulation
+from .io import load_results
 
 __all__ = [
     "__version__",
@@ -38,6 +42,8 @@ __all__ = [
     "plan_tridiagonal", "solve_tridiagonal", "TridiagonalPlan",
     # simulation
     "simulate_passive",
+    # simulator
+    "Cell", "PointProcess", "Simulation", "Results", "load_results", "mechanisms",
 ]
 
 

@@ -15,7 +15,7 @@ from .import3d import Sections, import3d_sections
 from .nodes import node_layout
 from .pt3d import NSEG_SATURATED, arc_lengths, area_ri, lambda_sums, nseg_d_lambda
 
-__all__ = ["discretize"]
+__all__ = ["discretize", "discretize_sections", "section_table"]
 
 #: NEURON's largest nseg (``nseg`` is stored in a short).
 MAX_NSEG = 32767
@@ -270,3 +270,88 @@ def _geometry(morph, secs: Sections, arc, length, nsegs, ra, cm) -> CellGeometry
         section_type=secs.types,
         soma=secs.soma,
     )
+
+
+def section_table(morphology: Morphology | str | os.PathLike) -> tuple[tuple, np.ndarray]:
+    """NEURON's section names and SWC types of a morphology, in section order.
+
+    Returns
+    -------
+    names : tuple of str
+        ``soma[0]``, ``dend[3]``, ... (the order :func:`discretize` numbers sections in).
+    types : int array
+        SWC type of each section.
+    """
+    morph = _as_morphology(morphology)
+    with np.errstate(over="ignore", invalid="ignore"):
+        secs = import3d_sections(morph)
+    return tuple(secs.names), np.asarray(secs.types)
+
+
+def discretize_sections(
+    morphology: Morphology | str | os.PathLike,
+    *,
+    nseg: np.ndarray,
+    d_lambda: np.ndarray,
+    ra: np.ndarray,
+    cm: np.ndarray,
+    freq: float = 100.0,
+    min_radius: float | None = None,
+) -> CellGeometry:
+    """:func:`discretize` with a policy per section.
+
+    Parameters
+    ----------
+    nseg : int array [S]
+        Segments of each section; 0 where ``d_lambda`` decides.
+    d_lambda : float array [S]
+        NEURON's d_lambda rule for the sections with ``nseg == 0`` (NaN elsewhere).
+    ra : float array [S]
+        Axial resistivity of each section [Ω·cm].
+    cm : float array [S]
+        Specific capacitance of each section [µF/cm²] (used by the d_lambda rule).
+
+    Returns
+    -------
+    CellGeometry
+        Its scalar ``ra`` and ``cm`` are those of section 0; areas and resistances use
+        each section's own values, bit for bit as a uniform :func:`discretize` with that
+        section's values would give.
+    """
+    morph = _as_morphology(morphology)
+    morph = check_radii(morph, min_radius=min_radius)
+    with np.errstate(over="ignore", invalid="ignore"):
+        secs = import3d_sections(morph)
+    n = secs.n_sections
+    nseg = np.asarray(nseg, dtype=np.int64)
+    d_lambda, ra, cm = (np.asarray(a, dtype=np.float64) for a in (d_lambda, ra, cm))
+    for name, arr in (("nseg", nseg), ("d_lambda", d_lambda), ("ra", ra), ("cm", cm)):
+        if arr.shape != (n,):
+            raise ValueError(f"{name} has {arr.size} entries but {morph.source} has {n} "
+                             "sections")
+    for k in range(n):
+        _check_options(int(nseg[k]) if nseg[k] > 0 else None,
+                       None if nseg[k] > 0 else float(d_lambda[k]),
+                       float(ra[k]), float(cm[k]), float(freq))
+    _check_float32_diameters(morph, secs)
+    arc = arc_lengths(secs.xyz, secs.pt_offsets)
+    _check_points(morph, secs, arc)
+    length = arc[secs.pt_offsets[1:] - 1]
+    length = np.where(length <= 1e-9, 1e-9, length)
+    nsegs = nseg.copy()
+    by_rule = nseg <= 0
+    for dl, r, c in {(float(a), float(b), float(e))
+                     for a, b, e in zip(d_lambda[by_rule], ra[by_rule], cm[by_rule])}:
+        pick = by_rule & (d_lambda == dl) & (ra == r) & (cm == c)
+        nsegs[pick] = _d_lambda_nseg(morph, secs, arc, length, dl, float(freq), r, c)[pick]
+    geometry = None
+    for r in sorted(set(ra.tolist())):
+        g = _geometry(morph, secs, arc, length, nsegs, r, float(cm[0]))
+        if geometry is None:
+            geometry = g
+            area, ri = g.area_um2.copy(), g.ri_megohm.copy()
+        own = (ra == r)[g.section]
+        area[own], ri[own] = g.area_um2[own], g.ri_megohm[own]
+    from dataclasses import replace
+
+    return replace(geometry, area_um2=area, ri_megohm=ri, ra=float(ra[0]))

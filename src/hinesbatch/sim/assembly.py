@@ -1,6 +1,6 @@
 """The passive membrane equation of a cell as a symmetric Hines system, and its per-step assembly.
 
-NEURON's fixed step (``NEURON-COMPAT.md`` §4–§5) solves, per step, with ``M`` the axial
+NEURON's fixed step (``docs/simulation.md``) solves, per step, with ``M`` the axial
 couplings and ``C = 1e-3·cm/dt`` and ``G = g_pas`` per unit area (both 0 on the area-less
 x = 0 and x = 1 nodes)::
 

@@ -1,0 +1,195 @@
+"""The engine's arrays for a batch of cells: NEURON's node order, matrix coefficients,
+and per-mechanism instance data (see :mod:`.kernels` for the layout)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import mechanisms as _mechanisms
+
+__all__ = ["CellLayout", "Layout", "level_order", "neuron_node_order"]
+
+_ORDERS: dict = {}
+
+
+def neuron_node_order(geo) -> np.ndarray:
+    """NEURON's node order of a cell (multicore.cpp ``reorder_secorder``) as a permutation
+    ``new -> old`` of the geometry's nodes.
+
+    The root node first; then sections breadth first from the root section, each giving
+    its segment nodes and its x = 1 node; children in NEURON's sibling-list order
+    (increasing connection x; among equal x, the section connected last first).
+    """
+    key = id(geo)
+    hit = _ORDERS.get(key)
+    if hit is not None and hit[0] is geo:
+        return hit[1]
+    n_sec = geo.n_sections
+    children = [[] for _ in range(n_sec)]
+    for k in range(1, n_sec):
+        children[int(geo.section_parent[k])].append(k)
+    for lst in children:
+        lst.sort(key=lambda k: (float(geo.section_parent_x[k]), -k))
+    order, head = [0], 0
+    while head < len(order):
+        order.extend(children[order[head]])
+        head += 1
+    nodes_of = np.argsort(geo.section[1:], kind="stable") + 1
+    starts = np.searchsorted(geo.section[1:][nodes_of - 1], np.arange(n_sec + 1))
+    perm = np.concatenate([[0]] + [nodes_of[starts[k]:starts[k + 1]] for k in order])
+    perm = perm.astype(np.int64)
+    _ORDERS[key] = (geo, perm)
+    return perm
+
+
+def level_order(geo) -> np.ndarray:
+    """The engine's node order (``new -> geometry node``): NEURON's order, then stably
+    sorted by depth from the root.
+
+    Elimination in this order does, at every node, the same operations in the same order
+    as NEURON's (a parent's own terms first, then its children's in NEURON's order), so
+    the results are bit for bit NEURON's; but neighbouring nodes are independent, so the
+    processor overlaps them instead of waiting on one long chain of divisions.
+    """
+    key = ("level", id(geo))
+    hit = _ORDERS.get(key)
+    if hit is not None and hit[0] is geo:
+        return hit[1]
+    nrn = neuron_node_order(geo)
+    inv = np.empty_like(nrn)
+    inv[nrn] = np.arange(nrn.size)
+    parent = geo.parent[nrn]
+    parent = np.where(parent < 0, -1, inv[np.maximum(parent, 0)])
+    depth = np.zeros(nrn.size, dtype=np.int64)
+    for i in range(1, nrn.size):
+        depth[i] = depth[parent[i]] + 1
+    perm = nrn[np.argsort(depth, kind="stable")]
+    _ORDERS[key] = (geo, perm)
+    return perm
+
+
+@dataclass
+class CellLayout:
+    """One cell in the batch: its nodes ``[start, stop)`` and the permutation."""
+
+    gid: int
+    start: int
+    stop: int
+    perm: np.ndarray      # new local -> geometry node
+    inv: np.ndarray       # geometry node -> new local
+    geometry: object
+
+    def global_node(self, geo_node: int) -> int:
+        return self.start + int(self.inv[geo_node])
+
+    def location_of(self, global_node: int) -> str:
+        g = self.geometry
+        old = int(self.perm[global_node - self.start])
+        return f"{g.section_names[int(g.section[old])]}({float(g.x[old]):g})"
+
+
+class Layout:
+    """Arrays of a batch (built once per set of cells)."""
+
+    def __init__(self, cells, *, dt: float):
+        self.cells = []
+        parents, areas, gs, capds = [], [], [], []
+        offset = 0
+        for gid, cell in enumerate(cells):
+            geo = cell.geometry
+            perm = level_order(geo)
+            inv = np.empty_like(perm)
+            inv[perm] = np.arange(perm.size)
+            old_parent = geo.parent[perm]
+            parent = np.where(old_parent < 0, -1, inv[np.maximum(old_parent, 0)])
+            area = np.where(geo.has_membrane, geo.area_um2, 100.0)[perm]
+            with np.errstate(divide="ignore"):
+                g = np.where(np.isfinite(geo.ri_megohm), 1.0 / geo.ri_megohm, 0.0)[perm]
+            cm = cell.section_cm()[geo.section][perm]
+            cfac = 0.001 * (1.0 / dt)
+            capd = np.where(geo.has_membrane[perm], cfac * cm, 0.0)
+            parents.append(np.where(parent < 0, -1, parent + offset))
+            areas.append(area)
+            gs.append(g)
+            capds.append(capd)
+            self.cells.append(CellLayout(gid, offset, offset + perm.size, perm, inv, geo))
+            offset += perm.size
+        self.n_nodes = offset
+        self.parent = np.concatenate(parents).astype(np.int64)
+        self.area = np.concatenate(areas)
+        g = np.concatenate(gs)
+        self.capd = np.concatenate(capds)
+        self.node_off = np.array([c.start for c in self.cells] + [offset], dtype=np.int64)
+        a = np.zeros(offset)
+        b = np.zeros(offset)
+        has_p = self.parent >= 0
+        a[has_p] = ((-100.0 * 1.0) * g[has_p]) / self.area[self.parent[has_p]]
+        b[has_p] = (-100.0 * g[has_p]) / self.area[has_p]
+        self.a, self.b = a, b
+        self._instances(cells)
+
+    def _instances(self, cells) -> None:
+        """Per mechanism: data, nodes, per-cell offsets, 1e2/area; and index maps."""
+        per_mech: dict = {}
+        self.pp_index: dict = {}          # id(PointProcess) -> (mech, instance)
+        for cl, cell in zip(self.cells, cells):
+            geo = cl.geometry
+            for m, (mask, values) in cell.density_values(geo).items():
+                mech = _mechanisms.get(m)
+                new_nodes = np.flatnonzero(mask[cl.perm])
+                old = cl.perm[new_nodes]
+                data = np.array([values[f.name][old] if f.name in values
+                                 else np.full(old.size, f.default) for f in mech.fields])
+                per_mech.setdefault(m, []).append(
+                    (cl.gid, data.reshape(len(mech.fields), -1), new_nodes + cl.start, None))
+            pps = sorted(cell.point_processes,
+                         key=lambda p: (cl.global_node(geo.node(*_loc(p.location))),
+                                        -p.index))
+            by_kind: dict = {}
+            for p in pps:
+                by_kind.setdefault(p.kind, []).append(p)
+            for m, plist in by_kind.items():
+                mech = _mechanisms.get(m)
+                nodes = np.array([cl.global_node(geo.node(*_loc(p.location))) for p in plist],
+                                 dtype=np.int64)
+                data = np.array([[p.params.get(f.name, f.default) for p in plist]
+                                 for f in mech.fields]).reshape(len(mech.fields), -1)
+                per_mech.setdefault(m, []).append((cl.gid, data, nodes, plist))
+        self.mechs = sorted((_mechanisms.get(m) for m in per_mech), key=lambda m: m.order)
+        self.data, self.nodes, self.offsets, self.scale = {}, {}, {}, {}
+        self.scratch: dict = {}
+        n_cells = len(self.cells)
+        for mech in self.mechs:
+            rows = per_mech[mech.name]
+            counts = np.zeros(n_cells, dtype=np.int64)
+            for gid, data, nodes, plist in rows:
+                counts[gid] = nodes.size
+            base = np.concatenate([[0], np.cumsum(counts)])
+            self.data[mech.name] = np.ascontiguousarray(
+                np.concatenate([r[1] for r in rows], axis=1), dtype=np.float64)
+            self.nodes[mech.name] = np.concatenate([r[2] for r in rows]).astype(np.int64)
+            self.offsets[mech.name] = base.astype(np.int64)
+            self.scale[mech.name] = 1e2 / self.area[self.nodes[mech.name]]
+            shape = (max(1, len(mech.cnexp)), self.nodes[mech.name].size)
+            self.scratch[mech.name] = (np.zeros(shape), np.zeros(shape),
+                                      np.zeros((2, shape[1])))
+            for gid, data, nodes, plist in rows:
+                if plist:
+                    for k, p in enumerate(plist):
+                        self.pp_index[id(p)] = (mech.name, int(base[gid]) + k)
+        self.initial_data = {m: d.copy() for m, d in self.data.items()}
+
+    def instance_at(self, mech: str, node: int) -> int:
+        """The instance of density mechanism ``mech`` on global ``node`` (or -1)."""
+        nodes = self.nodes.get(mech)
+        if nodes is None:
+            return -1
+        hit = np.flatnonzero(nodes == node)
+        return int(hit[0]) if hit.size else -1
+
+
+def _loc(location: str):
+    from ..model.cell import parse_location
+
+    return parse_location(location)

@@ -1,0 +1,459 @@
+"""``Simulation``: NEURON's fixed step for a batch of cells (docs/simulator.md).
+
+The whole step (threshold detection, assembly, solve, update, states, recording) is one
+generated Numba function (:mod:`.kernels`) that runs many steps per call; Python runs only
+when a spike source crosses its threshold or an event is due.
+"""
+from __future__ import annotations
+
+import math
+from numbers import Real
+
+import numpy as np
+
+from .. import mechanisms as _mechanisms
+from ..model.cell import Cell, PointProcess, format_location
+from ..sim.errors import NonFiniteStateError
+from .events import SPIKE_OFFSET, EventQueue, NetCon, SpikeSource, StimulatorState
+from .kernels import COMMON_ARRAYS, kernel_module
+from .layout import Layout
+from .results import Results
+
+__all__ = ["BACKENDS", "Simulation"]
+
+BACKENDS = ("auto", "serial", "multicore")
+
+
+class Simulation:
+    """A batch of cells stepped with NEURON's fixed-step rules.
+
+    Parameters
+    ----------
+    cells : Cell or list of Cell
+        Cell ``i`` is gid ``i``; cells may differ in everything.
+    dt : float
+        Time step [ms].
+    celsius : float
+        Temperature [degC] (hh's q10 = 3^((celsius - 6.3)/10)).
+    v_init : float
+        Initial membrane potential [mV] of every node.
+    backend : str
+        ``"serial"``, ``"multicore"`` (Numba threads over cells) or ``"auto"`` (multicore
+        for more than one cell).
+    tables : bool
+        NEURON's ``usetable_hh = 1`` (hh's rates from a 201-row table, the default);
+        ``False`` computes the rates exactly.
+    threads : int, optional
+        Numba threads for ``multicore``.
+    """
+
+    def __init__(self, cells, *, dt: float = 0.025, celsius: float = 6.3,
+                 v_init: float = -65.0, backend: str = "auto", tables: bool = True,
+                 threads: int | None = None):
+        if isinstance(cells, Cell):
+            cells = [cells]
+        cells = list(cells)
+        for i, c in enumerate(cells):
+            if not isinstance(c, Cell):
+                raise TypeError(f"cells[{i}] is a {type(c).__name__}, not a hinesbatch.Cell")
+        for name, value in (("dt", dt), ("celsius", celsius), ("v_init", v_init)):
+            if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+        if dt <= 0:
+            raise ValueError(f"dt must be > 0, got {dt}")
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; valid backends: "
+                             f"{', '.join(BACKENDS)}")
+        self.cells = cells
+        self.dt, self.celsius, self.v_init = float(dt), float(celsius), float(v_init)
+        self.tables = bool(tables)
+        self.threads = threads
+        self.backend = ("multicore" if len(cells) > 1 else "serial") if backend == "auto" \
+            else backend
+        self.sources: list[SpikeSource] = []
+        self.netcons: list[NetCon] = []
+        self._stimulators: list[SpikeSource] = []
+        self._recordings: dict = {}
+        self._spike_records: dict = {}
+        self._layout = None
+
+    # ---- sources and connections ------------------------------------------------------
+    def _gid(self, cell) -> int:
+        if isinstance(cell, Cell):
+            for i, c in enumerate(self.cells):
+                if c is cell:
+                    return i
+            raise ValueError("that cell is not part of this simulation")
+        if isinstance(cell, bool) or not isinstance(cell, int) or not 0 <= cell < len(self.cells):
+            raise ValueError(f"cell must be a gid in [0, {len(self.cells)}) or a Cell of this "
+                             f"simulation, got {cell!r}")
+        return cell
+
+    def spike_source(self, cell=0, location="soma[0](0.5)", threshold: float = 10.0) -> SpikeSource:
+        """The threshold spike source on ``cell`` at ``location`` (one per node, as
+        NEURON's PreSyn; the last threshold set wins)."""
+        gid = self._gid(cell)
+        c = self.cells[gid]
+        sec, x = c.check_location(location)
+        node = c.geometry.node(sec, x)
+        for s in self.sources:
+            if s.kind == "threshold" and s.gid == gid and s.node == node:
+                s.threshold = _finite(threshold, "threshold")
+                return s
+        s = SpikeSource("threshold", gid, f"{gid}:{format_location(sec, x)}", node,
+                        _finite(threshold, "threshold"))
+        self.sources.append(s)
+        self._layout = None
+        return s
+
+    def net_stim(self, *, start: float = 50.0, interval: float = 10.0, number: float = 10,
+                 noise: float = 0.0) -> SpikeSource:
+        """A NetStim (NEURON's defaults); ``noise > 0`` is not supported."""
+        if noise != 0:
+            raise ValueError(f"NetStim noise={noise}: only noise = 0 (regular spikes) is "
+                             "supported")
+        params = {"start": _finite(start, "start"), "interval": _finite(interval, "interval"),
+                  "number": _finite(number, "number"), "noise": 0.0}
+        return self._stimulator("NetStim", params, None)
+
+    def vec_stim(self, times) -> SpikeSource:
+        """A VecStim playing ``times`` [ms] (sorted, finite, >= 0)."""
+        t = np.asarray(times, dtype=np.float64).ravel()
+        if t.size and (not np.isfinite(t).all() or (t < 0).any() or (np.diff(t) < 0).any()):
+            raise ValueError("VecStim times must be finite, >= 0 and sorted")
+        return self._stimulator("VecStim", {}, t)
+
+    def _stimulator(self, kind, params, times) -> SpikeSource:
+        k = sum(1 for s in self._stimulators if s.kind == kind)
+        s = SpikeSource(kind, len(self.cells) + len(self._stimulators), f"{kind}[{k}]",
+                        params=params, times=times, index=k)
+        self._stimulators.append(s)
+        return s
+
+    def connect(self, source, target: PointProcess, *, weight: float = 0.0,
+                delay: float = 1.0, threshold: float | None = None) -> NetCon:
+        """A NetCon from ``source`` (a SpikeSource or ``(cell, location)``) to a synapse."""
+        if isinstance(source, tuple):
+            source = self.spike_source(*source)
+        if not isinstance(source, SpikeSource):
+            raise TypeError(f"source must be a SpikeSource or (cell, location), got "
+                            f"{type(source).__name__}")
+        if not isinstance(target, PointProcess) or not _mechanisms.get(target.kind).net_receive:
+            raise ValueError(f"target must be a synapse placed on a cell (ExpSyn, Exp2Syn), "
+                             f"got {target!r}")
+        self._gid(target.cell)
+        name = f"NetCon[{len(self.netcons)}] ({source.name} -> {target.name})"
+        if isinstance(delay, bool) or not isinstance(delay, Real) or not math.isfinite(delay) \
+                or delay < 0:
+            raise ValueError(f"{name}: delay must be finite and >= 0, got {delay!r}")
+        nc = NetCon(source, target, _finite(weight, f"{name}: weight"), float(delay),
+                    len(self.netcons))
+        if threshold is not None:
+            if source.kind != "threshold":
+                raise ValueError(f"{name}: threshold applies to a cell's spike source only")
+            source.threshold = _finite(threshold, "threshold")
+        source.netcons.append(nc)
+        self.netcons.append(nc)
+        return nc
+
+    # ---- recordings -------------------------------------------------------------------
+    def record(self, variable: str = "v", *, cell=0, location="soma[0](0.5)",
+               target: PointProcess | None = None, every: int = 1) -> str:
+        """Record ``variable`` every ``every`` steps (t = 0 included); returns its key.
+
+        Keys are ``"v@0:soma[0](0.5)"`` (cell gid and location) or ``"i@0:IClamp[0]"``
+        (with ``target``), followed by ``"|every=k"`` when ``every > 1``.
+        """
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise ValueError(f"every must be a positive integer, got {every!r}")
+        suffix = "" if every == 1 else f"|every={every}"
+        if target is not None:
+            mech = _mechanisms.get(target.kind)
+            if variable not in mech.field_names:
+                raise ValueError(f"{target.kind} has no variable {variable!r}; variables: "
+                                 f"{', '.join(mech.field_names)}")
+            gid = self._gid(target.cell)
+            key = f"{variable}@{gid}:{target.name}{suffix}"
+            self._recordings[key] = ("pp", target, variable, every, mech.unit(variable))
+            return key
+        gid = self._gid(cell)
+        c = self.cells[gid]
+        sec, x = c.check_location(location)
+        mech, field = _range_variable(variable)
+        unit = "mV" if mech is None else _mechanisms.get(mech).unit(field)
+        key = f"{variable}@{gid}:{format_location(sec, x)}{suffix}"
+        self._recordings[key] = ("range", (gid, sec, x), (mech, field), every, unit)
+        return key
+
+    def record_spikes(self, source: SpikeSource) -> str:
+        """Record the spike times of ``source`` (NEURON's ``NetCon.record``)."""
+        if not isinstance(source, SpikeSource):
+            raise TypeError(f"source must be a SpikeSource, got {type(source).__name__}")
+        key = f"spikes@{source.name}"
+        self._spike_records[key] = source
+        return key
+
+    # ---- running ----------------------------------------------------------------------
+    def _prepare(self):
+        if self._layout is None or self._layout_cells != self._cell_state():
+            self._layout = Layout(self.cells, dt=self.dt)
+            self._layout_cells = self._cell_state()
+        lay = self._layout
+        self._km = kernel_module(lay.mechs, tables=self.tables,
+                                 parallel=self.backend == "multicore")
+        return lay
+
+    def _cell_state(self):
+        return [(id(c), len(c.decor), len(c.point_processes), repr(c.decor),
+                 [repr(p) for p in c.point_processes]) for c in self.cells]
+
+    def _model_args(self, lay, tables) -> list:
+        arrays = {"v": self._v, "d": self._d, "rhs": self._rhs, "a": lay.a, "b": lay.b,
+                  "parent": lay.parent, "capd": lay.capd, "node_off": lay.node_off}
+        out = [arrays[n] for n in COMMON_ARRAYS]
+        for m in lay.mechs:
+            out += [self._data[m.name], lay.nodes[m.name], lay.offsets[m.name],
+                    lay.scale[m.name], *lay.scratch[m.name]]
+        return out + tables
+
+    def _resolve_recordings(self, lay):
+        mech_pos = {m.name: k for k, m in enumerate(lay.mechs)}
+        rows = []
+        for key, (what, where, var, every, unit) in self._recordings.items():
+            if what == "pp":
+                m, j = lay.pp_index[id(where)]
+                rows.append((key, mech_pos[m], _mechanisms.get(m).field_names.index(var), j,
+                             every, unit, self._gid(where.cell)))
+                continue
+            gid, sec, x = where
+            cl = lay.cells[gid]
+            node = cl.global_node(cl.geometry.node(sec, x))
+            mech, field = var
+            if mech is None:
+                rows.append((key, -1, 0, node, every, unit, gid))
+                continue
+            j = lay.instance_at(mech, node)
+            if j < 0:
+                raise ValueError(f"cannot record {key.split('@')[0]!r} at "
+                                 f"{format_location(sec, x)} of cell {gid}: {mech} is not "
+                                 "inserted there")
+            rows.append((key, mech_pos[mech], _mechanisms.get(mech).field_names.index(field),
+                         j, every, unit, gid))
+        return rows
+
+    def run(self, tstop: float, *, progress: bool = False) -> Results:
+        """Initialize (NEURON's ``finitialize(v_init)``) and step while
+        ``t < tstop - dt/2``; returns the recordings.
+
+        Parameters
+        ----------
+        tstop : float
+            End time [ms].
+        progress : bool
+            Write the simulated time to stderr as the run goes.
+        """
+        tstop = _finite(tstop, "tstop")
+        lay = self._prepare()
+        km, dt, celsius = self._km, self.dt, self.celsius
+        if self.threads is not None and self.backend == "multicore":
+            import numba
+
+            numba.set_num_threads(int(self.threads))
+        # time grid with NEURON's accumulated t
+        times = [0.0]
+        t = 0.0
+        while t < tstop - dt / 2:
+            t = (t + 0.5 * dt) + 0.5 * dt
+            times.append(t)
+        tgrid = np.array(times)
+        self._tgrid = tgrid
+        n_steps = tgrid.size - 1
+        # finitialize
+        n = lay.n_nodes
+        self._v = np.full(n, self.v_init)
+        self._d = np.zeros(n)
+        self._rhs = np.zeros(n)
+        self._data = {m: d.copy() for m, d in lay.initial_data.items()}
+        tables, mech_tables = [], {}
+        for code in km.codes:
+            own = [getattr(km.module, f"_build_{code.mech.name}_{p.name}")(celsius)
+                   for p in code.table_procedures] if self.tables else []
+            mech_tables[code.mech.name] = own
+            tables += own
+        for m in lay.mechs:
+            getattr(km.module, f"_initial_{m.name}")(self._data[m.name], lay.nodes[m.name],
+                                                     self._v, 0.0, dt, celsius,
+                                                     *mech_tables[m.name])
+        sources = sorted(self.sources, key=lambda s: s.gid)     # grouped by cell
+        src_node = np.array([lay.cells[s.gid].global_node(s.node) for s in sources],
+                            dtype=np.int64)
+        src_thr = np.array([s.threshold for s in sources], dtype=np.float64)
+        src_flag = np.zeros(len(sources), dtype=np.int64)
+        src_off = np.searchsorted(np.array([s.gid for s in sources], dtype=np.int64),
+                                  np.arange(len(lay.cells) + 1)).astype(np.int64)
+        self._spikes = {id(s): [] for s in sources + self._stimulators}
+        self._queue = EventQueue()
+        self._states = [StimulatorState(s) for s in self._stimulators]
+        for st in self._states:
+            st.initial(self._queue)
+        self._deliver(0.0)
+        model = self._model_args(lay, tables)
+        km.assemble_all(len(lay.cells), 0.0, dt, celsius, *model)
+        rows = sorted(self._resolve_recordings(lay), key=lambda r: r[6])
+        rec_m = np.array([r[1] for r in rows], dtype=np.int64)
+        rec_f = np.array([r[2] for r in rows], dtype=np.int64)
+        rec_i = np.array([r[3] for r in rows], dtype=np.int64)
+        rec_every = np.array([r[4] for r in rows], dtype=np.int64)
+        rec_off = np.searchsorted(np.array([r[6] for r in rows], dtype=np.int64),
+                                  np.arange(len(lay.cells) + 1)).astype(np.int64)
+        rec_buf = np.full((len(rows), n_steps + 1), np.nan)
+        for r, row in enumerate(rows):
+            rec_buf[r, 0] = km._value(rec_m[r], rec_f[r], rec_i[r], self._v,
+                                      *[self._data[m.name] for m in lay.mechs])
+        rec = (rec_m, rec_f, rec_i, rec_every)
+        src = (src_node, src_thr, src_flag)
+        # threshold -> synapse delays bound how far cells may run on their own
+        delays = [nc.delay for s in sources for nc in s.netcons]
+        min_delay = min(delays) if delays else math.inf
+        step = 0
+        chunk = max(1, n_steps // 50) if progress else self.MAX_EPOCH
+        while step < n_steps:
+            t = tgrid[step]
+            if progress:
+                _progress(t, tgrid[n_steps])
+            n = self._free_steps(tgrid, step, n_steps, min_delay, chunk)
+            if n > 0:
+                step = self._epoch(km, lay, step, n, sources, src, src_off, rec, rec_off,
+                                   rec_buf, model)
+            elif self._queue.next_time() <= t + 0.5 * dt:
+                self._deliver(t + 0.5 * dt)
+            else:   # a delay below dt/2: stop at every threshold crossing
+                fired = np.zeros(max(len(sources), 1), dtype=np.int64)
+                bad = np.zeros(len(lay.cells), dtype=np.bool_)
+                _, step, t, status, info = km.advance(
+                    n_steps - step, step, t, self._queue.next_time(), dt, celsius,
+                    len(lay.cells), *src, fired, *rec, rec_buf, bad, *model)
+                if status == 1:
+                    for k in fired[:info]:
+                        self._fire(sources[k], t + SPIKE_OFFSET)
+                elif status == 3:
+                    self._non_finite(lay, int(info), t)
+        self._deliver(tgrid[n_steps])
+        if progress:
+            _progress(tgrid[n_steps], tgrid[n_steps], end=True)
+        return self._results(rows, rec_buf, tgrid, n_steps)
+
+    #: Longest stretch run by one call of the epoch kernel [steps].
+    MAX_EPOCH = 8192
+
+    def _free_steps(self, tgrid, step: int, n_steps: int, min_delay: float,
+                    chunk: int) -> int:
+        """Steps from ``step`` in which no queued event acts and no spike of the stretch
+        can act (NEURON's rule: an event acts on the first step with te <= t_n + dt/2)."""
+        half = 0.5 * self.dt
+        stop = min(n_steps, step + chunk)
+        te = self._queue.next_time()
+        # every spike of the stretch has te >= t_step + 1e-10 + min_delay
+        te = min(te, (tgrid[step] + SPIKE_OFFSET) + min_delay)
+        lim = np.searchsorted(tgrid[step:stop] + half, te, side="left")
+        return int(lim)
+
+    def _epoch(self, km, lay, step, n, sources, src, src_off, rec, rec_off, rec_buf,
+               model) -> int:
+        cap = n // 2 + 2
+        spike_t = np.empty((max(len(sources), 1), cap))
+        spike_n = np.zeros(max(len(sources), 1), dtype=np.int64)
+        bad_step = np.zeros(len(lay.cells), dtype=np.int64)
+        km.advance_epoch(n, step, self._tgrid[step], self.dt, self.celsius, len(lay.cells),
+                         *src, src_off, spike_t, spike_n, *rec, rec_off, rec_buf, bad_step,
+                         *model)
+        if bad_step.any():
+            gid = int(np.argmin(np.where(bad_step > 0, bad_step, np.iinfo(np.int64).max)))
+            self._non_finite(lay, gid, self._tgrid[bad_step[gid]])
+        spikes = sorted((spike_t[k, i], k) for k in range(len(sources))
+                        for i in range(spike_n[k]))
+        for ts, k in spikes:
+            self._fire(sources[k], ts)
+        return step + n
+
+    def _fire(self, source: SpikeSource, ts: float) -> None:
+        self._spikes[id(source)].append(ts)
+        for nc in source.netcons:
+            self._queue.push(ts + nc.delay, nc, nc.weight, kind="net")
+
+    def _deliver(self, limit: float) -> None:
+        q, km, lay = self._queue, self._km, self._layout
+        while q.next_time() <= limit:
+            for ev in q.pop_until(q.next_time()):
+                if ev.kind == "net":
+                    m, j = lay.pp_index[id(ev.target.target)]
+                    getattr(km.module, f"_net_receive_{m}")(self._data[m], j, ev.weight,
+                                                            ev.te, self.dt, self.celsius)
+                else:
+                    st = ev.target
+                    st.receive(ev.te, ev.kind, q, lambda te, s=st.source: self._fire(s, te))
+
+    def _non_finite(self, lay, gid: int, t: float):
+        cl = lay.cells[gid]
+        v = self._v[cl.start:cl.stop]
+        bad = np.flatnonzero(~np.isfinite(v))
+        k = int(bad[0]) if bad.size else int(np.argmax(np.abs(v)))
+        where = cl.location_of(cl.start + k)
+        raise NonFiniteStateError(
+            f"the membrane potential became {v[k]} in cell {gid} at {where} at t = {t:g} ms",
+            cell=gid, location=where, t_ms=t)
+
+    def _results(self, rows, rec_buf, tgrid, n_steps) -> Results:
+        traces, times, units = {}, {}, {}
+        for r, (key, _, _, _, every, unit, _) in enumerate(rows):
+            k = n_steps // every + 1
+            traces[key] = rec_buf[r, :k].copy()
+            times[key] = tgrid[::every][:k].copy()
+            units[key] = unit
+        spikes, gids = {}, {}
+        for key, s in self._spike_records.items():
+            spikes[key] = np.array(self._spikes.get(id(s), []), dtype=np.float64)
+            gids[key] = s.gid
+        meta = {"dt": self.dt, "celsius": self.celsius, "v_init": self.v_init,
+                "tables": self.tables, "backend": self.backend, "n_cells": len(self.cells),
+                "tstop": float(tgrid[-1]), "steps": int(n_steps)}
+        return Results(traces, times, units, spikes, gids, meta)
+
+
+def _progress(t: float, tstop: float, *, end: bool = False) -> None:
+    """One line on stderr: simulated time and percentage."""
+    import sys
+
+    pct = 100.0 * t / tstop if tstop > 0 else 100.0
+    sys.stderr.write(f"\rsimulated {t:10.3f} of {tstop:g} ms ({pct:5.1f} %)"
+                     + ("\n" if end else ""))
+    sys.stderr.flush()
+
+
+def _finite(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _range_variable(variable: str) -> tuple:
+    """``"v"`` -> (None, "v"); ``"m_hh"`` -> ("hh", "m"); ``"ina"`` -> ("hh", "ina")."""
+    if variable == "v":
+        return None, "v"
+    for m in _mechanisms.names():
+        mech = _mechanisms.get(m)
+        if mech.kind == "density" and variable.endswith("_" + m):
+            field = variable[: -len(m) - 1]
+            if field in mech.field_names:
+                return m, field
+            raise ValueError(f"{m} has no variable {field!r}; variables: "
+                             f"{', '.join(f + '_' + m for f in mech.field_names)}")
+    for m in _mechanisms.names():
+        mech = _mechanisms.get(m)
+        for v in mech.ion_variables:
+            if v.name == variable:
+                return m, variable
+    valid = ["v"] + [f"{f}_{m}" for m in _mechanisms.names()
+                     if _mechanisms.get(m).kind == "density"
+                     for f in _mechanisms.get(m).field_names]
+    raise ValueError(f"unknown variable {variable!r}; range variables: {', '.join(valid)}")

@@ -1,0 +1,225 @@
+"""Emit a mechanism description as C (the form a CUDA C++ engine includes).
+
+The same code blocks that :mod:`.codegen` compiles for Numba, printed as C functions over a
+structure-of-arrays instance block: field ``k`` of instance ``j`` of ``n`` is
+``D[k*n + j]``. Every operation keeps the description's order and parentheses, and
+``exp`` is NEURON's ``hoc_Exp`` (:data:`C_PRELUDE`), so a C compiler without
+``-ffast-math`` and without FMA contraction (``-ffp-contract=off``; CUDA: ``--fmad=false``)
+computes NEURON's values.
+
+Functions for mechanism ``m`` (only those its description has):
+
+- ``double m_<function>(args..., double celsius)``;
+- ``void m_<proc>_exact(double arg, double celsius, double* out)`` for a TABLE procedure,
+  ``void m_<proc>_build(double celsius, double* table)`` (``outputs × (n+1)``) and
+  ``void m_<proc>_lookup(double arg, const double* table, double* out)``;
+- ``void m_initial(double* D, long n, long j, double v, double t, double dt,
+  double celsius, const double* table)``;
+- ``double m_current(double* D, long n, long j, double v, double t, double dt,
+  double celsius, const double* table)``: the BREAKPOINT, returning the sum of the currents;
+- ``void m_state(...)`` (same arguments): the state block, cnexp and after-solve code;
+- ``void m_net_receive(double* D, long n, long j, double weight, double t, double dt,
+  double celsius)``.
+"""
+from __future__ import annotations
+
+import ast
+
+from .codegen import _BINOPS, _CMPOPS, CodegenError, _name, _parse_expr
+from .description import Mechanism
+
+__all__ = ["C_PRELUDE", "emit_c"]
+
+C_PRELUDE = """#include <math.h>
+/* NEURON's hoc_Exp: 0 below -700, exp(700) above 700, else the C library's exp. */
+static double hoc_Exp(double x) {
+    if (x < -700.0) return 0.0;
+    if (x > 700.0) return exp(700.0);
+    return exp(x);
+}
+"""
+_INTRINSICS = {"exp": "hoc_Exp", "log": "log", "pow": "pow", "fabs": "fabs", "sqrt": "sqrt"}
+_SPECIAL = {"v": "v", "t": "t", "dt": "dt", "celsius": "celsius"}
+_ARGS = "double* D, long n, long j, double v, double t, double dt, double celsius, " \
+        "const double* table"
+
+
+class _CScope:
+    def __init__(self, mech: Mechanism, *, fields: bool, args=None, weight=False):
+        self.mech = mech
+        self.fields = {f: k for k, f in enumerate(mech.field_names)} if fields else {}
+        self.args = dict(args or {})
+        self.weight = weight
+        self.locals: set = set()
+
+    def name(self, name: str) -> str:
+        name = _name(name)
+        if name in self.args:
+            return self.args[name]
+        if name == "weight" and self.weight:
+            return "weight"
+        if name in _SPECIAL:
+            return _SPECIAL[name]
+        if name in self.fields:
+            return f"D[{self.fields[name]}*n + j]"
+        self.locals.add(name)
+        return f"l_{name}"
+
+
+class _CEmitter:
+    def __init__(self, mech: Mechanism, tables: bool):
+        self.mech, self.tables = mech, tables
+        self.functions = {f.name: f for f in mech.functions}
+        self.procedures = {p.name: p for p in mech.procedures}
+        self.counter = 0
+
+    def block(self, text: str, scope, indent: int) -> str:
+        body = ast.parse(text.strip() or "pass").body
+        return self.statements(body, scope, indent)
+
+    def statements(self, body, scope, indent: int) -> str:
+        pad = "    " * indent
+        out = []
+        for st in body:
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 \
+                    and isinstance(st.targets[0], ast.Name):
+                out.append(f"{pad}{scope.name(st.targets[0].id)} = {self.expr(st.value, scope)};\n")
+            elif isinstance(st, ast.If):
+                out.append(f"{pad}if ({self.expr(st.test, scope)}) {{\n")
+                out.append(self.statements(st.body, scope, indent + 1))
+                if st.orelse:
+                    out.append(f"{pad}}} else {{\n")
+                    out.append(self.statements(st.orelse, scope, indent + 1))
+                out.append(f"{pad}}}\n")
+            elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+                out.append(self.call_procedure(st.value, scope, indent))
+            elif isinstance(st, ast.Pass):
+                continue
+            else:
+                raise CodegenError(f"mechanism {self.mech.name}: {ast.dump(st)[:60]} is not "
+                                   "in the statement language")
+        return "".join(out)
+
+    def call_procedure(self, call, scope, indent: int) -> str:
+        pad = "    " * indent
+        p = self.procedures.get(getattr(call.func, "id", None))
+        if p is None:
+            raise CodegenError(f"mechanism {self.mech.name}: unknown procedure "
+                               f"{ast.dump(call.func)[:40]}")
+        args = [self.expr(a, scope) for a in call.args]
+        self.counter += 1
+        if p.table is not None:
+            m = self.mech.name
+            what = f"{m}_{p.name}_lookup({args[0]}, table, r{self.counter})" if self.tables \
+                else f"{m}_{p.name}_exact({args[0]}, celsius, r{self.counter})"
+            src = f"{pad}{{ double r{self.counter}[{len(p.table.outputs)}];\n{pad}{what};\n"
+            for k, o in enumerate(p.table.outputs):
+                src += f"{pad}{scope.name(o)} = r{self.counter}[{k}];\n"
+            return src + f"{pad}}}\n"
+        inner = _CScope(self.mech, fields=bool(scope.fields), weight=scope.weight,
+                        args={a: f"p{self.counter}_{a}" for a in p.args})
+        inner.locals = scope.locals
+        src = "".join(f"{pad}double p{self.counter}_{a} = {v};\n" for a, v in zip(p.args, args))
+        return src + self.block(p.body, inner, indent)
+
+    def expr(self, node, scope) -> str:
+        e = lambda n: self.expr(n, scope)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+                and not isinstance(node.value, bool):
+            return repr(float(node.value))
+        if isinstance(node, ast.Name):
+            return scope.name(node.id)
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            if isinstance(node.op, ast.Pow):
+                return f"pow({e(node.left)}, {e(node.right)})"
+            return f"({e(node.left)} {_BINOPS[type(node.op)]} {e(node.right)})"
+        if isinstance(node, ast.UnaryOp):
+            op = {ast.USub: "-", ast.UAdd: "+", ast.Not: "!"}.get(type(node.op))
+            if op:
+                return f"({op}{e(node.operand)})"
+        if isinstance(node, ast.BoolOp):
+            op = " && " if isinstance(node.op, ast.And) else " || "
+            return "(" + op.join(e(v) for v in node.values) + ")"
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 \
+                and type(node.ops[0]) in _CMPOPS:
+            return f"({e(node.left)} {_CMPOPS[type(node.ops[0])]} {e(node.comparators[0])})"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            f, args = node.func.id, [e(a) for a in node.args]
+            if f in _INTRINSICS:
+                return f"{_INTRINSICS[f]}({', '.join(args)})"
+            if f in self.functions:
+                return f"{self.mech.name}_{f}({', '.join(args + ['celsius'])})"
+        raise CodegenError(f"mechanism {self.mech.name}: {ast.dump(node)[:60]} is not in "
+                           "the statement language")
+
+
+def _locals(scope) -> str:
+    return "".join(f"    double l_{n} = 0.0;\n" for n in sorted(scope.locals))
+
+
+def emit_c(mech: Mechanism, *, tables: bool = True) -> str:
+    """C source of ``mech``'s functions (see the module docstring); no prelude."""
+    em, m, out = _CEmitter(mech, tables), mech.name, []
+    for f in mech.functions:
+        scope = _CScope(mech, fields=False, args={a: f"a_{a}" for a in f.args})
+        body = em.block(f.body, scope, 1)
+        args = ", ".join(f"double a_{a}" for a in f.args)
+        out.append(f"static double {m}_{f.name}({args}, double celsius) {{\n"
+                   f"{_locals(scope)}{body}    return l_{f.name};\n}}\n")
+    for p in mech.procedures:
+        if p.table is None:
+            continue
+        tb, k = p.table, len(p.table.outputs)
+        scope = _CScope(mech, fields=False, args={a: f"a_{a}" for a in p.args})
+        body = em.block(p.body, scope, 1)
+        sets = "".join(f"    out[{i}] = l_{o};\n" for i, o in enumerate(tb.outputs))
+        out.append(f"static void {m}_{p.name}_exact(double a_{p.args[0]}, double celsius, "
+                   f"double* out) {{\n{_locals(scope)}{body}{sets}}}\n")
+        n, tmin = int(tb.n), float(tb.start)
+        dx = (float(tb.stop) - tmin) / float(n)
+        out.append(
+            f"static void {m}_{p.name}_build(double celsius, double* table) {{\n"
+            f"    double x = {tmin!r}, r[{k}];\n"
+            f"    for (int i = 0; i < {n + 1}; ++i, x += {dx!r}) {{\n"
+            f"        {m}_{p.name}_exact(x, celsius, r);\n"
+            f"        for (int o = 0; o < {k}; ++o) table[o*{n + 1} + i] = r[o];\n"
+            f"    }}\n}}\n"
+            f"static void {m}_{p.name}_lookup(double lv, const double* table, double* out) {{\n"
+            f"    double xi = {1.0 / dx!r}*(lv - ({tmin!r}));\n"
+            f"    if (isnan(xi)) {{ for (int o = 0; o < {k}; ++o) out[o] = xi; return; }}\n"
+            f"    if (xi <= 0.0) {{ for (int o = 0; o < {k}; ++o) out[o] = table[o*{n + 1}];"
+            f" return; }}\n"
+            f"    if (xi >= {float(n)!r}) {{ for (int o = 0; o < {k}; ++o) "
+            f"out[o] = table[o*{n + 1} + {n}]; return; }}\n"
+            f"    int i = (int)xi;\n    double th = xi - (double)i;\n"
+            f"    for (int o = 0; o < {k}; ++o) {{\n"
+            f"        const double* T = table + o*{n + 1};\n"
+            f"        out[o] = T[i] + th*(T[i + 1] - T[i]);\n    }}\n}}\n")
+    # per-instance blocks
+    scope = _CScope(mech, fields=True)
+    body = em.block(mech.initial, scope, 1)
+    out.append(f"static void {m}_initial({_ARGS}) {{\n{_locals(scope)}{body}}}\n")
+    if mech.currents:
+        scope = _CScope(mech, fields=True)
+        body = em.block(mech.breakpoint, scope, 1)
+        total = "0.0"
+        for c in mech.currents:
+            total = f"({total} + {scope.name(c)})"
+        out.append(f"static double {m}_current({_ARGS}) {{\n{_locals(scope)}{body}"
+                   f"    return {total};\n}}\n")
+    if mech.state or mech.cnexp or mech.after_solve:
+        scope = _CScope(mech, fields=True)
+        body = em.block(mech.state, scope, 1)
+        for eq in mech.cnexp:
+            y = scope.name(eq.state)
+            a = em.expr(_parse_expr(eq.a, mech, "cnexp"), scope)
+            b = em.expr(_parse_expr(eq.b, mech, "cnexp"), scope)
+            body += f"    {y} = {y} + (1.0 - hoc_Exp(dt*{a}))*(-{b}/{a} - {y});\n"
+        body += em.block(mech.after_solve, scope, 1)
+        out.append(f"static void {m}_state({_ARGS}) {{\n{_locals(scope)}{body}}}\n")
+    if mech.net_receive:
+        scope = _CScope(mech, fields=True, weight=True)
+        body = em.block(mech.net_receive, scope, 1)
+        out.append(f"static void {m}_net_receive(double* D, long n, long j, double weight, "
+                   f"double t, double dt, double celsius) {{\n{_locals(scope)}{body}}}\n")
+    return "\n".join(out)

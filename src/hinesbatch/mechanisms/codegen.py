@@ -1,0 +1,427 @@
+"""Compile mechanism descriptions into the Numba source of the engine's loops.
+
+The statement language of :mod:`.description` is parsed with :mod:`ast`, checked, and
+emitted with every operation parenthesised, so the generated code evaluates each expression
+in the order the description gives (no reassociation; Numba without ``fastmath`` does not
+contract to FMA). Names are resolved here:
+
+- a mechanism variable becomes ``_D_<mech>[k, _j]``: one float64 array per mechanism,
+  ``fields × instances`` (:attr:`Mechanism.fields` order), ``_j`` the instance;
+- ``v``, ``t``, ``dt``, ``celsius``, ``weight`` become ``_v``, ``_t``, ``_dt``, ``_celsius``,
+  ``_w``; any other name is a local ``_l_<name>``;
+- ``exp`` is NEURON's ``hoc_Exp`` (``_hoc_exp``); ``log``, ``pow``, ``fabs``, ``sqrt`` are
+  the C library's (``math``);
+- a FUNCTION becomes ``_F_<mech>_<name>(args..., _celsius)``; a PROCEDURE is inlined at
+  its call; one with a TABLE also becomes ``_P_<mech>_<name>`` (the exact outputs, which
+  build the table) and ``_L_<mech>_<name>`` (NEURON's lookup), and with tables on its
+  call is the lookup, inlined.
+"""
+from __future__ import annotations
+
+import ast
+
+from .description import Mechanism
+
+__all__ = ["CodegenError", "MechanismCode", "hoc_exp_source"]
+
+_INTRINSICS = {"exp": "_hoc_exp", "log": "math.log", "pow": "math.pow", "fabs": "math.fabs",
+               "sqrt": "math.sqrt"}
+_SPECIAL = {"v": "_v", "t": "_t", "dt": "_dt", "celsius": "_celsius"}
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+_CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
+           ast.NotEq: "!="}
+
+
+class CodegenError(ValueError):
+    """A code block uses something outside the statement language (names the block)."""
+
+
+def hoc_exp_source() -> str:
+    """NEURON's ``hoc_Exp``: 0 below -700, exp(700) above 700, else the C library's exp."""
+    return (
+        "@njit(cache=True, error_model='numpy')\n"
+        "def _hoc_exp(x):\n"
+        "    if x < -700.0:\n"
+        "        return 0.0\n"
+        "    if x > 700.0:\n"
+        "        return math.exp(700.0)\n"
+        "    return math.exp(x)\n")
+
+
+def _name(code_name: str) -> str:
+    """NEURON's name of an identifier (``del_`` -> ``del``)."""
+    return code_name[:-1] if code_name.endswith("_") and code_name[:-1] in _KEYWORDS else \
+        code_name
+
+
+_KEYWORDS = {"del", "in", "is", "if", "or", "and", "not", "for", "def", "class", "lambda",
+             "from", "global", "pass", "with", "yield", "return", "try", "while", "as"}
+
+
+class _Scope:
+    """How names resolve inside one block."""
+
+    def __init__(self, mech: Mechanism, *, fields: bool, args: dict | None = None,
+                 weight: bool = False, tables: bool = True):
+        self.mech = mech
+        self.fields = {n: k for k, n in enumerate(mech.field_names)} if fields else {}
+        self.args = dict(args or {})
+        self.weight = weight
+        self.tables = tables
+        self.locals: set = set()
+        self.cache = False          # fields live in locals _c_<name> (see MechanismCode.wrap)
+        self.used: dict = {}        # field -> index, in order of first use
+        self.written: dict = {}
+
+    def load(self, name: str) -> str:
+        name = _name(name)
+        if name in self.args:
+            return self.args[name]
+        if name == "weight" and self.weight:
+            return "_w"
+        if name in _SPECIAL:
+            return _SPECIAL[name]
+        if name in self.fields:
+            if self.cache:
+                self.used.setdefault(name, self.fields[name])
+                return f"_c_{name}"
+            return f"_D_{self.mech.name}[{self.fields[name]}, _j]"
+        self.locals.add(name)
+        return f"_l_{name}"
+
+    def store(self, name: str) -> str:
+        name = _name(name)
+        if name in self.args:
+            return self.args[name]
+        if name in _SPECIAL or name == "weight":
+            raise CodegenError(f"mechanism {self.mech.name}: cannot assign {name!r}")
+        if name in self.fields:
+            self.written.setdefault(name, self.fields[name])
+        return self.load(name)
+
+    def loads(self, pad: str) -> str:
+        """Copy every field the block uses into its local (from the per-cell views)."""
+        m = self.mech.name
+        return "".join(f"{pad}_c_{n} = _fv_{m}_{n}[_j]\n" for n in self.used)
+
+    def stores(self, pad: str) -> str:
+        """Copy every field the block wrote back from its local."""
+        m = self.mech.name
+        return "".join(f"{pad}_fv_{m}_{n}[_j] = _c_{n}\n" for n in self.written)
+
+
+class MechanismCode:
+    """Numba source pieces for one mechanism.
+
+    Parameters
+    ----------
+    mech : Mechanism
+    tables : bool
+        Use TABLE lookups (NEURON's ``usetable = 1``) where the description has a TABLE.
+    """
+
+    def __init__(self, mech: Mechanism, *, tables: bool = True):
+        self.mech = mech
+        self.tables = tables
+        self._functions = {f.name: f for f in mech.functions}
+        self._procedures = {p.name: p for p in mech.procedures}
+        self._counter = 0
+
+    # ---- module-level functions -------------------------------------------------------
+    @property
+    def table_procedures(self) -> list:
+        return [p for p in self.mech.procedures if p.table is not None]
+
+    def table_args(self) -> list[str]:
+        """Names of the kernel arguments holding this mechanism's tables."""
+        if not self.tables:
+            return []
+        return [f"_TB_{self.mech.name}_{p.name}" for p in self.table_procedures]
+
+    def module_functions(self) -> str:
+        """FUNCTIONs, TABLE procedures (exact, builder, lookup), INITIAL and NET_RECEIVE."""
+        m = self.mech.name
+        out = []
+        for f in self.mech.functions:
+            scope = _Scope(self.mech, fields=False,
+                           args={a: f"_a_{a}" for a in f.args})
+            body = self._block(f.body, scope, 1, f"FUNCTION {f.name}")
+            args = ", ".join(f"_a_{a}" for a in f.args)
+            out.append(f"@njit(cache=True, error_model='numpy')\n"
+                       f"def _F_{m}_{f.name}({args}, _celsius):\n{body}"
+                       f"    return _l_{f.name}\n")
+        for p in self.table_procedures:
+            out.append(self._table_functions(p))
+        out.append(self._initial_function())
+        if self.mech.net_receive:
+            scope = _Scope(self.mech, fields=True, weight=True)
+            body = self._block(self.mech.net_receive, scope, 1, "NET_RECEIVE")
+            out.append(f"@njit(cache=True, error_model='numpy')\n"
+                       f"def _net_receive_{m}(_D_{m}, _j, _w, _t, _dt, _celsius):\n{body}")
+        return "\n\n".join(out)
+
+    def _table_functions(self, p) -> str:
+        m, tb = self.mech.name, p.table
+        scope = _Scope(self.mech, fields=False, args={a: f"_a_{a}" for a in p.args})
+        body = self._block(p.body, scope, 1, f"PROCEDURE {p.name}")
+        outs = ", ".join(f"_l_{o}" for o in tb.outputs) + ","
+        args = ", ".join(f"_a_{a}" for a in p.args)
+        n, k = int(tb.n), len(tb.outputs)
+        tmin = float(tb.start)
+        dx = (float(tb.stop) - tmin) / float(n)
+        mfac = 1.0 / dx
+        rows = lambda i: ", ".join(f"_T[{o}, {i}]" for o in range(k)) + ","
+        interp = ", ".join(f"_T[{o}, _i] + _th*(_T[{o}, _i + 1] - _T[{o}, _i])"
+                           for o in range(k)) + ","
+        return (
+            f"@njit(cache=True, error_model='numpy')\n"
+            f"def _P_{m}_{p.name}({args}, _celsius):\n{body}    return ({outs})\n\n\n"
+            f"@njit(cache=True, error_model='numpy')\n"
+            f"def _build_{m}_{p.name}(_celsius):\n"
+            f"    _T = np.empty(({k}, {n + 1}))\n"
+            f"    _x = {tmin!r}\n"
+            f"    for _i in range({n + 1}):\n"
+            f"        _r = _P_{m}_{p.name}(_x, _celsius)\n"
+            + "".join(f"        _T[{o}, _i] = _r[{o}]\n" for o in range(k))
+            + f"        _x += {dx!r}\n"
+            f"    return _T\n\n\n"
+            f"@njit(cache=True, error_model='numpy')\n"
+            f"def _L_{m}_{p.name}(_lv, _T):\n"
+            f"    _xi = {mfac!r}*(_lv - ({tmin!r}))\n"
+            f"    if math.isnan(_xi):\n"
+            f"        return ({', '.join(['_xi'] * k)},)\n"
+            f"    if _xi <= 0.0:\n"
+            f"        return ({rows(0)})\n"
+            f"    if _xi >= {float(n)!r}:\n"
+            f"        return ({rows(n)})\n"
+            f"    _i = int(_xi)\n"
+            f"    _th = _xi - float(_i)\n"
+            f"    return ({interp})\n")
+
+    def _initial_function(self) -> str:
+        m = self.mech.name
+        scope = _Scope(self.mech, fields=True, tables=self.tables)
+        body = self._block(self.mech.initial or "pass", scope, 2, "INITIAL")
+        tabs = "".join(f", {a}" for a in self.table_args())
+        return (f"@njit(cache=True, error_model='numpy')\n"
+                f"def _initial_{m}(_D_{m}, _N_{m}, v, _t, _dt, _celsius{tabs}):\n"
+                f"    for _j in range(_N_{m}.size):\n"
+                f"        _v = v[_N_{m}[_j]]\n{body}")
+
+    # ---- loops inlined in the cell step -----------------------------------------------
+    # The loops run over the instances of cell ``c`` through 1-D views (``_fv_<m>_<f>``
+    # for field f, ``_nv_<m>`` for the nodes, ...) indexed from 0, the form LLVM
+    # vectorizes; :meth:`prelude` makes the views once per cell and call (not per step:
+    # a view costs an atomic reference count, which threads would contend for). Values
+    # are copied to locals (``_c_<f>``) and written back once.
+    def prelude(self, indent: int) -> str:
+        """The views of cell ``c``'s instances of this mechanism."""
+        m, pad = self.mech.name, "    " * indent
+        r = f"_o0_{m}:_o1_{m}"
+        src = (f"{pad}_o0_{m} = _O_{m}[c]\n{pad}_o1_{m} = _O_{m}[c + 1]\n"
+               f"{pad}_n_{m} = _o1_{m} - _o0_{m}\n"
+               f"{pad}_nv_{m} = _N_{m}[{r}]\n{pad}_sv_{m} = _S_{m}[{r}]\n"
+               f"{pad}_rr_{m} = _R_{m}[0, {r}]\n{pad}_rg_{m} = _R_{m}[1, {r}]\n")
+        for g in range(len(self.mech.cnexp)):
+            src += (f"{pad}_xv_{m}_{g} = _X_{m}[{g}, {r}]\n"
+                    f"{pad}_bv_{m}_{g} = _B_{m}[{g}, {r}]\n")
+        for k, f in enumerate(self.mech.field_names):
+            src += f"{pad}_fv_{m}_{f} = _D_{m}[{k}, {r}]\n"
+        return src
+
+    def current_loop(self, indent: int) -> str:
+        """Add this mechanism's current and conductance to rhs and d for cell ``c``:
+        one loop computes them (at v + 0.001 and v) into scratch, a second adds them in
+        instance order."""
+        m, mech = self.mech.name, self.mech
+        pad = "    " * indent
+        pad2 = pad + "    "
+        scope = _Scope(mech, fields=True, tables=self.tables)
+        scope.cache = True
+
+        def evaluation(target: str) -> str:
+            code = self._block(mech.breakpoint, scope, indent + 1, "BREAKPOINT")
+            code += f"{pad2}{target} = 0.0\n"
+            for name in mech.currents:
+                code += f"{pad2}{target} = {target} + {scope.load(name)}\n"
+            return code
+
+        body = (f"{pad2}_v = v[_nv_{m}[_j]] + 0.001\n"
+                + evaluation("_cg")
+                + f"{pad2}_v = v[_nv_{m}[_j]]\n"
+                + evaluation("_cr"))
+        body = scope.loads(pad2) + body + scope.stores(pad2)
+        body += f"{pad2}_cg = (_cg - _cr)/0.001\n"
+        if mech.kind == "point":
+            body += (f"{pad2}_cg = _cg*_sv_{m}[_j]\n"
+                     f"{pad2}_cr = _cr*_sv_{m}[_j]\n")
+        body += f"{pad2}_rr_{m}[_j] = _cr\n{pad2}_rg_{m}[_j] = _cg\n"
+        src = (f"{pad}for _j in range(_n_{m}):\n" + body
+               + f"{pad}for _j in range(_n_{m}):\n"
+               + f"{pad2}_n = _nv_{m}[_j]\n")
+        if mech.electrode:
+            src += f"{pad2}rhs[_n] += _rr_{m}[_j]\n{pad2}d[_n] -= _rg_{m}[_j]\n"
+        else:
+            src += f"{pad2}rhs[_n] -= _rr_{m}[_j]\n{pad2}d[_n] += _rg_{m}[_j]\n"
+        return src
+
+    def has_state_loop(self) -> bool:
+        return bool(self.mech.state or self.mech.cnexp or self.mech.after_solve)
+
+    def state_loop(self, indent: int) -> str:
+        """Advance this mechanism's states with the new v for cell ``c``."""
+        m, mech = self.mech.name, self.mech
+        pad = "    " * indent
+        pad2 = pad + "    "
+
+        def loop(text: str, where: str) -> str:
+            scope = _Scope(mech, fields=True, tables=self.tables)
+            scope.cache = True
+            body = self._block(text, scope, indent + 1, where)
+            return (f"{pad}for _j in range(_n_{m}):\n{pad2}_v = v[_nv_{m}[_j]]\n"
+                    + scope.loads(pad2) + body + scope.stores(pad2))
+
+        src = loop(mech.state, "state") if mech.state else ""
+        if mech.cnexp:
+            # y' = b + a·y by cnexp, y += (1 - exp(dt·a))·(-(b)/(a) - y), in passes: the
+            # divisions (vectorized), the exps (the C library's, one at a time), and the
+            # update (vectorized). The same operations as one expression: the same bits.
+            scope = _Scope(mech, fields=True, tables=self.tables)
+            scope.cache = True
+            body = ""
+            for g, eq in enumerate(mech.cnexp):
+                a = self._expr(_parse_expr(eq.a, mech, "cnexp"), scope)
+                b = self._expr(_parse_expr(eq.b, mech, "cnexp"), scope)
+                body += (f"{pad2}_k{g} = {a}\n"
+                         f"{pad2}_xv_{m}_{g}[_j] = _dt*_k{g}\n"
+                         f"{pad2}_bv_{m}_{g}[_j] = -{b}/_k{g}\n")
+            n_eq = len(mech.cnexp)
+            src += (f"{pad}for _j in range(_n_{m}):\n{pad2}_v = v[_nv_{m}[_j]]\n"
+                    + scope.loads(pad2) + body)
+            src += (f"{pad}for _j in range(_n_{m}):\n"
+                    + "".join(f"{pad2}_xv_{m}_{g}[_j] = _hoc_exp(_xv_{m}_{g}[_j])\n"
+                              for g in range(n_eq)))
+            for g, eq in enumerate(mech.cnexp):
+                y = f"_fv_{m}_{_name(eq.state)}"
+                src += (f"{pad}for _j in range(_n_{m}):\n"
+                        f"{pad2}{y}[_j] = {y}[_j] + (1.0 - _xv_{m}_{g}[_j])*"
+                        f"(_bv_{m}_{g}[_j] - {y}[_j])\n")
+        if mech.after_solve:
+            src += loop(mech.after_solve, "after_solve")
+        return src
+
+    # ---- statements and expressions ---------------------------------------------------
+    def _block(self, text: str, scope: _Scope, indent: int, where: str) -> str:
+        try:
+            tree = ast.parse(text.strip() or "pass")
+        except SyntaxError as err:
+            raise CodegenError(f"mechanism {self.mech.name}, {where}: {err}") from None
+        return self._statements(tree.body, scope, indent, where)
+
+    def _statements(self, body, scope, indent, where) -> str:
+        pad = "    " * indent
+        out = []
+        for st in body:
+            if isinstance(st, ast.Assign):
+                if len(st.targets) != 1 or not isinstance(st.targets[0], ast.Name):
+                    self._bad(st, where, "assign to one name at a time")
+                value = self._expr(st.value, scope)
+                out.append(f"{pad}{scope.store(st.targets[0].id)} = {value}\n")
+            elif isinstance(st, ast.If):
+                out.append(f"{pad}if {self._expr(st.test, scope)}:\n")
+                out.append(self._statements(st.body, scope, indent + 1, where))
+                if st.orelse:
+                    out.append(f"{pad}else:\n")
+                    out.append(self._statements(st.orelse, scope, indent + 1, where))
+            elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+                out.append(self._procedure_call(st.value, scope, indent, where))
+            elif isinstance(st, ast.Pass):
+                out.append(f"{pad}pass\n")
+            else:
+                self._bad(st, where, "only assignments, if/else and procedure calls")
+        return "".join(out) or f"{pad}pass\n"
+
+    def _procedure_call(self, call, scope, indent, where) -> str:
+        pad = "    " * indent
+        if not isinstance(call.func, ast.Name) or call.func.id not in self._procedures:
+            self._bad(call, where, f"unknown procedure; procedures: "
+                      f"{', '.join(self._procedures) or '(none)'}")
+        p = self._procedures[call.func.id]
+        if len(call.args) != len(p.args) or call.keywords:
+            self._bad(call, where, f"{p.name} takes {len(p.args)} argument(s)")
+        args = [self._expr(a, scope) for a in call.args]
+        if p.table is not None and self.tables:
+            self._counter += 1
+            return self._inline_lookup(p, args[0], scope, pad,
+                                       f"_TB_{self.mech.name}_{p.name}")
+        # without its table a TABLE procedure is inlined like any other
+        self._counter += 1
+        inner = _Scope(self.mech, fields=bool(scope.fields), weight=scope.weight,
+                       tables=self.tables,
+                       args={a: f"_p{self._counter}_{a}" for a in p.args})
+        inner.cache, inner.used, inner.written = scope.cache, scope.used, scope.written
+        src = "".join(f"{pad}_p{self._counter}_{a} = {v}\n" for a, v in zip(p.args, args))
+        body = ast.parse(p.body.strip() or "pass").body
+        return src + self._statements(body, inner, indent, f"PROCEDURE {p.name}")
+
+    def _inline_lookup(self, p, arg: str, scope, pad: str, table: str) -> str:
+        """NEURON's table lookup (nocmodl's ``_n_<proc>``), inlined at the call."""
+        tb = p.table
+        n, tmin = int(tb.n), float(tb.start)
+        mfac = 1.0 / ((float(tb.stop) - tmin) / float(n))
+        xi, i, th = (f"_{s}{self._counter}" for s in ("xi", "i", "th"))
+        outs = [scope.store(o) for o in tb.outputs]
+        src = f"{pad}{xi} = {mfac!r}*({arg} - ({tmin!r}))\n"
+        src += f"{pad}if math.isnan({xi}):\n"
+        src += "".join(f"{pad}    {o} = {xi}\n" for o in outs)
+        src += f"{pad}elif {xi} <= 0.0:\n"
+        src += "".join(f"{pad}    {o} = {table}[{k}, 0]\n" for k, o in enumerate(outs))
+        src += f"{pad}elif {xi} >= {float(n)!r}:\n"
+        src += "".join(f"{pad}    {o} = {table}[{k}, {n}]\n" for k, o in enumerate(outs))
+        src += f"{pad}else:\n{pad}    {i} = int({xi})\n{pad}    {th} = {xi} - float({i})\n"
+        src += "".join(f"{pad}    {o} = {table}[{k}, {i}] + {th}*({table}[{k}, {i} + 1] - "
+                       f"{table}[{k}, {i}])\n" for k, o in enumerate(outs))
+        return src
+
+    def _expr(self, node, scope) -> str:
+        e = lambda n: self._expr(n, scope)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+                and not isinstance(node.value, bool):
+            return repr(float(node.value))
+        if isinstance(node, ast.Name):
+            return scope.load(node.id)
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return f"({e(node.left)} {_BINOPS[type(node.op)]} {e(node.right)})"
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return f"(-{e(node.operand)})"
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
+            return e(node.operand)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return f"(not {e(node.operand)})"
+        if isinstance(node, ast.BoolOp):
+            op = " and " if isinstance(node.op, ast.And) else " or "
+            return "(" + op.join(e(v) for v in node.values) + ")"
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 \
+                and type(node.ops[0]) in _CMPOPS:
+            return f"({e(node.left)} {_CMPOPS[type(node.ops[0])]} {e(node.comparators[0])})"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and not node.keywords:
+            f = node.func.id
+            args = [e(a) for a in node.args]
+            if f in _INTRINSICS:
+                return f"{_INTRINSICS[f]}({', '.join(args)})"
+            if f in self._functions:
+                return f"_F_{self.mech.name}_{f}({', '.join(args + ['_celsius'])})"
+        self._bad(node, "expression", "not in the statement language (arithmetic, "
+                  "comparisons, exp/log/pow/fabs/sqrt and the mechanism's functions)")
+
+    def _bad(self, node, where, why):
+        raise CodegenError(f"mechanism {self.mech.name}, {where}, line "
+                           f"{getattr(node, 'lineno', '?')}: {ast.dump(node)[:60]}: {why}")
+
+
+def _parse_expr(text: str, mech: Mechanism, where: str):
+    try:
+        return ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as err:
+        raise CodegenError(f"mechanism {mech.name}, {where}: {err}") from None

@@ -1,0 +1,200 @@
+"""The mechanism description: plain data plus code blocks in a small statement language.
+
+A mechanism (NEURON's ``SUFFIX``/``POINT_PROCESS``/``ARTIFICIAL_CELL``) is described once, as
+data that a code generator compiles into each backend's loops (:mod:`.codegen` for Numba;
+a CUDA C++ emitter reads the same data). A translated NMODL file is meant to produce the
+same kind of object.
+
+Data
+----
+``parameters``, ``states``, ``assigned`` are :class:`Variable` s with NEURON's names (without
+the ``_suffix``), defaults and units. Ions read (``ena``) and written (``ina``) are declared
+with :class:`Ion`; a read ion variable is a per-instance value with NEURON's default.
+
+Code blocks
+-----------
+Each block is Python-syntax source restricted to: assignments to a single name, arithmetic
+(``+ - * / **``), comparisons, ``and``/``or``/``not``, ``if``/``elif``/``else``, calls of
+``exp`` (NEURON's ``hoc_Exp``: 0 below -700), ``log``, ``pow``, ``fabs``, ``sqrt``, the
+mechanism's own functions and procedures. Names resolve to the mechanism's variables,
+``v`` [mV], ``t`` [ms], ``dt`` [ms], ``celsius`` [degC], ``weight`` (in ``net_receive``), or
+locals. A NEURON name that is a Python keyword is written with a trailing underscore
+(``del_`` for IClamp's ``del``). Each statement is evaluated left to right in double
+precision, as nocmodl's C is.
+
+- ``initial``: NEURON's INITIAL block.
+- ``breakpoint``: computes the currents named in ``currents`` from ``v``; the engine
+  evaluates it at ``v + 0.001`` and at ``v`` for NEURON's finite-difference conductance.
+- ``state``: statements run before the ``cnexp`` updates (for example ``rates(v)``).
+- ``cnexp``: one :class:`Cnexp` per state ``y' = b + a·y``, integrated as nocmodl writes
+  ``cnexp``: ``y = y + (1 - exp(dt·a))·(-(b)/(a) - y)``.
+- ``after_solve``: statements run with the new ``v`` after the states (NEURON's
+  ``SOLVE ... METHOD after_cvode``).
+- ``net_receive``: NEURON's NET_RECEIVE block (argument ``weight``).
+
+Worked example: ExpSyn (NEURON's expsyn.mod) as a description::
+
+    Mechanism(
+        name="ExpSyn", kind="point", order=9,
+        parameters=(Variable("tau", 0.1, "ms"), Variable("e", 0.0, "mV")),
+        states=(Variable("g", 0.0, "uS"),),
+        assigned=(Variable("i", 0.0, "nA"),),
+        currents=("i",),                       # NONSPECIFIC_CURRENT i
+        initial="g = 0.0",
+        breakpoint="i = g*(v - e)",
+        cnexp=(Cnexp("g", "0.0", "(-1.0)/tau"),),   # g' = -g/tau
+        net_receive="g = g + weight",
+    )
+
+Its instances are stored as one float64 array ``fields × instances`` in
+:attr:`Mechanism.fields` order (here ``tau, e, g, i``); the engine adds
+``-i(v)·100/area`` to the node's right-hand side and
+``(i(v + 0.001) - i(v))/0.001·100/area`` to its diagonal, and after the solve sets
+``g = g + (1 - exp(dt·((-1.0)/tau)))·(-0.0/((-1.0)/tau) - g)``, as nocmodl's C does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Cnexp", "Function", "Ion", "Mechanism", "Procedure", "Table", "Variable"]
+
+KINDS = ("density", "point", "artificial")
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A named value of a mechanism: ``name`` (NEURON's, no suffix), default and unit."""
+
+    name: str
+    default: float = 0.0
+    unit: str = "1"
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Ion:
+    """An ion the mechanism uses (NEURON's ``USEION na READ ena WRITE ina``)."""
+
+    name: str
+    read: tuple = ()
+    write: tuple = ()
+
+
+@dataclass(frozen=True)
+class Table:
+    """NEURON's ``TABLE outputs DEPEND depend FROM start TO stop WITH n`` (``n + 1`` rows)."""
+
+    outputs: tuple
+    depend: tuple
+    start: float
+    stop: float
+    n: int
+
+
+@dataclass(frozen=True)
+class Function:
+    """A FUNCTION: ``body`` assigns the result to the function's own name."""
+
+    name: str
+    args: tuple
+    body: str
+
+
+@dataclass(frozen=True)
+class Procedure:
+    """A PROCEDURE. With a ``table``, its body may only assign locals and the outputs."""
+
+    name: str
+    args: tuple
+    body: str
+    table: Table | None = None
+
+
+@dataclass(frozen=True)
+class Cnexp:
+    """``state' = b + a·state``, both expressions in the statement language."""
+
+    state: str
+    b: str
+    a: str
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """One mechanism, described as data (see the module docstring).
+
+    Attributes
+    ----------
+    name : str
+        NEURON's name (``"hh"``, ``"IClamp"``).
+    kind : str
+        ``"density"`` (currents in mA/cm²), ``"point"`` (nA, scaled by 100/area) or
+        ``"artificial"`` (a spike source without a membrane).
+    order : int
+        NEURON's mechanism type number: contributions are added in increasing order.
+    electrode : bool
+        Point processes whose ``currents`` enter as NEURON's ELECTRODE_CURRENT (positive
+        depolarizes) instead of NONSPECIFIC_CURRENT.
+    """
+
+    name: str
+    kind: str
+    order: int
+    parameters: tuple = ()
+    states: tuple = ()
+    assigned: tuple = ()
+    ions: tuple = ()
+    currents: tuple = ()
+    electrode: bool = False
+    functions: tuple = ()
+    procedures: tuple = ()
+    initial: str = ""
+    breakpoint: str = ""
+    state: str = ""
+    cnexp: tuple = ()
+    after_solve: str = ""
+    net_receive: str = ""
+    aliases: dict = field(default_factory=dict)
+    doc: str = ""
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"mechanism {self.name}: kind must be one of {KINDS}, "
+                             f"got {self.kind!r}")
+
+    @property
+    def ion_variables(self) -> tuple:
+        """Ion variables as :class:`Variable` s: reads (with NEURON's defaults), writes."""
+        out = []
+        for ion in self.ions:
+            for name in ion.read:
+                out.append(Variable(name, ION_DEFAULTS.get(name, 0.0), "mV"))
+            for name in ion.write:
+                out.append(Variable(name, 0.0, "mA/cm2"))
+        return tuple(out)
+
+    @property
+    def fields(self) -> tuple:
+        """Every per-instance value, in storage order: parameters, ion reads and writes,
+        states, assigned."""
+        return tuple(self.parameters) + self.ion_variables + tuple(self.states) \
+            + tuple(self.assigned)
+
+    @property
+    def field_names(self) -> tuple:
+        return tuple(f.name for f in self.fields)
+
+    @property
+    def parameter_names(self) -> tuple:
+        return tuple(p.name for p in self.parameters) + tuple(
+            v.name for v in self.ion_variables if v.name.startswith("e"))
+
+    def unit(self, name: str) -> str:
+        for f in self.fields:
+            if f.name == name:
+                return f.unit
+        raise KeyError(name)
+
+
+#: NEURON's ion defaults without concentrations (membdef.h): ena = 115 + (-65), ek = -12 + (-65).
+ION_DEFAULTS = {"ena": 50.0, "ek": -77.0}

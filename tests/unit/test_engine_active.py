@@ -1,0 +1,279 @@
+"""The engine: NEURON's fixed step with hh, pas, IClamp, SEClamp, ExpSyn, Exp2Syn and events.
+
+References: closed forms (pas + IClamp on one compartment, ExpSyn decay), numbers NEURON
+9.0.2 printed for the same model (one-point soma L = diam = 20 µm built by Import3d from
+``1 1 0 0 0 10 -1``), the event rules of NEURON-COMPAT-ACTIVE §6, and the engine itself
+(serial == multicore, a batch == each cell alone).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hinesbatch as hb
+from hinesbatch.sim import NonFiniteStateError
+
+REAL = Path(__file__).parents[1] / "data" / "morphologies" / "real"
+
+# NEURON 9.0.2: soma from "1 1 0 0 0 10 -1", nseg 1, Ra 35.4, hh, IClamp(0.5) del 0 dur 1
+# amp 0.5 nA, v_init -65, dt 0.025: v at t = 0, dt, 2dt, 3dt.
+NEURON_CYLINDER = {
+    False: [-65.0, -64.02109764276884, -63.057566758753175, -62.108304743965206],
+    True: [-65.0, -64.02109764276884, -63.05756560575414, -62.10829930157326],
+}
+
+
+@pytest.fixture
+def soma20(tmp_path) -> Path:
+    path = tmp_path / "soma20.swc"
+    path.write_text("1 1 0 0 0 10 -1\n")
+    return path
+
+
+@pytest.fixture
+def small(tmp_path) -> Path:
+    path = tmp_path / "small.swc"
+    path.write_text("1 1 0 0 0 5 -1\n2 3 5 0 0 1 1\n3 3 60 0 0 1 2\n4 3 90 20 0 0.8 3\n"
+                    "5 3 90 -20 0 0.6 3\n6 2 -5 0 0 0.5 1\n7 2 -200 0 0 0.5 6\n")
+    return path
+
+
+@pytest.mark.parametrize("tables", [False, True])
+def test_hh_cylinder_equals_neuron_bit_for_bit(soma20, tables):
+    cell = hb.Cell(soma20).insert("hh")
+    cell.place("IClamp", "soma[0](0.5)", delay=0, dur=1, amp=0.5)
+    sim = hb.Simulation(cell, tables=tables)
+    key = sim.record("v")
+    res = sim.run(0.075)
+    assert res[key].tolist() == NEURON_CYLINDER[tables]
+    assert res.units[key] == "mV"
+
+
+def test_pas_iclamp_one_compartment_closed_form(tmp_path):
+    """Backward Euler on one compartment: v_n = v_inf + (v0 - v_inf)·r^n, r = C/(C + g),
+    and it approaches the exponential with tau = cm/g."""
+    path = tmp_path / "soma.swc"
+    path.write_text("1 1 0 0 0 5 -1\n")
+    g, e, amp, dt = 1e-3, -65.0, 0.05, 0.01
+    cell = hb.Cell(path).insert("pas", g_pas=g, e_pas=e)
+    cell.place("IClamp", "soma[0](0.5)", delay=0, dur=100, amp=amp)
+    sim = hb.Simulation(cell, dt=dt)
+    key = sim.record("v")
+    ik = sim.record("i", target=cell.point_processes[0])
+    res = sim.run(20.0)
+    area = cell.geometry.area_um2[1]
+    v_inf = e + amp * 100.0 / area / g
+    cap = 1e-3 / dt
+    n = np.arange(res[key].size)
+    closed = v_inf + (e - v_inf) * (cap / (cap + g)) ** n
+    np.testing.assert_allclose(res[key], closed, rtol=0, atol=1e-11)
+    tau = 1.0 / g * 1e-3        # cm/g [ms] with cm = 1 µF/cm²
+    exact = v_inf + (e - v_inf) * np.exp(-res.time(key) / tau)
+    assert np.abs(res[key] - exact).max() < 2 * dt / tau * abs(v_inf - e)
+    assert res[ik][0] == amp and np.all(res[ik] == amp)   # on from t = 0, as NEURON
+
+
+def test_expsyn_decay_and_event_timing(soma20):
+    """A VecStim spike at 1.0 ms with delay 0.5: the event acts on the step that starts at
+    1.5 ms (te <= t_n + dt/2), first seen at t_{n+1}; g then decays as exp(-t/tau)."""
+    cell = hb.Cell(soma20).insert("pas")
+    syn = cell.place("ExpSyn", "soma[0](0.5)", tau=2.0, e=0.0)
+    sim = hb.Simulation(cell)
+    sim.connect(sim.vec_stim([1.0]), syn, weight=0.01, delay=0.5)
+    kg = sim.record("g", target=syn)
+    res = sim.run(10.0)
+    g, t = res[kg], res.time(kg)
+    first = int(np.flatnonzero(g > 0)[0])
+    assert first == 61 and g[first - 1] == 0.0           # acts on step 60 (t_60 ≈ 1.5)
+    decay = g[first:] / 0.01
+    expected = np.exp(-(t[first:] - t[first - 1]) / 2.0)
+    np.testing.assert_allclose(decay, expected, rtol=1e-12)
+    assert res.units[kg] == "uS"
+
+
+@pytest.mark.parametrize("delay, step", [(0.0124, 800), (0.0125, 801), (0.0126, 801),
+                                         (0.025, 801), (1.0, 840)])
+def test_netstim_delay_ties_follow_accumulated_t(soma20, delay, step):
+    """NEURON-COMPAT-ACTIVE §6.3: a NetStim spike at 20 ms acts on step 800 with delay
+    0.0124 and on 801 with 0.0125 (20.0125 > t_800 + dt/2 = 20.0124999999994)."""
+    cell = hb.Cell(soma20).insert("pas")
+    syn = cell.place("ExpSyn", "soma[0](0.5)", tau=2.0)
+    sim = hb.Simulation(cell)
+    stim = sim.net_stim(start=20.0, interval=7.3, number=1)
+    sim.connect(stim, syn, weight=0.01, delay=delay)
+    kg = sim.record("g", target=syn)
+    ks = sim.record_spikes(stim)
+    res = sim.run(25.0)
+    assert int(np.flatnonzero(res[kg] > 0)[0]) == step + 1
+    assert res[ks].tolist() == [20.0]
+    assert res.spike_gids[ks] == 1
+
+
+def test_netstim_spike_times_accumulate(soma20):
+    sim = hb.Simulation(hb.Cell(soma20).insert("pas"))
+    stim = sim.net_stim(start=20.0, interval=7.3, number=6)
+    key = sim.record_spikes(stim)
+    res = sim.run(100.0)
+    assert res[key].tolist() == [20.0, 27.3, 34.6, 41.9, 49.199999999999996, 56.49999999999999]
+
+
+def test_threshold_spikes_and_delay_zero(soma20):
+    """ts = t_n + 1e-10 at the first sample above threshold; delay 0 acts on that step."""
+    cell = hb.Cell(soma20).insert("hh")
+    cell.place("IClamp", "soma[0](0.5)", delay=1, dur=20, amp=0.5)
+    syn = cell.place("ExpSyn", "soma[0](0.5)", tau=1.0, e=-80.0)
+    sim = hb.Simulation(cell)
+    src = sim.spike_source(cell, "soma[0](0.5)")
+    nc = sim.connect(src, syn, weight=0.001, delay=0.0, threshold=0.0)
+    kv, kg = sim.record("v"), sim.record("g", target=syn)
+    ks = sim.record_spikes(src)
+    res = sim.run(20.0)
+    v, t, spikes = res[kv], res.time(kv), res[ks]
+    assert src.threshold == 0.0 and nc.delay == 0.0 and spikes.size >= 2
+    for ts in spikes:
+        n = int(np.flatnonzero(np.isclose(t, ts - 1e-10, rtol=0, atol=1e-9))[0])
+        assert ts == t[n] + 1e-10
+        assert v[n] > 0.0 >= v[n - 1]
+        assert res[kg][n] == 0.0 or res[kg][n] < res[kg][n + 1]  # acts on step n itself
+
+
+def _batch(small):
+    a = hb.Cell(small, nseg=3).insert("hh")
+    a.place("IClamp", "soma[0](0.5)", delay=1, dur=5, amp=0.3)
+    b = hb.Cell(small, nseg={"all": 1, "dend": 5}, ra=80.0).insert("pas").insert(
+        "hh", "soma", gnabar_hh=0.2)
+    b.place("IClamp", "dend[1](0.9)", delay=0.5, dur=3, amp=0.2)
+    s2 = b.place("Exp2Syn", "soma[0](0.5)", tau1=0.3, tau2=4.0)
+    c = hb.Cell(REAL / "c91662.swc", nseg=1).insert("hh").insert("pas", "dend")
+    c.place("SEClamp", "soma[0](0.5)", dur1=2, amp1=-50, dur2=3, amp2=10, rs=2.0)
+    return [a, b, c], s2
+
+
+def _run(cells, syn, backend, subset=None):
+    sim = hb.Simulation(cells if subset is None else [cells[i] for i in subset],
+                        backend=backend)
+    gids = range(len(sim.cells))
+    keys = [sim.record("v", cell=g) for g in gids]
+    keys += [sim.record("m_hh", cell=g) for g in gids]
+    if syn.cell in sim.cells:
+        sim.connect(sim.spike_source(0), syn, weight=0.02, delay=0.3)
+    return sim.run(8.0), keys
+
+
+def test_serial_equals_multicore_bit_for_bit(small):
+    cells, syn = _batch(small)
+    r1, keys = _run(cells, syn, "serial")
+    r2, _ = _run(cells, syn, "multicore")
+    for k in keys:
+        assert np.array_equal(r1[k], r2[k]), k
+
+
+def test_batch_equals_each_cell_alone(small):
+    cells, syn = _batch(small)
+    together, keys = _run(cells[1:], syn, "serial")
+    for i, cell in enumerate(cells[1:]):
+        sim = hb.Simulation(cell)
+        k = sim.record("v")
+        assert np.array_equal(sim.run(8.0)[k], together[keys[i]])
+
+
+def test_recording_every_k_steps_and_assigned_at_t0(soma20):
+    cell = hb.Cell(soma20).insert("hh")
+    clamp = cell.place("IClamp", "soma[0](0.5)", delay=0, dur=1, amp=0.5)
+    sim = hb.Simulation(cell)
+    k1, k4 = sim.record("v"), sim.record("v", every=4)
+    ki, kina = sim.record("i", target=clamp), sim.record("ina")
+    res = sim.run(1.0)
+    assert np.array_equal(res[k4], res[k1][::4]) and np.array_equal(res.time(k4),
+                                                                   res.time(k1)[::4])
+    assert res[ki][0] == 0.5                         # assembly at t = 0 sets i
+    assert res[kina][0] != 0.0 and res.units[kina] == "mA/cm2"
+    assert k4 == "v@0:soma[0](0.5)|every=4"
+    assert res.t.size == 41
+
+
+def test_time_is_accumulated(soma20):
+    sim = hb.Simulation(hb.Cell(soma20).insert("pas"))
+    k = sim.record("v")
+    t = sim.run(20.0).time(k)
+    assert t[200] == 5.0000000000000373 and t[800] == 19.9999999999994 and t.size == 801
+
+
+def test_non_finite_state_names_cell_location_time(soma20):
+    cell = hb.Cell(soma20).insert("hh")
+    cell.place("IClamp", "soma[0](0.5)", delay=1, dur=1, amp=1.7e308)
+    sim = hb.Simulation([hb.Cell(soma20).insert("pas"), cell])
+    with pytest.raises(NonFiniteStateError, match=r"cell 1 at soma\[0\]\(.*\) at t = ") as err:
+        sim.run(5.0)
+    assert err.value.cell == 1 and 1.0 <= err.value.t_ms <= 1.1
+
+
+def test_errors_name_what_and_where(soma20):
+    cell = hb.Cell(soma20).insert("pas")
+    syn = cell.place("ExpSyn", "soma[0](0.5)")
+    sim = hb.Simulation(cell)
+    with pytest.raises(ValueError, match=r"NetCon\[0\].*delay must be finite and >= 0"):
+        sim.connect(sim.net_stim(), syn, delay=-1.0)
+    with pytest.raises(ValueError, match="unknown variable 'vm'"):
+        sim.record("vm")
+    with pytest.raises(ValueError, match="hh has no variable 'q'"):
+        sim.record("q_hh")
+    sim.record("m_hh")
+    with pytest.raises(ValueError, match=r"cannot record 'm_hh' at soma\[0\]\(0.5\) of cell 0: "
+                                         "hh is not inserted there"):
+        sim.run(1.0)
+    with pytest.raises(ValueError, match="unknown backend 'gpu'; valid backends"):
+        hb.Simulation(cell, backend="gpu")
+    with pytest.raises(ValueError, match="noise"):
+        sim.net_stim(noise=0.5)
+    with pytest.raises(ValueError, match="VecStim times"):
+        sim.vec_stim([2.0, 1.0])
+
+
+def test_progress_reports_to_stderr_and_changes_nothing(soma20, capsys):
+    cell = hb.Cell(soma20).insert("hh")
+    cell.place("IClamp", "soma[0](0.5)", delay=0.5, dur=1, amp=0.5)
+    sim = hb.Simulation(cell)
+    key = sim.record("v")
+    quiet = sim.run(3.0)[key]
+    loud = sim.run(3.0, progress=True)[key]
+    assert np.array_equal(quiet, loud)
+    assert "simulated" in capsys.readouterr().err
+
+
+def test_runs_repeat_from_initial_state(soma20):
+    cell = hb.Cell(soma20).insert("hh")
+    syn = cell.place("ExpSyn", "soma[0](0.5)", tau=2.0)
+    sim = hb.Simulation(cell)
+    sim.connect(sim.net_stim(start=1.0, interval=2.0, number=3), syn, weight=0.01)
+    key = sim.record("v")
+    assert np.array_equal(sim.run(10.0)[key], sim.run(10.0)[key])
+
+
+def test_point_processes_on_one_node_add_in_reverse_creation_order(soma20):
+    """NEURON prepends each new point process to its node's list, so same-node instances
+    are added newest first (NEURON-COMPAT-ACTIVE §2)."""
+    cell = hb.Cell(soma20).insert("pas")
+    first = cell.place("IClamp", "soma[0](0.5)", amp=0.1)
+    second = cell.place("IClamp", "soma[0](0.5)", amp=0.2)
+    sim = hb.Simulation(cell)
+    sim.run(0.025)
+    index = sim._layout.pp_index
+    assert index[id(second)][1] < index[id(first)][1]
+
+
+def test_cells_differ_in_parameters_without_recompiling(soma20):
+    from hinesbatch.engine import kernels
+
+    cells = [hb.Cell(soma20).insert("hh", gnabar_hh=g) for g in (0.08, 0.12, 0.2)]
+    for c in cells:
+        c.place("IClamp", "soma[0](0.5)", delay=0.5, dur=5, amp=0.4)
+    sim = hb.Simulation(cells)
+    keys = [sim.record("v", cell=i) for i in range(3)]
+    before = len(kernels._LOADED)
+    res = sim.run(6.0)
+    assert len(kernels._LOADED) <= before + 1
+    peaks = [res[k].max() for k in keys]
+    assert peaks[0] < peaks[1] < peaks[2]
