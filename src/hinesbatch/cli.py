@@ -32,8 +32,8 @@ examples:
 # command name -> module (relative to the package) holding configure() and run(), and help
 COMMANDS = {
     "info": ("info", "versions, backends and whether a GPU was found"),
-    "simulate": ("sim.command", "simulate a morphology (passive, or with --mechanism hh ...) "
-                                "driven by current clamps"),
+    "simulate": ("sim.command", ("simulate a morphology (passive, or with --mechanism hh ...) "
+                                 "driven by current clamps")),
     "run": ("sim.run_command", "run the model a .json or .py file describes"),
 }
 BENCHMARKS = {

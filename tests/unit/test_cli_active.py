@@ -18,7 +18,7 @@ import pytest
 
 import hinesbatch as hb
 from hinesbatch import cli
-from hinesbatch.sim import command, memory
+from hinesbatch.sim import memory
 from hinesbatch.sim.errors import NonFiniteStateError
 
 REAL = Path(__file__).parents[1] / "data" / "morphologies" / "real"
@@ -343,7 +343,7 @@ def test_memory_is_checked_before_the_run(fake, tmp_path, capsys, monkeypatch):
                      str(tmp_path / "x.npz")) == 1
     err = capsys.readouterr().err
     assert "needs about" in err and "--record-every K" in err
-    assert not any(entry[0] == "run" for entry in fake)
+    assert [entry[0] for entry in fake] == ["Cell"]  # checked after the first cell, not 50
 
 
 def test_progress_option_reaches_the_run(fake, tmp_path):

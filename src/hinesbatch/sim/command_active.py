@@ -11,13 +11,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shutil
 import time
 
 from .command import (DEFAULT_LOCATION, SPIKE_THRESHOLD_MV, USER_ERRORS, ClampOption,
                       RecordOption, _check_disk, _check_writable, _fail, _one_line, _plot_path,
                       atomic_save, npz_path)
-from .memory import MemoryEstimate, format_bytes
+from .memory import MemoryEstimate
 from .passive import _show_progress, default_morphology
 from .stimuli import TimeGrid
 
@@ -52,8 +51,8 @@ def run_active(args: argparse.Namespace, clamps: list[ClampOption],
     with swc as path:
         try:
             start = time.perf_counter()
-            sim, n_nodes = _build(hb, path, args, mechanisms, clamps, records, spikes=spikes)
-            _check_memory(args.cells, n_nodes, len(records), n_steps // args.record_every + 1)
+            sim, n_nodes = _build(hb, path, args, mechanisms, clamps, records, spikes=spikes,
+                                  n_samples=n_steps // args.record_every + 1)
             setup_s = time.perf_counter() - start
             show = _show_progress(args.progress, n_steps * n_nodes * args.cells)
             start = time.perf_counter()
@@ -93,9 +92,9 @@ def _mechanisms(hb, names: list[str]) -> list[str]:
     return unique
 
 
-def _build(hb, path, args, mechanisms, clamps, records, *, spikes: bool):
-    """The :class:`Simulation` of ``args.cells`` copies, its recordings set, and the nodes
-    per cell."""
+def _build(hb, path, args, mechanisms, clamps, records, *, spikes: bool, n_samples: int):
+    """The :class:`Simulation` of ``args.cells`` copies with its recordings set, and the
+    nodes per cell. The memory the run needs is checked once the first cell is built."""
     morphology = hb.read_swc(path)
     pas = {k: v for k, v in (("g_pas", args.g_pas), ("e_pas", args.e_pas)) if v is not None}
 
@@ -108,7 +107,10 @@ def _build(hb, path, args, mechanisms, clamps, records, *, spikes: bool):
                     amp=clamp.amp)
         return c
 
-    cells = [cell() for _ in range(args.cells)]
+    first = cell()
+    n_nodes = int(first.geometry.n_nodes)
+    _check_memory(args.cells, n_nodes, len(records), n_samples)
+    cells = [first] + [cell() for _ in range(args.cells - 1)]
     options = {"celsius": args.celsius} if args.celsius is not None else {}
     sim = hb.Simulation(cells, dt=args.dt, v_init=args.v_init, backend=args.backend,
                         tables=not args.no_tables, **options)
@@ -120,7 +122,7 @@ def _build(hb, path, args, mechanisms, clamps, records, *, spikes: bool):
             source = sim.spike_source(gid, location_text(DEFAULT_LOCATION),
                                       threshold=SPIKE_THRESHOLD_MV)
             sim.record_spikes(source)
-    return sim, int(cells[0].geometry.n_nodes)
+    return sim, n_nodes
 
 
 def _check_memory(n_cells: int, n_nodes: int, n_traces: int, n_samples: int) -> None:
