@@ -10,7 +10,8 @@ step as NEURON on one core, does ``multicore`` reach 0.7 x cores x ``serial`` on
   100 ms; v recorded at soma[0](0.5) every step and the soma's spikes (10 mV).
 * One cell, one core: three real cells of different sizes. hinesbatch builds
   :class:`hinesbatch.Cell` + :class:`hinesbatch.Simulation` (``backend="serial"``) and times
-  ``Simulation.run`` after a warm-up run (JIT compilation excluded); NEURON builds the same
+  ``Simulation.run`` after a warm-up run (JIT compilation excluded, the run's initialization
+  included, which NEURON's timing leaves out); NEURON builds the same
   cell (Import3d, the same nseg, :mod:`hinesbatch.bench.neuron_models`) and times
   ``ParallelContext.psolve`` (its stepping loop in C) after ``finitialize``. Both with
   ``usetable_hh`` 1 (hh's TABLE, NEURON's default) and 0, timed in turn (hinesbatch, NEURON,
@@ -29,6 +30,7 @@ step as NEURON on one core, does ``multicore`` reach 0.7 x cores x ``serial`` on
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import subprocess
 import sys
@@ -177,9 +179,16 @@ def _neuron_missing() -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=8)
+def _morphology(hb, path):
+    """The file read once: copies share one Morphology (and so one geometry)."""
+    return hb.read_swc(path)
+
+
 def _cell(hb, path):
     p = PROTOCOL
-    cell = hb.Cell(str(path), d_lambda=p.d_lambda, ra=p.ra, cm=p.cm).insert("hh")
+    cell = hb.Cell(_morphology(hb, str(path)), d_lambda=p.d_lambda, ra=p.ra, cm=p.cm)
+    cell.insert("hh")
     amp, delay, dur = p.iclamp
     cell.place("IClamp", "soma[0](0.5)", delay=delay, dur=dur, amp=amp)
     return cell
