@@ -188,7 +188,7 @@ def spike_summary(res) -> str:
 def summary_lines(res, *, n_cells: int, n_steps: int, dt: float, tstop: float, setup_s: float,
                   run_s: float, written: list[str], spikes: bool) -> list[str]:
     """The lines of a run's summary shared by ``simulate --mechanism`` and ``run``."""
-    keys = list(res.traces)
+    keys = list(res.keys())
     lines = [f"run:      {n_cells} cell{'s' if n_cells != 1 else ''}, {n_steps} steps of "
              f"{dt:g} ms to {tstop:g} ms; {len(keys)} recording{'s' if len(keys) != 1 else ''}"]
     backend = getattr(res, "meta", {}).get("backend")
