@@ -93,7 +93,7 @@ class FakeSimulation:
 
     def __init__(self, cells, *, dt=0.025, celsius=6.3, v_init=-65.0, backend="auto",
                  tables=True, threads=None):
-        self.cells, self.dt = list(cells), dt
+        self.cells, self.dt, self.celsius = list(cells), dt, celsius
         self.kwargs = dict(dt=dt, celsius=celsius, v_init=v_init, backend=backend, tables=tables)
         self.records, self.sources, self.spike_keys = [], [], []
         FakeSimulation.log.append(("Simulation", self))
@@ -262,7 +262,7 @@ def test_all_outputs_are_written_atomically(fake, tmp_path, capsys):
                      str(paths["raster"])) == 0
     writes = [entry for entry in fake if entry[0] in ("save", "save_spikes", "plot", "raster")]
     assert [w[0] for w in writes] == ["save", "save_spikes", "plot", "raster"]
-    for (_, tmp), final in zip(writes, paths.values()):
+    for (_, tmp), final in zip(writes, paths.values(), strict=True):
         # written to a hidden file with the same extension beside the target, then renamed
         assert Path(tmp).parent == tmp_path and Path(tmp).name.startswith(f".{final.name}.")
         assert Path(tmp).suffix == final.suffix and final.is_file()

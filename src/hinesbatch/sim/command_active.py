@@ -63,10 +63,11 @@ def run_active(args: argparse.Namespace, clamps: list[ClampOption],
             return _fail(_one_line(exc))
     clamp_text = "; ".join(f"IClamp {c.amp:g} nA {c.delay:g}-{c.delay + c.dur:g} ms at "
                            f"{location_text(c.location)}" for c in clamps)
+    celsius = getattr(sim, "celsius", args.celsius)
     model = (f"{os.path.basename(str(path))}: {n_nodes} nodes"
              f"{f' x {args.cells} cells' if args.cells > 1 else ''}; "
              f"{' + '.join(mechanisms)} everywhere; celsius "
-             f"{6.3 if args.celsius is None else args.celsius:g}; hh tables "
+             f"{'as NEURON' if celsius is None else format(celsius, 'g')}; hh tables "
              f"{'off' if args.no_tables else 'on'}")
     print("\n".join([f"cell:     {model}",
                      f"stimulus: {clamp_text}",
