@@ -12,25 +12,33 @@ import sys
 import warnings
 
 DESCRIPTION = """\
-Batched Hines solvers for neuron morphologies, on CPUs and GPUs: simulate a passive cell,
-report what this machine can run, or reproduce the benchmarks."""
+Batched Hines solvers for neuron morphologies, on CPUs and GPUs: simulate a cell (passive, or
+with NEURON's mechanisms), run a model file, report what this machine can run, or reproduce
+the benchmarks."""
 
 EPILOG = """\
 examples:
   hinesbatch info                       versions, backends and GPUs found here
   hinesbatch simulate --out traces.npz  a passive run of the bundled cell
+  hinesbatch simulate --mechanism hh --spikes --out hh.npz
+                                        Hodgkin-Huxley everywhere, soma spikes recorded
   hinesbatch simulate --help            every option of the simulation
+  hinesbatch run model.json             run the model a file describes
   hinesbatch bench cpu --quick          a quick CPU benchmark, results in this folder
+  hinesbatch bench sim --quick          the hh simulation against NEURON, quickly
 
 'hinesbatch COMMAND --help' describes each command."""
 
 # command name -> module (relative to the package) holding configure() and run(), and help
 COMMANDS = {
     "info": ("info", "versions, backends and whether a GPU was found"),
-    "simulate": ("sim.command", "passive simulation of a morphology with a current clamp"),
+    "simulate": ("sim.command", ("simulate a morphology (passive, or with --mechanism hh ...) "
+                                 "driven by current clamps")),
+    "run": ("sim.run_command", "run the model a .json or .py file describes"),
 }
 BENCHMARKS = {
     "cpu": ("bench.cpu", "serial vs multicore CPU solves, and simulate vs NEURON"),
+    "sim": ("bench.sim", "the Hodgkin-Huxley simulation on the CPU against NEURON"),
     "hines": ("bench.hines", "the cuHinesBatch figures: every GPU layout against the CPU"),
     "multi": ("bench.multi", "multi-morphology batches: levels, fine, dhs against one thread per cell"),
     "tridiagonal": ("bench.tridiagonal",

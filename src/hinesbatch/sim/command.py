@@ -1,19 +1,25 @@
-"""``hinesbatch simulate``: a passive cell with a current clamp, traces to ``.npz`` (and a plot).
+"""``hinesbatch simulate``: a cell driven by current clamps, traces to ``.npz`` (and plots).
 
-A thin layer over :func:`hinesbatch.sim.simulate_passive`; see ``docs/simulation.md``.
-Output files are written to a temporary file in the target folder and renamed over the
-target only when complete, so an interrupted or failing write never damages an earlier file;
-the folders and the plot are checked before the simulation starts.
+Without ``--mechanism`` the cell is passive, a thin layer over
+:func:`hinesbatch.sim.simulate_passive` (``docs/simulation.md``); with ``--mechanism`` it is
+built as :class:`hinesbatch.Cell` and run by :class:`hinesbatch.Simulation`
+(:mod:`hinesbatch.sim.command_active`). Output files are written to a temporary file in the
+target folder and renamed over the target only when complete, so an interrupted or failing
+write never damages an earlier file; the folders and the plot are checked before the
+simulation starts.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
 import json
+import math
 import os
+import re
 import shutil
 import sys
 import tempfile
+from typing import NamedTuple
 
 import numpy as np
 
@@ -23,15 +29,25 @@ from .memory import format_bytes
 from .passive import DEFAULT_ICLAMP, DEFAULT_TSTOP, NEURON_DEFAULTS, simulate_passive
 from .stimuli import MAX_STEPS, parse_location
 
-__all__ = ["configure", "run", "write_npz", "npz_path"]
+__all__ = ["configure", "run", "write_npz", "npz_path", "ClampOption", "RecordOption",
+           "DEFAULT_LOCATION", "SPIKE_THRESHOLD_MV"]
 
 DESCRIPTION = """\
-Simulate a passive cell (NEURON's pas mechanism everywhere) driven by a current clamp, with
-NEURON's fixed-step backward Euler, and save the membrane potential at one location.
+Simulate a cell driven by current clamps with NEURON's fixed-step backward Euler, and save
+the recorded traces.
+
+Without --mechanism the cell is passive (NEURON's pas everywhere, --g-pas, --e-pas) with one
+clamp and v recorded at one location. With --mechanism NAME (repeatable) exactly the named
+mechanisms are inserted in every section with NEURON's default parameters, as NEURON's
+'forall insert NAME': --mechanism hh is NEURON's hh, --mechanism pas --mechanism hh adds the
+leak. Then several --iclamp and --record (any state or current, e.g. m_hh or ina) are
+allowed, and --spikes records the soma's spikes.
 
 The cell is an SWC file (default: the bundled c91662.swc), discretized as NEURON does
-(--nseg or --d-lambda). The output is an .npz file holding t [ms], v [mV] (one row per
-cell) and params (every parameter used, as JSON)."""
+(--nseg or --d-lambda). Without --mechanism the output is an .npz file holding t [ms], v [mV]
+(one row per cell) and params (every parameter used, as JSON); with --mechanism it holds
+every recording by key (e.g. 'v@0:soma[0](0.5)' is v of cell 0), its sample times and
+units, the spike times and the run's details (see hinesbatch.load_results)."""
 
 EPILOG = """\
 examples:
@@ -40,24 +56,71 @@ examples:
       --record 'dend[12](0.5)' --out traces.npz --plot traces.png
   hinesbatch simulate cell.swc --cells 10000 --tstop 10000 --record-every 40 --stream \\
       --out big.npz
+  hinesbatch simulate cell.swc --mechanism hh --d-lambda 0.1 --ra 100 --iclamp 1,5,50 \\
+      --record v --record 'm_hh@dend[3](0.5)' --spikes --out hh.npz --raster spikes.png
 
 Long runs: the memory a run needs is checked before it starts. --record-every K keeps one
-sample in K; --stream writes the recordings to disk as the run goes instead of holding them
-in memory.
+sample in K; --stream (passive model) writes the recordings to disk as the run goes instead
+of holding them in memory.
 
 exit status: 0 success, 1 error (one line on stderr), 2 bad arguments, 130 interrupted"""
 
+#: Where clamps and recordings sit when no location is given.
+DEFAULT_LOCATION = ("soma[0]", 0.5)
+#: ``--spikes`` records spikes at the soma's middle crossing this potential upwards [mV]
+#: (NEURON's NetCon default threshold).
+SPIKE_THRESHOLD_MV = 10.0
 
-def _iclamp(text: str) -> tuple[float, float, float]:
-    parts = text.split(",")
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_ICLAMP_FORM = "AMP_NA,DELAY_MS,DUR_MS[@SECTION(X)]"
+_RECORD_FORM = "VAR[@SECTION(X)]"
+
+
+class ClampOption(NamedTuple):
+    """One ``--iclamp``: amplitude [nA], onset [ms], duration [ms], and where (None: the
+    default location)."""
+
+    amp: float
+    delay: float
+    dur: float
+    location: tuple[str, float] | None = None
+
+
+class RecordOption(NamedTuple):
+    """One ``--record``: a variable (NEURON's name: ``v``, ``m_hh``, ``ina``, ...) and where
+    (None: the default location)."""
+
+    variable: str
+    location: tuple[str, float] | None = None
+
+
+def _iclamp(text: str) -> ClampOption:
+    head, at, where = text.partition("@")
+    parts = head.split(",")
     try:
         if len(parts) != 3:
             raise ValueError
-        return tuple(float(p) for p in parts)  # type: ignore[return-value]
+        amp, delay, dur = (float(p) for p in parts)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected AMP_NA,DELAY_MS,DUR_MS (three numbers, e.g. 0.1,10,50), got {text!r}"
-        ) from None
+            f"expected {_ICLAMP_FORM} (three numbers, e.g. 0.1,10,50 or "
+            f"0.1,10,50@dend[3](0.5)), got {text!r}") from None
+    if not all(math.isfinite(value) for value in (amp, delay, dur)):
+        raise argparse.ArgumentTypeError(f"--iclamp {text!r}: the numbers must be finite")
+    return ClampOption(amp, delay, dur, _location(where) if at else None)
+
+
+def _record(text: str) -> RecordOption:
+    """``VAR@SECTION(X)``, ``VAR`` (at the default location) or ``SECTION(X)`` (v there)."""
+    variable, at, where = text.partition("@")
+    variable = variable.strip()
+    if not at and ("(" in variable or "[" in variable):
+        return RecordOption("v", _location(variable))  # a location alone: v there
+    if not _VARIABLE.match(variable):
+        raise argparse.ArgumentTypeError(
+            f"expected {_RECORD_FORM} (e.g. v, m_hh@soma[0](0.5) or 'dend[2](1)' for v "
+            f"there), got {text!r}: {variable!r} is not a variable name")
+    return RecordOption(variable, _location(where) if at else None)
 
 
 def _location(text: str) -> tuple[str, float]:
@@ -77,6 +140,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _mechanism(text: str) -> str:
+    name = text.strip()
+    if not _VARIABLE.match(name):
+        raise argparse.ArgumentTypeError(f"expected a mechanism name (e.g. hh), got {text!r}")
+    return name
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add ``simulate``'s arguments to ``parser``."""
     d = NEURON_DEFAULTS
@@ -86,9 +156,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help=f"end time [ms] (default {DEFAULT_TSTOP:g})")
     parser.add_argument("--dt", type=float, default=d["dt"], metavar="MS",
                         help=f"time step [ms] (default NEURON's {d['dt']:g})")
-    parser.add_argument("--iclamp", type=_iclamp, default=DEFAULT_ICLAMP,
-                        metavar="AMP_NA,DELAY_MS,DUR_MS",
-                        help=f"current clamp (default {amp:g},{delay:g},{dur:g})")
+    parser.add_argument("--mechanism", action="append", type=_mechanism, metavar="NAME",
+                        help="insert NAME in every section with NEURON's default parameters "
+                             "(repeatable; e.g. hh, pas); without it the cell is passive")
+    parser.add_argument("--iclamp", action="append", type=_iclamp, metavar=_ICLAMP_FORM,
+                        help=f"current clamp: amplitude [nA], onset [ms], duration [ms] and "
+                             f"where (default {amp:g},{delay:g},{dur:g} at --clamp; "
+                             "repeatable with --mechanism)")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--nseg", type=_positive_int, metavar="N",
                        help="segments per section (default NEURON's 1)")
@@ -98,31 +172,48 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help=f"membrane capacitance [µF/cm²] (default {d['cm']:g})")
     parser.add_argument("--ra", type=float, default=d["ra"], metavar="OHM_CM",
                         help=f"axial resistivity [Ω·cm] (default {d['ra']:g})")
-    parser.add_argument("--g-pas", type=float, default=d["g_pas"], metavar="S_PER_CM2",
-                        help=f"leak conductance [S/cm²] (default {d['g_pas']:g})")
-    parser.add_argument("--e-pas", type=float, default=d["e_pas"], metavar="MV",
-                        help=f"leak reversal [mV] (default {d['e_pas']:g})")
+    parser.add_argument("--g-pas", type=float, metavar="S_PER_CM2",
+                        help=f"leak conductance [S/cm²] of pas (default {d['g_pas']:g})")
+    parser.add_argument("--e-pas", type=float, metavar="MV",
+                        help=f"leak reversal [mV] of pas (default {d['e_pas']:g})")
     parser.add_argument("--v-init", type=float, default=d["v_init"], metavar="MV",
                         help=f"initial potential [mV] (default {d['v_init']:g})")
+    parser.add_argument("--celsius", type=float, metavar="DEG_C",
+                        help="temperature [°C] of the mechanisms (default NEURON's 6.3)")
+    parser.add_argument("--no-tables", action="store_true",
+                        help="compute hh's rates exactly instead of from its TABLE (NEURON's "
+                             "usetable_hh = 0)")
     parser.add_argument("--cells", type=_positive_int, default=1, metavar="N",
                         help="simulate N identical copies as one batch (default 1)")
     parser.add_argument("--backend", default="auto",
-                        help="solver backend: auto (default), serial, multicore, gpu, ...")
-    parser.add_argument("--clamp", type=_location, default=("soma[0]", 0.5), metavar="SECTION(X)",
-                        help="where the clamp sits (default soma[0](0.5))")
-    parser.add_argument("--record", type=_location, default=("soma[0]", 0.5),
-                        metavar="SECTION(X)", help="where v is recorded (default soma[0](0.5))")
+                        help="backend: auto (default), serial, multicore; without --mechanism "
+                             "also gpu and the other solver backends")
+    parser.add_argument("--clamp", type=_location, default=DEFAULT_LOCATION,
+                        metavar="SECTION(X)",
+                        help="where a clamp without @SECTION(X) sits (default soma[0](0.5))")
+    parser.add_argument("--record", action="append", type=_record, metavar=_RECORD_FORM,
+                        help="record VAR (default v) at SECTION(X) (default soma[0](0.5)); "
+                             "a bare SECTION(X) records v there; repeatable with --mechanism")
     parser.add_argument("--record-every", type=_positive_int, default=1, metavar="K",
                         help="record one sample every K steps (default 1: every step)")
+    parser.add_argument("--spikes", action="store_true",
+                        help="record the spike times of every cell at soma[0](0.5) "
+                             f"(upward crossings of {SPIKE_THRESHOLD_MV:g} mV)")
     parser.add_argument("--stream", action="store_true",
                         help="write the recordings to a file beside --out as the run goes "
-                             "instead of holding them in memory (for runs too long for memory)")
+                             "instead of holding them in memory (for runs too long for memory; "
+                             "passive model)")
     parser.add_argument("--out", required=True, metavar="TRACES.npz",
-                        help="output file: t [ms], v [mV] (cells x samples), params (JSON); "
-                             "'.npz' is appended when missing")
+                        help="output file (.npz; '.npz' is appended when missing)")
     parser.add_argument("--plot", metavar="TRACES.png",
-                        help="also plot v(t) (needs matplotlib; the format follows the "
+                        help="also plot the traces (needs matplotlib; the format follows the "
                              "extension, '.png' is appended when there is none)")
+    parser.add_argument("--spikes-out", metavar="SPIKES.h5",
+                        help="also write the spikes as a SONATA spike report (HDF5, needs "
+                             "h5py; implies --spikes)")
+    parser.add_argument("--raster", metavar="RASTER.png",
+                        help="also plot the spikes as a raster (needs matplotlib; implies "
+                             "--spikes)")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress bar on stderr (default: on long runs in a terminal)")
     parser.description = DESCRIPTION
@@ -134,15 +225,61 @@ def configure(parser: argparse.ArgumentParser) -> None:
 #: cannot be done here.
 USER_ERRORS = (ValueError, TypeError, OSError, MemoryError, BackendUnavailableError,
                SingularSystemError, NonFiniteStateError)
+#: Exit status of a bad combination of arguments (argparse's).
+EXIT_USAGE = 2
+#: Options of mechanisms, meaningless for the passive model.
+_ACTIVE_ONLY = (("celsius", "--celsius"), ("no_tables", "--no-tables"), ("spikes", "--spikes"),
+                ("spikes_out", "--spikes-out"), ("raster", "--raster"))
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the simulation ``args`` describe; write the files; print a summary.
 
-    Returns the exit status: 0, or 1 with a one-line message on stderr. The output folder
-    and the plot are checked before the run; on any failure or interruption no temporary
-    file is left behind and an earlier file at ``--out`` is untouched.
+    Returns the exit status: 0, 1 with a one-line message on stderr, or 2 for options that
+    do not go together. The output folder and the plot are checked before the run; on any
+    failure or interruption no temporary file is left behind and an earlier file at
+    ``--out`` is untouched.
     """
+    clamps = [c if c.location else c._replace(location=args.clamp)
+              for c in (args.iclamp or [ClampOption(*DEFAULT_ICLAMP)])]
+    records = [r if r.location else r._replace(location=DEFAULT_LOCATION)
+               for r in (args.record or [RecordOption("v")])]
+    problem = _active_problem(args) if args.mechanism else _passive_problem(args, clamps, records)
+    if problem:
+        print(f"hinesbatch simulate: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.mechanism:
+        from .command_active import run_active
+
+        return run_active(args, clamps, records)
+    return _run_passive(args, clamps[0], records[0])
+
+
+def _passive_problem(args, clamps, records) -> str | None:
+    """Why these options need ``--mechanism``, or None."""
+    for attr, option in _ACTIVE_ONLY:
+        if getattr(args, attr):
+            return f"{option} needs --mechanism (without it the cell is passive)"
+    if len(clamps) > 1:
+        return ("the passive model takes one --iclamp; for several, insert the leak as a "
+                "mechanism: --mechanism pas")
+    if len(records) > 1 or records[0].variable != "v":
+        return ("the passive model records v at one location; for several --record or other "
+                "variables, insert the leak as a mechanism: --mechanism pas")
+    return None
+
+
+def _active_problem(args) -> str | None:
+    """Why these options do not go with ``--mechanism``, or None."""
+    if args.stream:
+        return "--stream works for the passive model only (without --mechanism)"
+    for value, option in ((args.g_pas, "--g-pas"), (args.e_pas, "--e-pas")):
+        if value is not None and "pas" not in args.mechanism:
+            return f"{option} sets a parameter of pas, which is not inserted: add --mechanism pas"
+    return None
+
+
+def _run_passive(args: argparse.Namespace, clamp: ClampOption, record: RecordOption) -> int:
     out = npz_path(args.out)
     try:
         plot = _plot_path(args.plot) if args.plot else None
@@ -152,6 +289,7 @@ def run(args: argparse.Namespace) -> int:
         _check_disk(out, args)
     except USER_ERRORS as exc:
         return _fail(_one_line(exc))
+    d = NEURON_DEFAULTS
     with contextlib.ExitStack() as cleanup:
         record_to = None
         if args.stream:
@@ -159,10 +297,12 @@ def run(args: argparse.Namespace) -> int:
             cleanup.callback(_remove, record_to)
         try:
             result = simulate_passive(
-                args.swc, tstop=args.tstop, dt=args.dt, iclamp=args.iclamp, nseg=args.nseg,
-                d_lambda=args.d_lambda, cm=args.cm, ra=args.ra, g_pas=args.g_pas,
-                e_pas=args.e_pas, v_init=args.v_init, n_cells=args.cells, backend=args.backend,
-                clamp=args.clamp, record=args.record, record_every=args.record_every,
+                args.swc, tstop=args.tstop, dt=args.dt, iclamp=tuple(clamp[:3]),
+                nseg=args.nseg, d_lambda=args.d_lambda, cm=args.cm, ra=args.ra,
+                g_pas=d["g_pas"] if args.g_pas is None else args.g_pas,
+                e_pas=d["e_pas"] if args.e_pas is None else args.e_pas, v_init=args.v_init,
+                n_cells=args.cells, backend=args.backend, clamp=clamp.location,
+                record=record.location, record_every=args.record_every,
                 record_to=record_to, progress=args.progress,
             )
             write_npz(out, result)
@@ -205,6 +345,24 @@ def _atomic_write(path: str, write) -> None:
         raise
 
 
+def atomic_save(path: str, save) -> None:
+    """``save(temporary path)`` beside ``path``, then rename it to ``path``.
+
+    The temporary name ends with ``path``'s extension, so writers that choose the format by
+    the extension (matplotlib, ``np.savez``) write the right one. On any failure or
+    interruption the temporary file is removed and an earlier file at ``path`` stays.
+    """
+    tmp = _temporary(path, os.path.splitext(path)[1] or ".tmp")
+    try:
+        save(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
 def _temporary(path: str, suffix: str) -> str:
     """A new empty file in ``path``'s folder, hidden and named after ``path``."""
     folder, name = os.path.split(os.path.abspath(path))
@@ -240,12 +398,13 @@ def _check_writable(path: str) -> None:
         raise OSError(f"cannot write {path}: {exc.strerror or exc} in {folder}") from None
 
 
-def _check_disk(out: str, args) -> None:
-    """``OSError`` when the output (and a streamed recording beside it) cannot fit on disk."""
+def _check_disk(out: str, args, traces: int = 1) -> None:
+    """``OSError`` when the output (and a streamed recording beside it) cannot fit on disk;
+    ``traces`` recordings per cell."""
     steps = max(0.0, args.tstop / args.dt) if args.dt > 0 else 0.0
     if not steps <= MAX_STEPS:  # refused by the simulation, with its own message
         return
-    size = args.cells * (steps // args.record_every + 1) * 8
+    size = args.cells * traces * (steps // args.record_every + 1) * 8
     size *= 2 if args.stream else 1  # the .npy and the .npz exist together at the end
     folder = os.path.dirname(os.path.abspath(out))
     free = shutil.disk_usage(folder).free
@@ -255,20 +414,20 @@ def _check_disk(out: str, args) -> None:
                       "another folder")
 
 
-def _plot_path(plot: str) -> str:
+def _plot_path(plot: str, option: str = "--plot") -> str:
     """The file the plot goes to (``.png`` appended without an extension), once matplotlib
     is known to be importable and to write that format."""
     try:
         import matplotlib  # noqa: F401
         from matplotlib.backend_bases import FigureCanvasBase
     except ImportError:
-        raise OSError("--plot needs matplotlib: pip install 'hinesbatch[plot]'") from None
+        raise OSError(f"{option} needs matplotlib: pip install 'hinesbatch[plot]'") from None
     root, ext = os.path.splitext(plot)
     if not ext:
         return plot + ".png"
     formats = FigureCanvasBase.get_supported_filetypes()
     if ext[1:].lower() not in formats:
-        raise ValueError(f"--plot {plot}: matplotlib cannot write '{ext}' files; use one of "
+        raise ValueError(f"{option} {plot}: matplotlib cannot write '{ext}' files; use one of "
                          f"{', '.join('.' + f for f in sorted(formats))}")
     return plot
 
@@ -330,6 +489,6 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
-def _fail(message: str) -> int:
-    print(f"hinesbatch simulate: error: {message}", file=sys.stderr)
+def _fail(message: str, command: str = "simulate") -> int:
+    print(f"hinesbatch {command}: error: {message}", file=sys.stderr)
     return 1
