@@ -30,7 +30,7 @@ import numpy as np
 from .events import _finite_number
 from .netcon import NetConTable
 
-__all__ = ["Distribution", "distribute", "check_network", "NetworkCheckError"]
+__all__ = ["Distribution", "NetworkCheckError", "check_network", "distribute"]
 
 
 class NetworkCheckError(ValueError):
@@ -185,6 +185,6 @@ def check_network(gids, connections, dt: float) -> None:
     if bad.size:
         i = int(bad[0])
         raise NetworkCheckError(
-            f"connection {i}: delay {delays[i]!r} ms is below dt = {dt} ms ({bad.size} "
+            f"connection {i}: delay {float(delays[i])!r} ms is below dt = {dt} ms ({bad.size} "
             "connection(s)); spikes are exchanged once per epoch of at least one step, so "
             "every delay must be >= dt")

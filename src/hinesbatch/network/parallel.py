@@ -57,9 +57,18 @@ import numpy as np
 from .events import EventQueue, _finite_number
 from .netcon import NetConTable
 
-__all__ = ["Communicator", "SerialCommunicator", "MPICommunicator", "world", "launched_by_mpi",
-           "exchange_spikes", "deliver_remote", "epoch_steps", "abort_on_error",
-           "LateSpikeError"]
+__all__ = [
+    "Communicator",
+    "LateSpikeError",
+    "MPICommunicator",
+    "SerialCommunicator",
+    "abort_on_error",
+    "deliver_remote",
+    "epoch_steps",
+    "exchange_spikes",
+    "launched_by_mpi",
+    "world",
+]
 
 #: Environment variables set by MPI launchers for each process they start: rank, size.
 _LAUNCHER_VARIABLES = (

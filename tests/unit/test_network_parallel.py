@@ -1,0 +1,256 @@
+"""Communicators, spike exchange, remote delivery, epochs and abort, in one process."""
+import math
+
+import numpy as np
+import pytest
+
+from hinesbatch.network import EventQueue, NetConTable, parallel
+from hinesbatch.network.parallel import (
+    Communicator,
+    LateSpikeError,
+    SerialCommunicator,
+    abort_on_error,
+    deliver_remote,
+    epoch_steps,
+    exchange_spikes,
+    launched_by_mpi,
+    world,
+)
+
+LAUNCHER_VARIABLES = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                      "PMIX_RANK")
+
+
+@pytest.fixture
+def no_launcher(monkeypatch):
+    for name in LAUNCHER_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+# --- communicators -------------------------------------------------------------------------
+
+def test_serial_communicator_has_the_interface():
+    comm = SerialCommunicator()
+    assert isinstance(comm, Communicator)
+    assert (comm.rank, comm.size) == (0, 1)
+    assert comm.allgather(("a", 1)) == [("a", 1)]
+    assert comm.bcast({"x": 2}) == {"x": 2}
+    assert comm.barrier() is None
+    with pytest.raises(ValueError, match="root must be a rank in 0 .. 0, got 1"):
+        comm.bcast(3, root=1)
+
+
+def test_serial_allgather_spikes_copies_and_converts():
+    gids = np.array([3, 1], dtype=np.int32)
+    times = np.array([1.0, 2.0], dtype=np.float32)
+    g, t = SerialCommunicator().allgather_spikes(gids, times)
+    assert g.dtype == np.int64 and t.dtype == np.float64
+    g[0] = 99
+    assert gids[0] == 3
+
+
+def test_serial_abort_prints_and_exits(capsys):
+    with pytest.raises(SystemExit) as info:
+        SerialCommunicator().abort("it broke", code=3)
+    assert info.value.code == 3
+    assert capsys.readouterr().err == "it broke\n"
+
+
+def test_world_without_launcher_is_serial_and_does_not_import_mpi4py(no_launcher):
+    no_launcher.setattr(parallel, "MPICommunicator",
+                        lambda: pytest.fail("MPI started outside a launcher"))
+    assert isinstance(world(), SerialCommunicator)
+    assert isinstance(world(mpi=False), SerialCommunicator)
+
+
+def test_world_under_a_one_process_launcher_is_serial(no_launcher):
+    no_launcher.setenv("PMI_RANK", "0")
+    no_launcher.setenv("PMI_SIZE", "1")
+    no_launcher.setattr(parallel, "MPICommunicator",
+                        lambda: pytest.fail("MPI started for one process"))
+    assert isinstance(world(), SerialCommunicator)
+
+
+def test_world_under_a_launcher_without_mpi4py_refuses(no_launcher):
+    # the ranks would each run the whole network
+    no_launcher.setenv("OMPI_COMM_WORLD_RANK", "1")
+    no_launcher.setenv("OMPI_COMM_WORLD_SIZE", "4")
+
+    def missing():
+        raise ImportError("No module named 'mpi4py'")
+
+    no_launcher.setattr(parallel, "MPICommunicator", missing)
+    with pytest.raises(RuntimeError, match=r"MPI launcher \(4 processes\) but mpi4py cannot "
+                                           r"be imported.*hinesbatch\[mpi\]"):
+        world()
+
+
+def test_world_rejects_a_non_bool_choice():
+    with pytest.raises(TypeError, match="mpi must be True, False or None"):
+        world(mpi="yes")
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, (False, None)),
+    ({"PMI_RANK": "0", "PMI_SIZE": "2"}, (True, 2)),
+    ({"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8"}, (True, 8)),
+    ({"PMIX_RANK": "0"}, (True, None)),
+    ({"PMI_RANK": "0", "PMI_SIZE": "many"}, (True, None)),
+])
+def test_launched_by_mpi_reads_the_launchers_variables(env, expected):
+    assert launched_by_mpi(env) == expected
+
+
+# --- exchange ----------------------------------------------------------------------------
+
+def test_exchange_sorts_by_time_then_gid(seed):
+    rng = np.random.default_rng(seed)
+    gids = rng.integers(0, 50, size=300)
+    times = rng.integers(0, 20, size=300) * 0.025  # many equal times
+    g, t = exchange_spikes(SerialCommunicator(), gids, times)
+    assert g.dtype == np.int64 and t.dtype == np.float64
+    pairs = list(zip(t.tolist(), g.tolist()))
+    assert pairs == sorted(zip(times.tolist(), gids.tolist()))
+
+
+def test_exchange_result_does_not_depend_on_the_input_order(seed):
+    rng = np.random.default_rng(seed)
+    gids = rng.integers(0, 50, size=200)
+    times = rng.integers(0, 20, size=200) * 0.1
+    perm = rng.permutation(200)
+    a = exchange_spikes(SerialCommunicator(), gids, times)
+    b = exchange_spikes(SerialCommunicator(), gids[perm], times[perm])
+    assert a[0].tobytes() == b[0].tobytes() and a[1].tobytes() == b[1].tobytes()
+
+
+def test_exchange_of_no_spikes():
+    g, t = exchange_spikes(SerialCommunicator(), np.empty(0, np.int64), [])
+    assert g.shape == t.shape == (0,) and g.dtype == np.int64 and t.dtype == np.float64
+
+
+@pytest.mark.parametrize("gids, times, error, match", [
+    ([1, 2], [0.5], ValueError, "2 spike gids but 1 spike times"),
+    ([[1]], [[0.5]], ValueError, "must be 1-D"),
+    ([1.5], [0.5], TypeError, "spike gids must be integers"),
+    ([-1], [0.5], ValueError, "spike 0 has gid -1"),
+    ([4, 7], [0.5, math.inf], ValueError, r"spike 1 \(gid 7\) has time inf"),
+    ([4], ["a"], TypeError, "spike times must be numbers"),
+])
+def test_exchange_refuses_bad_spikes(gids, times, error, match):
+    with pytest.raises(error, match=match):
+        exchange_spikes(SerialCommunicator(), gids, times)
+
+
+# --- delivery of exchanged spikes -----------------------------------------------------------
+
+def test_deliver_remote_queues_local_netcons_in_spike_order():
+    table = NetConTable()
+    table.add(7, 0, weight=0.1, delay=2.0)   # sources are gids
+    table.add(3, 1, weight=0.2, delay=1.0)
+    table.add(7, 2, weight=0.3, delay=1.0)
+    q = EventQueue()
+    gids, times = exchange_spikes(SerialCommunicator(), [7, 3, 9], [1.0, 1.0, 0.5])
+    # gid 9 has no NetCons here: skipped; gid 3 before gid 7 at equal times
+    assert deliver_remote(gids, times, table, q, t_delivered=1.0) == 3
+    events = q.pop_until(10.0)
+    assert [(e.te, e.target, e.weight) for e in events] == [
+        (2.0, 1, 0.2), (2.0, 2, 0.3), (3.0, 0, 0.1)]
+
+
+def test_deliver_remote_refuses_an_event_already_due():
+    table = NetConTable()
+    table.add(5, 0, weight=1.0, delay=3.0)
+    table.add(5, 1, weight=1.0, delay=0.5)
+    q = EventQueue()
+    with pytest.raises(LateSpikeError, match=r"gid 5 at 2.0 ms reaches NetCon\[1\] at "
+                                             r"te = 2.5 ms, but delivery has passed 2.5 ms"):
+        deliver_remote([5], [2.0], table, q, t_delivered=2.5)
+    assert len(q) == 0  # nothing queued from the refused spike
+
+
+@pytest.mark.parametrize("min_delay, dt, steps", [
+    (1.0, 0.025, 40), (0.1, 0.025, 4), (0.3, 0.1, 3), (0.025, 0.025, 1), (0.07, 0.025, 2),
+    (5.0, 0.1, 50)])
+def test_epoch_steps_fit_in_the_min_delay(min_delay, dt, steps):
+    assert epoch_steps(min_delay, dt) == steps
+    # rounding: 0.3 / 0.1 = 2.9999999999999996 must still give 3 steps
+    assert epoch_steps(min_delay, dt) * dt <= min_delay * (1 + 1e-9)
+
+
+def test_epoch_steps_without_netcons_is_one_epoch():
+    assert epoch_steps(NetConTable().min_delay(), 0.025) == np.iinfo(np.int64).max
+
+
+def test_epoch_steps_refuse_a_delay_below_dt():
+    with pytest.raises(ValueError, match="smallest delay 0.01 ms is below dt = 0.025 ms"):
+        epoch_steps(0.01, 0.025)
+    with pytest.raises(ValueError, match="dt must be > 0"):
+        epoch_steps(1.0, 0.0)
+
+
+# --- abort ----------------------------------------------------------------------------------
+
+class _FakeRanks:
+    """A communicator of 3 ranks whose abort records its call instead of ending MPI.
+
+    Its abort returns, so the error goes on to propagate as it would without MPI.
+    """
+
+    rank, size = 2, 3
+
+    def __init__(self):
+        self.aborted = None
+
+    def abort(self, message, code=1):
+        self.aborted = (message, code)
+
+
+def test_abort_on_error_aborts_all_ranks_with_the_message():
+    comm = _FakeRanks()
+    with pytest.raises(ValueError), abort_on_error(comm):
+        raise ValueError("cell 4 has no soma")
+    message, code = comm.aborted
+    assert code == 1
+    assert message.startswith("[rank 2 of 3] ValueError: cell 4 has no soma\n")
+    assert "Traceback" in message and message.endswith("[rank 2 of 3] stopping every rank")
+
+
+def test_abort_on_error_as_decorator_and_on_memory_error():
+    comm = _FakeRanks()
+
+    @abort_on_error(comm)
+    def build():
+        raise MemoryError("out of memory")
+
+    with pytest.raises(MemoryError):
+        build()
+    assert comm.aborted[0].startswith("[rank 2 of 3] MemoryError: out of memory")
+
+
+@pytest.mark.parametrize("exit_code, aborts", [(0, False), (None, False), (2, True)])
+def test_abort_on_error_and_system_exit(exit_code, aborts):
+    comm = _FakeRanks()
+    with pytest.raises(SystemExit), abort_on_error(comm):
+        raise SystemExit(exit_code)
+    assert (comm.aborted is not None) == aborts
+
+
+def test_abort_on_error_lets_keyboard_interrupt_through():
+    comm = _FakeRanks()
+    with pytest.raises(KeyboardInterrupt), abort_on_error(comm):
+        raise KeyboardInterrupt
+    assert comm.aborted is None
+
+
+def test_abort_on_error_in_one_process_raises_as_usual():
+    with pytest.raises(ValueError, match="bad"), abort_on_error(SerialCommunicator()):
+        raise ValueError("bad")
+
+
+def test_abort_on_error_does_nothing_without_an_error():
+    comm = _FakeRanks()
+    with abort_on_error(comm) as c:
+        assert c is comm
+    assert comm.aborted is None
+
