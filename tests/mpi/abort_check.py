@@ -5,6 +5,8 @@ Usage: ``mpiexec -n N python abort_check.py MODE``
 MODE ``raise``: the last rank raises ValueError while the others wait in a barrier.
 MODE ``bad-spikes``: the last rank passes a NaN spike time to the exchange while the others
 wait in it. MODE ``memory``: the last rank raises MemoryError between two exchanges.
+MODE ``uncaught``: the last rank raises ValueError outside :func:`abort_on_error`, as a
+script written for one process would; :func:`world`'s exception hook must stop the others.
 """
 import sys
 
@@ -16,6 +18,12 @@ from hinesbatch.network.parallel import abort_on_error, exchange_spikes, world
 def main(mode):
     comm = world()
     last = comm.rank == comm.size - 1
+    if mode == "uncaught":
+        if last:
+            raise ValueError("bad input on the last rank, not caught")
+        comm.barrier()
+        print(f"rank {comm.rank} finished", flush=True)
+        return
     with abort_on_error(comm):
         if mode == "raise":
             if last:

@@ -1,5 +1,6 @@
 """Communicators, spike exchange, remote delivery, epochs and abort, in one process."""
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -72,18 +73,29 @@ def test_world_under_a_one_process_launcher_is_serial(no_launcher):
     assert isinstance(world(), SerialCommunicator)
 
 
+def _hide_mpi4py(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mpi4py", None)  # `import mpi4py` raises ImportError
+    monkeypatch.setitem(sys.modules, "mpi4py.MPI", None)
+
+
 def test_world_under_a_launcher_without_mpi4py_refuses(no_launcher):
     # the ranks would each run the whole network
     no_launcher.setenv("OMPI_COMM_WORLD_RANK", "1")
     no_launcher.setenv("OMPI_COMM_WORLD_SIZE", "4")
-
-    def missing():
-        raise ImportError("No module named 'mpi4py'")
-
-    no_launcher.setattr(parallel, "MPICommunicator", missing)
+    _hide_mpi4py(no_launcher)
     with pytest.raises(RuntimeError, match=r"MPI launcher \(4 processes\) but mpi4py cannot "
                                            r"be imported.*hinesbatch\[mpi\]"):
         world()
+
+
+def test_without_mpi4py_one_process_works_and_mpi_true_says_why(no_launcher):
+    _hide_mpi4py(no_launcher)
+    comm = world()
+    assert isinstance(comm, SerialCommunicator)
+    g, t = exchange_spikes(comm, [2, 1], [0.5, 0.5])
+    assert g.tolist() == [1, 2] and t.tolist() == [0.5, 0.5]
+    with pytest.raises(ImportError):
+        world(mpi=True)
 
 
 def test_world_rejects_a_non_bool_choice():
@@ -246,6 +258,25 @@ def test_abort_on_error_lets_keyboard_interrupt_through():
 def test_abort_on_error_in_one_process_raises_as_usual():
     with pytest.raises(ValueError, match="bad"), abort_on_error(SerialCommunicator()):
         raise ValueError("bad")
+
+
+def test_uncaught_exception_hook_aborts_every_rank(monkeypatch):
+    # a script written for one process, failing on one rank, must not leave the others
+    # waiting: world() installs this hook when it returns an MPI communicator
+    calls = []
+    monkeypatch.setattr(sys, "excepthook", lambda *exc: calls.append(exc[0]))
+    comm = _FakeRanks()
+    parallel._abort_on_uncaught(comm)
+    parallel._abort_on_uncaught(comm)  # installed once
+    hook = sys.excepthook
+    try:
+        raise ValueError("cell 4 has no soma")
+    except ValueError as exc:
+        hook(type(exc), exc, exc.__traceback__)
+    assert comm.aborted[0].startswith("[rank 2 of 3] ValueError: cell 4 has no soma\n")
+    assert "Traceback" in comm.aborted[0]
+    hook(KeyboardInterrupt, KeyboardInterrupt(), None)  # to the previous hook
+    assert calls == [KeyboardInterrupt]
 
 
 def test_abort_on_error_does_nothing_without_an_error():

@@ -88,6 +88,7 @@ def test_split_network_gives_bitwise_the_same_spikes_on_1_2_4_ranks(seed, tmp_pa
     ("raise", "[rank 1 of 2] ValueError: bad input on the last rank"),
     ("bad-spikes", "[rank 1 of 2] ValueError: spike 0 (gid 1) has time nan"),
     ("memory", "[rank 1 of 2] MemoryError: cannot allocate the cells of the last rank"),
+    ("uncaught", "[rank 1 of 2] ValueError: bad input on the last rank, not caught"),
 ])
 def test_a_failing_rank_stops_every_rank_with_its_message(mode, message):
     start = time.perf_counter()

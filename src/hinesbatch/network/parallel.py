@@ -23,7 +23,8 @@ What is built here
     - :func:`deliver_remote`: queues ``te = ts + delay`` for the local NetCons of each
       exchanged spike, in (time, gid) order, refusing an event already due.
     - :func:`epoch_steps`: how many steps of ``dt`` fit in the minimum delay.
-    - :func:`abort_on_error`: a failing rank prints its error and stops every rank.
+    - :func:`abort_on_error`: a failing rank prints its error and stops every rank; under
+      MPI, :func:`world` also makes an uncaught exception do so.
 
 The engine's side (not here)
     The engine runs its local cells for ``epoch_steps`` steps at a time. Every spike of a
@@ -49,6 +50,7 @@ import contextlib
 import math
 import os
 import sys
+import time
 import traceback
 from typing import Any, Protocol, runtime_checkable
 
@@ -76,6 +78,11 @@ _LAUNCHER_VARIABLES = (
     ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),  # Open MPI
     ("PMIX_RANK", None),                               # PMIx launchers (prterun, srun --mpi=pmix)
 )
+
+
+#: Seconds between printing a failing rank's message and ``MPI_Abort`` (see
+#: :meth:`MPICommunicator.abort`).
+ABORT_GRACE = 0.5
 
 
 class LateSpikeError(RuntimeError):
@@ -199,8 +206,14 @@ class MPICommunicator:
         self.comm.Barrier()
 
     def abort(self, message: str, code: int = 1) -> None:
-        """Print ``message`` to stderr, then stop every rank (``MPI_Abort``) with ``code``."""
+        """Print ``message`` to stderr, then stop every rank (``MPI_Abort``) with ``code``.
+
+        Waits :data:`ABORT_GRACE` seconds in between: the launcher forwards a rank's output
+        through a pipe, and an abort that follows the write at once can end the job before
+        the message is through.
+        """
         _print_error(message)
+        time.sleep(ABORT_GRACE)
         self.comm.Abort(code)
 
 
@@ -252,6 +265,13 @@ def world(*, mpi: bool | None = None) -> SerialCommunicator | MPICommunicator:
         else one process. True: always mpi4py's ``COMM_WORLD`` (ImportError without
         mpi4py). False: always :class:`SerialCommunicator`.
 
+    Notes
+    -----
+    With MPI over several processes, an exception that ends a rank's program
+    (``sys.excepthook``) prints ``[rank r of N] ...`` and aborts every rank, as
+    :func:`abort_on_error` does for a block, so that a script that fails on one rank does
+    not leave the others waiting.
+
     Raises
     ------
     RuntimeError
@@ -275,6 +295,7 @@ def world(*, mpi: bool | None = None) -> SerialCommunicator | MPICommunicator:
             "`pip install 'hinesbatch[mpi]'`, or run without mpiexec") from exc
     if comm.size == 1:
         return SerialCommunicator()
+    _abort_on_uncaught(comm)
     return comm
 
 
@@ -453,8 +474,33 @@ class abort_on_error(contextlib.ContextDecorator):
             return False
         if not issubclass(exc_type, (Exception, SystemExit)):
             return False  # KeyboardInterrupt: the launcher forwards it to every rank
-        trace = "".join(traceback.format_exception(exc_type, exc, tb))
-        where = f"[rank {self.comm.rank} of {self.comm.size}]"
-        summary = traceback.format_exception_only(exc_type, exc)[-1].strip()
-        self.comm.abort(f"{where} {summary}\n{trace}{where} stopping every rank", 1)
+        self.comm.abort(_failure_message(self.comm, exc_type, exc, tb), 1)
         return False
+
+
+def _failure_message(comm: Communicator, exc_type, exc, tb) -> str:
+    """``[rank r of N] Type: message``, the traceback, and a closing line."""
+    trace = "".join(traceback.format_exception(exc_type, exc, tb))
+    where = f"[rank {comm.rank} of {comm.size}]"
+    summary = traceback.format_exception_only(exc_type, exc)[-1].strip()
+    return f"{where} {summary}\n{trace}{where} stopping every rank"
+
+
+def _abort_on_uncaught(comm: Communicator) -> None:
+    """Make an exception that ends this rank's program stop every rank (``sys.excepthook``).
+
+    Without it the rank would finalise MPI and exit while the others wait for it forever.
+    Installed once; KeyboardInterrupt goes to the previous hook.
+    """
+    previous = sys.excepthook
+    if getattr(previous, "_aborts_ranks", False):
+        return
+
+    def hook(exc_type, exc, tb):
+        if issubclass(exc_type, KeyboardInterrupt):
+            previous(exc_type, exc, tb)
+            return
+        comm.abort(_failure_message(comm, exc_type, exc, tb), 1)
+
+    hook._aborts_ranks = True
+    sys.excepthook = hook
