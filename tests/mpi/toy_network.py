@@ -5,7 +5,7 @@ spirit): an event of weight ``w`` at ``te`` sets ``s = s*exp(-(te - t_last)/tau)
 the cell fires at ``te`` when ``s >= 1`` (then ``s = 0``). They need no membrane solver,
 so the epoch loop of :mod:`hinesbatch.network.parallel` can be run without the engine:
 
-    for every epoch of ``epoch_steps(min_delay, dt)`` steps:
+    for every epoch (``epoch_steps(t, min_delay, dt)`` steps from its start ``t``):
         step the clock as NEURON does, delivering the local queue at both points of a
         step; generator and cell spikes go to the epoch's outbox
     exchange the outbox (exchange_spikes), queue the local NetCons' events (deliver_remote)
@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from hinesbatch.network import (
+    INIT_LIMIT,
     EventQueue,
     NetConTable,
     NetStimGenerator,
@@ -43,12 +44,13 @@ TAU = 5.0   # [ms] decay of the cells' state
 
 
 def build(seed: int, *, n_cells: int = 40, n_netstim: int = 4, n_vecstim: int = 4,
-          n_connections: int = 240, grid_delays: bool = True) -> dict:
+          n_connections: int = 240, grid_delays: bool = True, shortest: int = 40) -> dict:
     """A random network as plain arrays; the same on every rank for one ``seed``.
 
-    Gids ``0 .. n_cells-1`` are cells, then the NetStims, then the VecStims. With
-    ``grid_delays`` the delays are multiples of ``dt`` in [1, 5] ms, so many events share
-    a time; otherwise they are drawn from a continuum in [1, 5] ms.
+    Gids ``0 .. n_cells-1`` are cells, then the NetStims, then the VecStims; the first
+    VecStim fires at 0. With ``grid_delays`` the delays are ``k*dt``, ``k`` from
+    ``shortest`` to 200 (5 ms), so many events share a time; otherwise they are drawn from
+    a continuum in [1, 5] ms.
     """
     rng = np.random.default_rng(seed)
     n_gen = n_netstim + n_vecstim
@@ -56,8 +58,11 @@ def build(seed: int, *, n_cells: int = 40, n_netstim: int = 4, n_vecstim: int = 
     for _ in range(n_netstim):
         gens.append(("netstim", {"start": float(rng.uniform(0.0, 5.0)),
                                  "interval": float(rng.uniform(2.0, 6.0)), "number": 12}))
-    for _ in range(n_vecstim):
-        gens.append(("vecstim", {"times": np.sort(rng.uniform(0.0, 40.0, size=10))}))
+    for i in range(n_vecstim):
+        times = np.sort(rng.uniform(0.0, 40.0, size=10))
+        if i == 0:
+            times[0] = 0.0
+        gens.append(("vecstim", {"times": times}))
     # every generator drives a few cells; the rest of the connections are recurrent
     n_drive = 4 * n_gen
     sources = np.concatenate([np.repeat(np.arange(n_cells, n_cells + n_gen), 4),
@@ -66,7 +71,8 @@ def build(seed: int, *, n_cells: int = 40, n_netstim: int = 4, n_vecstim: int = 
     weights = np.where(sources >= n_cells, rng.uniform(0.5, 1.1, size=n_connections),
                        rng.uniform(0.05, 0.4, size=n_connections))
     if grid_delays:
-        delays = rng.integers(40, 201, size=n_connections) * DT
+        delays = rng.integers(shortest, 201, size=n_connections) * DT
+        delays[0] = shortest * DT
     else:
         delays = rng.uniform(1.0, 5.0, size=n_connections)
     compartments = rng.integers(1, 200, size=n_cells)
@@ -113,7 +119,6 @@ def run_epochs(net: dict, comm, tstop: float, dt: float = DT) -> tuple[np.ndarra
         if tgt in mine:
             netcons.add(src, tgt, weight=w, delay=d)
     min_delay = float(np.min(net["delays"]))  # the network's, not this rank's
-    steps = epoch_steps(min_delay, dt)
     no_fan_out = NetConTable()  # generators only queue their own next spike
     queue = EventQueue()
     out_g: list[int] = []
@@ -132,26 +137,27 @@ def run_epochs(net: dict, comm, tstop: float, dt: float = DT) -> tuple[np.ndarra
         deliver(queue, limit, netcons=no_fan_out, on_net=on_net, generators=generators,
                 on_spike=on_spike)
 
-    prime_generators(queue, generators)
-    deliver_to(0.0)
     got_g, got_t = [], []
-    t = 0.0
-    while True:
-        for _ in range(steps):
-            if not keeps_stepping(t, tstop, dt):
-                break
-            deliver_to(start_of_step_limit(t, dt))
-            _, t = advance_time(t, dt)
-            deliver_to(end_of_step_limit(t))
+
+    def exchange(t_delivered):
         g, ts = exchange_spikes(comm, np.array(out_g, dtype=np.int64),
                                 np.array(out_t, dtype=np.float64))
         out_g.clear()
         out_t.clear()
-        deliver_remote(g, ts, netcons, queue, t_delivered=t)
+        deliver_remote(g, ts, netcons, queue, t_delivered=t_delivered)
         got_g.append(g)
         got_t.append(ts)
-        if not keeps_stepping(t, tstop, dt):
-            break
+
+    prime_generators(queue, generators)
+    deliver_to(INIT_LIMIT)
+    exchange(INIT_LIMIT)  # spikes at t = 0, before the first step
+    t = 0.0
+    while (steps := epoch_steps(t, min_delay, dt, tstop=tstop)) > 0:
+        for _ in range(steps):
+            deliver_to(start_of_step_limit(t, dt))
+            _, t = advance_time(t, dt)
+            deliver_to(end_of_step_limit(t))
+        exchange(t)
     return np.concatenate(got_g), np.concatenate(got_t)
 
 

@@ -5,7 +5,14 @@ import sys
 import numpy as np
 import pytest
 
-from hinesbatch.network import EventQueue, NetConTable, parallel
+from hinesbatch.network import (
+    SPIKE_OFFSET,
+    EventQueue,
+    NetConTable,
+    advance_time,
+    parallel,
+    time_grid,
+)
 from hinesbatch.network.parallel import (
     Communicator,
     LateSpikeError,
@@ -182,23 +189,66 @@ def test_deliver_remote_refuses_an_event_already_due():
 
 
 @pytest.mark.parametrize("min_delay, dt, steps", [
-    (1.0, 0.025, 40), (0.1, 0.025, 4), (0.3, 0.1, 3), (0.025, 0.025, 1), (0.07, 0.025, 2),
-    (5.0, 0.1, 50)])
-def test_epoch_steps_fit_in_the_min_delay(min_delay, dt, steps):
-    assert epoch_steps(min_delay, dt) == steps
-    # rounding: 0.3 / 0.1 = 2.9999999999999996 must still give 3 steps
-    assert epoch_steps(min_delay, dt) * dt <= min_delay * (1 + 1e-9)
+    (1.0, 0.025, 40), (0.1, 0.025, 4), (0.025, 0.025, 1), (0.07, 0.025, 2),
+    (5.0, 0.1, 50), (1.0125, 0.025, 40),
+    (0.3, 0.1, 2)])  # t_3 = 0.30000000000000004 is not below 0.3: an event at 0.3 acts in step 3
+def test_first_epoch_takes_the_steps_that_fit_in_the_min_delay(min_delay, dt, steps):
+    assert epoch_steps(0.0, min_delay, dt) == steps
 
 
-def test_epoch_steps_without_netcons_is_one_epoch():
-    assert epoch_steps(NetConTable().min_delay(), 0.025) == np.iinfo(np.int64).max
+@pytest.mark.parametrize("min_delay, dt", [(1.0, 0.025), (5.0, 0.025), (0.3, 0.1),
+                                           (0.025, 0.025)])
+def test_every_epoch_ends_before_the_first_event_it_can_cause(min_delay, dt):
+    # walk a run epoch by epoch: the epoch's last delivery t_end stays below the earliest
+    # event of a threshold spike at its start (t_start + 1e-10 + min_delay) and, unless
+    # the epoch is the one step it cannot go below, of a generator spike at its start
+    # (t_start + min_delay); one more step would not
+    tstop = 300.0
+    grid = time_grid(tstop, dt)
+    n = 0
+    while (steps := epoch_steps(grid[n], min_delay, dt, tstop=tstop)) > 0:
+        t_start, t_end = grid[n], grid[n + steps]
+        assert t_end < (t_start + SPIKE_OFFSET) + min_delay
+        if steps > 1:
+            assert t_end < t_start + min_delay
+        if n + steps + 1 < grid.size:
+            assert not grid[n + steps + 1] < t_start + min_delay
+        n += steps
+    assert n == grid.size - 1  # the whole run, and no more
 
 
-def test_epoch_steps_refuse_a_delay_below_dt():
+def test_epoch_steps_follow_the_accumulated_clock_not_a_fixed_count():
+    # 200 steps of 0.025 ms from this t end 1.4e-10 ms past t + 5 ms: a threshold spike at
+    # t + 1e-10 with delay 5 ms would fall inside a 200-step epoch
+    grid = time_grid(8190.0, 0.025)
+    t_start = grid[-1]
+    assert grid.size - 1 == 327600 and t_start == 8189.999999915882
+    t_200 = t_start
+    for _ in range(200):
+        t_200 = advance_time(t_200, 0.025)[1]
+    assert (t_start + SPIKE_OFFSET) + 5.0 <= t_200  # what a fixed count would miss
+    assert epoch_steps(t_start, 5.0, 0.025) == 199
+
+
+def test_epoch_steps_stop_at_tstop():
+    assert epoch_steps(0.0, 1.0, 0.025, tstop=0.5) == 20
+    grid = time_grid(0.5, 0.025)
+    assert epoch_steps(grid[-1], 1.0, 0.025, tstop=0.5) == 0
+    # without NetCons the epoch is the rest of the run
+    assert epoch_steps(0.25, NetConTable().min_delay(), 0.025, tstop=1.0) == 30
+
+
+def test_epoch_steps_refuse_bad_input():
     with pytest.raises(ValueError, match="smallest delay 0.01 ms is below dt = 0.025 ms"):
-        epoch_steps(0.01, 0.025)
+        epoch_steps(0.0, 0.01, 0.025)
     with pytest.raises(ValueError, match="dt must be > 0"):
-        epoch_steps(1.0, 0.0)
+        epoch_steps(0.0, 1.0, 0.0)
+    with pytest.raises(ValueError, match="needs a finite tstop"):
+        epoch_steps(0.0, math.inf, 0.025)
+    with pytest.raises(ValueError, match="min_delay must be a number"):
+        epoch_steps(0.0, math.nan, 0.025)
+    with pytest.raises(TypeError, match="t_start"):
+        epoch_steps("0", 1.0, 0.025)
 
 
 # --- abort ----------------------------------------------------------------------------------

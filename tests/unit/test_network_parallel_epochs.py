@@ -23,9 +23,11 @@ def toy():
     return module
 
 
-@pytest.mark.parametrize("grid_delays", [False, True])
-def test_epochs_give_the_spikes_of_immediate_fan_out(toy, seed, grid_delays):
-    net = toy.build(seed, grid_delays=grid_delays)
+@pytest.mark.parametrize("grid_delays, shortest", [(False, 40), (True, 40), (True, 1),
+                                                    (True, 7)])
+def test_epochs_give_the_spikes_of_immediate_fan_out(toy, seed, grid_delays, shortest):
+    # shortest 1: epochs of one step (the smallest delay is dt), VecStim spike at 0
+    net = toy.build(seed, grid_delays=grid_delays, shortest=shortest)
     gids, times = toy.run_epochs(net, SerialCommunicator(), 50.0)
     ref_gids, ref_times = toy.run_immediate(net, 50.0)
     n_cells = net["n_cells"]
@@ -40,6 +42,7 @@ def test_epochs_longer_than_a_delay_are_caught(toy, seed, monkeypatch):
     # two epochs' worth of steps per exchange: some events would already be due
     net = toy.build(seed)
     real = toy.epoch_steps
-    monkeypatch.setattr(toy, "epoch_steps", lambda d, dt: 2 * real(d, dt))
+    monkeypatch.setattr(toy, "epoch_steps", lambda t, d, dt, tstop: 2 * real(t, d, dt,
+                                                                           tstop=tstop))
     with pytest.raises(LateSpikeError, match="an epoch must not be longer than"):
         toy.run_epochs(net, SerialCommunicator(), 50.0)

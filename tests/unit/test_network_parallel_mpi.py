@@ -68,14 +68,16 @@ def test_exchange_on_every_rank_equals_one_process(seed, n_ranks):
     assert run.stdout.strip() == f"exchange ok on {n_ranks} ranks"
 
 
-def test_split_network_gives_bitwise_the_same_spikes_on_1_2_4_ranks(seed, tmp_path):
+@pytest.mark.parametrize("shortest", [40, 3])
+def test_split_network_gives_bitwise_the_same_spikes_on_1_2_4_ranks(seed, tmp_path, shortest):
+    # smallest delay 40 dt (epochs of 1 ms) or 3 dt (epochs of 3 steps, many exchanges)
     toy = _load_toy()
-    net = toy.build(seed)  # delays on the dt grid: many events share a time
+    net = toy.build(seed, shortest=shortest)  # delays on the dt grid: events share times
     want_gids, want_times = toy.run_epochs(net, SerialCommunicator(), 50.0)
     assert np.count_nonzero(want_gids < net["n_cells"]) > 100  # recurrent spikes exist
     for n_ranks in (1, 2, 4):
         out = tmp_path / f"spikes{n_ranks}.npz"
-        run = mpirun(n_ranks, "network_check.py", seed, 50.0, out)
+        run = mpirun(n_ranks, "network_check.py", seed, 50.0, out, shortest)
         assert run.returncode == 0, run.stderr
         got = np.load(out)
         # one rank under mpiexec runs without MPI; more use MPI's COMM_WORLD

@@ -6,9 +6,11 @@ reach any target before the epoch ends (every delay is at least the epoch), so e
 steps its own cells alone; at the epoch's end the ranks trade the spikes they produced::
 
     comm = world()                                   # MPI under mpiexec, else one process
-    steps = epoch_steps(netcons.min_delay(), dt)     # steps per epoch
+    gids, times = finitialize()                      # the engine; spikes at t = 0 too
+    gids, times = exchange_spikes(comm, gids, times)
+    deliver_remote(gids, times, netcons, queue, t_delivered=0.0)
     t = 0.0
-    while keeps_stepping(t, tstop, dt):
+    while (steps := epoch_steps(t, min_delay, dt, tstop=tstop)) > 0:
         t, gids, times = run_local(steps)            # the engine: local cells and generators
         gids, times = exchange_spikes(comm, gids, times)   # every spike of every rank
         deliver_remote(gids, times, netcons, queue, t_delivered=t)
@@ -22,12 +24,14 @@ What is built here
       bit, on every rank and for any number of ranks.
     - :func:`deliver_remote`: queues ``te = ts + delay`` for the local NetCons of each
       exchanged spike, in (time, gid) order, refusing an event already due.
-    - :func:`epoch_steps`: how many steps of ``dt`` fit in the minimum delay.
+    - :func:`epoch_steps`: how many steps the epoch from a given time takes, on NEURON's
+      accumulated clock, so that no exchanged event is due before it is queued.
     - :func:`abort_on_error`: a failing rank prints its error and stops every rank; under
       MPI, :func:`world` also makes an uncaught exception do so.
 
 The engine's side (not here)
-    The engine runs its local cells for ``epoch_steps`` steps at a time. Every spike of a
+    The engine runs its local cells one epoch at a time (``epoch_steps`` steps, the
+    network's minimum delay ``min_delay`` being the same on every rank). Every spike of a
     local source, threshold sources and generators alike, goes to the epoch's outbox
     instead of straight to the NetCons (generators are delivered with an empty
     :class:`~.netcon.NetConTable`, so they only queue their own next spike); after the
@@ -35,6 +39,11 @@ The engine's side (not here)
     Local and remote spikes thus reach the event queue in one order, (time, gid), which
     does not depend on how the cells are split: events at equal times act in the same
     order, and the spikes are the same for 1, 2 or 4 ranks. NetCon source ids are gids.
+    Fanning spikes out at once, as a one-process run does, gives the same events at the
+    same times; only events at one time may come in another order. ``tests/mpi/
+    toy_network.py`` runs this loop on event-driven cells as a worked example.
+    :func:`deliver_remote` loops in Python; an engine with many spikes per epoch may fan
+    out with :meth:`~.netcon.NetConTable.fan_out` in compiled code, in the same order.
 
 Which communicator
     :func:`world` uses MPI only when the process was started by an MPI launcher (``mpiexec``
@@ -56,6 +65,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from .delivery import advance_time, keeps_stepping
 from .events import EventQueue, _finite_number
 from .netcon import NetConTable
 
@@ -404,36 +414,64 @@ def deliver_remote(gids, times, netcons: NetConTable, queue: EventQueue, *,
     return queued
 
 
-def epoch_steps(min_delay: float, dt: float) -> int:
-    """Steps of ``dt`` per exchange epoch: the most that fit in ``min_delay``.
+def epoch_steps(t_start: float, min_delay: float, dt: float, *,
+                tstop: float = math.inf) -> int:
+    """Number of steps of the epoch that starts at the accumulated time ``t_start``.
 
-    ``floor(min_delay / dt)`` with a margin of 1e-9 relative for a delay that is a multiple
-    of ``dt`` up to rounding (0.1 / 0.025 = 4.000000000000001 or 3.9999999999999996).
+    The epoch takes the steps whose end ``t_{n+1}`` (NEURON's accumulated clock,
+    :func:`~.delivery.advance_time`) stays strictly below ``t_start + min_delay``, at least
+    one, and none past ``tstop``. Every spike of the epoch has ``ts >= t_start`` (a
+    threshold source fires at ``t_n + 1e-10`` with ``t_n >= t_start``; a generator fires
+    when its spike is delivered, past the previous epoch's last delivery at ``t_start``,
+    or at 0 in ``finitialize``), so each of its events has ``te = ts + delay >= t_start + min_delay > t_{n+1}``, also after rounding,
+    and is queued by :func:`deliver_remote` before it is due.
+
+    A fixed count ``floor(min_delay / dt)`` is not enough: the accumulated clock runs
+    ahead of ``m*dt``, e.g. 200 steps of 0.025 ms from t = 8189.999999915882 ms end
+    1.4e-10 ms past 5 ms later, beyond the 1e-10 ms of a threshold spike.
 
     Parameters
     ----------
+    t_start : float
+        Accumulated time [ms] at the start of the epoch (0 for the first).
     min_delay : float
-        Smallest NetCon delay of the network [ms], ``>= dt``; ``inf`` (no NetCons) gives
-        the largest int64, a single epoch.
+        Smallest NetCon delay of the whole network [ms] (every rank must pass the same),
+        ``>= dt``; ``inf`` (no NetCons) runs to ``tstop`` in one epoch.
     dt : float
         Time step [ms], > 0.
+    tstop : float
+        End of the run [ms]; NEURON's rule (:func:`~.delivery.keeps_stepping`) stops there.
+
+    Returns
+    -------
+    int
+        Steps to take before the next exchange; 0 when the run is over.
 
     Raises
     ------
     ValueError
-        ``min_delay < dt`` (the ranks would have to exchange within a step).
+        ``min_delay < dt`` (the ranks would have to exchange within a step), or neither
+        ``min_delay`` nor ``tstop`` finite.
     """
+    t = _finite_number(t_start, "t_start [ms]")
     dt = _finite_number(dt, "dt [ms]")
     if dt <= 0:
         raise ValueError(f"dt must be > 0 ms, got {dt}")
-    if isinstance(min_delay, (int, float, np.integer, np.floating)) and min_delay == math.inf:
-        return int(np.iinfo(np.int64).max)
-    min_delay = _finite_number(min_delay, "min_delay [ms]")
-    ratio = min_delay / dt
-    steps = math.floor(ratio * (1.0 + 1e-9))
-    if steps < 1:
+    if not isinstance(min_delay, (int, float, np.integer, np.floating)) or math.isnan(min_delay):
+        raise ValueError(f"min_delay must be a number of ms, got {min_delay!r}")
+    if min_delay < dt:
         raise ValueError(f"the smallest delay {min_delay} ms is below dt = {dt} ms; a network "
                          "split over ranks needs every delay >= dt")
+    if math.isinf(min_delay) and math.isinf(tstop):
+        raise ValueError("without NetCons (min_delay = inf) an epoch needs a finite tstop")
+    limit = t + float(min_delay)
+    steps = 0
+    while keeps_stepping(t, tstop, dt):
+        _, t_next = advance_time(t, dt)
+        if steps and not t_next < limit:
+            break
+        steps += 1
+        t = t_next
     return steps
 
 
