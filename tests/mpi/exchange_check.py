@@ -4,13 +4,15 @@ Usage: ``mpiexec -n N python exchange_check.py SEED``
 
 Every rank draws the same random spikes (many at equal times, some ranks with none), keeps
 a random share of them, exchanges its share, and checks that the result equals, bit for
-bit, the one-process exchange of all of them. Rank 0 prints ``exchange ok`` with the count.
+bit, the one-process exchange of all of them. It also checks ``bcast`` and ``allgather``.
+Rank 0 prints ``exchange ok on N ranks``.
 """
 import sys
 
 import numpy as np
 
 from hinesbatch.network.parallel import (
+    MPICommunicator,
     SerialCommunicator,
     abort_on_error,
     exchange_spikes,
@@ -22,6 +24,13 @@ def main(argv):
     seed = int(argv[1])
     comm = world()
     with abort_on_error(comm):
+        if not isinstance(comm, MPICommunicator) or comm.size < 2:
+            raise AssertionError(f"world() gave {comm!r} under mpiexec")
+        root = comm.size - 1
+        if comm.bcast({"seed": seed} if comm.rank == root else None, root=root) != {"seed": seed}:
+            raise AssertionError(f"bcast from rank {root} failed on rank {comm.rank}")
+        if comm.allgather(comm.rank * 10) != [10 * r for r in range(comm.size)]:
+            raise AssertionError(f"allgather failed on rank {comm.rank}")
         rng = np.random.default_rng(seed)
         for epoch in range(20):
             k = int(rng.integers(0, 400)) if epoch else 0  # the first epoch is empty
