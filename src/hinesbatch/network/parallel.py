@@ -70,6 +70,7 @@ from .events import EventQueue, _finite_number
 from .netcon import NetConTable
 
 __all__ = [
+    "ABORT_GRACE",
     "Communicator",
     "LateSpikeError",
     "MPICommunicator",
