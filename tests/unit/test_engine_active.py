@@ -107,7 +107,7 @@ def test_netstim_delay_ties_follow_accumulated_t(soma20, delay, step):
     ks = sim.record_spikes(stim)
     res = sim.run(25.0)
     assert int(np.flatnonzero(res[kg] > 0)[0]) == step + 1
-    assert res[ks].tolist() == [20.0]
+    assert res.spikes[ks].tolist() == [20.0]
     assert res.spike_gids[ks] == 1
 
 
@@ -116,7 +116,7 @@ def test_netstim_spike_times_accumulate(soma20):
     stim = sim.net_stim(start=20.0, interval=7.3, number=6)
     key = sim.record_spikes(stim)
     res = sim.run(100.0)
-    assert res[key].tolist() == [20.0, 27.3, 34.6, 41.9, 49.199999999999996, 56.49999999999999]
+    assert res.spikes[key].tolist() == [20.0, 27.3, 34.6, 41.9, 49.199999999999996, 56.49999999999999]
 
 
 def test_threshold_spikes_and_delay_zero(soma20):
@@ -130,7 +130,7 @@ def test_threshold_spikes_and_delay_zero(soma20):
     kv, kg = sim.record("v"), sim.record("g", target=syn)
     ks = sim.record_spikes(src)
     res = sim.run(20.0)
-    v, t, spikes = res[kv], res.time(kv), res[ks]
+    v, t, spikes = res[kv], res.time(kv), res.spikes[ks]
     assert src.threshold == 0.0 and nc.delay == 0.0 and spikes.size >= 2
     for ts in spikes:
         n = int(np.flatnonzero(np.isclose(t, ts - 1e-10, rtol=0, atol=1e-9))[0])

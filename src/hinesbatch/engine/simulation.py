@@ -404,8 +404,11 @@ class Simulation:
             cell=gid, location=where, t_ms=t)
 
     def _results(self, rows, rec_buf, tgrid, n_steps) -> Results:
+        row_of = {row[0]: r for r, row in enumerate(rows)}
         traces, times, units = {}, {}, {}
-        for r, (key, _, _, _, every, unit, _) in enumerate(rows):
+        for key in self._recordings:  # in the order of the record() calls
+            r = row_of[key]
+            every, unit = rows[r][4], rows[r][5]
             k = n_steps // every + 1
             traces[key] = rec_buf[r, :k].copy()
             times[key] = tgrid[::every][:k].copy()
