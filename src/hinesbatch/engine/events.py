@@ -1,6 +1,6 @@
 """Spike sources and NetCons of a simulation, as the user holds them: the engine's handles
 on :mod:`hinesbatch.network`, which implements NEURON's event rules (the queue, the NetStim
-and VecStim generators, NetCon fan-out and delivery; ``docs/simulator.md``)."""
+and VecStim generators, NetCon fan-out and delivery) and documents them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
