@@ -6,10 +6,9 @@ node, no regular solve raises) and its own solution.
 """
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
+from two_threads import run_two_threads
 
 import hinesbatch
 from hinesbatch import HinesStructure, MonoBatch, SingularSystemError
@@ -26,30 +25,8 @@ def _two_threads(first, second):
     non-blocking CuPy streams; returns each thread's outcomes (result or exception)."""
     import cupy as cp
 
-    barrier = threading.Barrier(2)
-    outcomes = ([], [])
-    crashes = []
-
-    def run(work, out):
-        try:
-            with cp.cuda.Stream(non_blocking=True):
-                barrier.wait()
-                for _ in range(N_SOLVES):
-                    try:
-                        out.append(work())
-                    except SingularSystemError as exc:
-                        out.append(exc)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
-            crashes.append(exc)
-
-    threads = [threading.Thread(target=run, args=(w, o)) for w, o in zip((first, second), outcomes)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if crashes:
-        raise crashes[0]
-    return outcomes
+    return run_two_threads(first, second, times=N_SOLVES,
+                           context=lambda: cp.cuda.Stream(non_blocking=True))
 
 
 def _values(structure, seed):

@@ -18,6 +18,7 @@ import pytest
 
 import hinesbatch as hb
 from hinesbatch import cli
+from hinesbatch.io.atomic import atomic_write
 from hinesbatch.sim import memory
 from hinesbatch.sim.errors import NonFiniteStateError
 
@@ -44,24 +45,28 @@ class FakeResults:
 
     def save(self, path):
         self.log.append(("save", path))
-        np.savez(path, **{f"trace{i}": v for i, v in enumerate(self._traces.values())},
-                 keys=np.array(list(self._traces)))
+        atomic_write(path, lambda tmp: np.savez(
+            tmp, **{f"trace{i}": v for i, v in enumerate(self._traces.values())},
+            keys=np.array(list(self._traces))))
 
     def save_spikes(self, path, population="hinesbatch"):
         import h5py
 
+        def write(tmp):
+            with h5py.File(tmp, "w") as f:
+                f[f"/spikes/{population}/timestamps"] = np.concatenate(
+                    [np.zeros(0), *self.spikes.values()])
+
         self.log.append(("save_spikes", path))
-        with h5py.File(path, "w") as f:
-            f[f"/spikes/{population}/timestamps"] = np.concatenate(
-                [np.zeros(0), *self.spikes.values()])
+        atomic_write(path, write)
 
     def plot(self, path=None, keys=None):
         self.log.append(("plot", path))
-        Path(path).write_bytes(b"plot")
+        atomic_write(path, lambda tmp: Path(tmp).write_bytes(b"plot"))
 
     def raster(self, path=None):
         self.log.append(("raster", path))
-        Path(path).write_bytes(b"raster")
+        atomic_write(path, lambda tmp: Path(tmp).write_bytes(b"raster"))
 
 
 class FakeCell:
@@ -254,7 +259,9 @@ def test_options_that_do_not_go_together_exit_2(fake, tmp_path, capsys, args, ma
     assert fake == [] and list(tmp_path.iterdir()) == []
 
 
-def test_all_outputs_are_written_atomically(fake, tmp_path, capsys):
+def test_every_output_goes_to_its_writer_once(fake, tmp_path, capsys):
+    """The command hands each target to the writer of :class:`Results`, which writes it
+    atomically itself (tests/unit/test_io_atomic.py); it does not wrap it again."""
     paths = {kind: tmp_path / name for kind, name in
              (("save", "x.npz"), ("save_spikes", "s.h5"), ("plot", "t.png"), ("raster", "r.svg"))}
     assert _simulate("--mechanism", "hh", "--out", str(paths["save"]), "--plot",
@@ -262,10 +269,8 @@ def test_all_outputs_are_written_atomically(fake, tmp_path, capsys):
                      str(paths["raster"])) == 0
     writes = [entry for entry in fake if entry[0] in ("save", "save_spikes", "plot", "raster")]
     assert [w[0] for w in writes] == ["save", "save_spikes", "plot", "raster"]
-    for (_, tmp), final in zip(writes, paths.values(), strict=True):
-        # written to a hidden file with the same extension beside the target, then renamed
-        assert Path(tmp).parent == tmp_path and Path(tmp).name.startswith(f".{final.name}.")
-        assert Path(tmp).suffix == final.suffix and final.is_file()
+    for (_, path), final in zip(writes, paths.values(), strict=True):
+        assert Path(path) == final and final.is_file()
     assert _sim(fake).sources == [(0, "soma[0](0.5)", 10.0)]  # spike outputs imply --spikes
     assert _leftovers(tmp_path) == []
     assert "spikes:   1 (1 of 1 sources fired)" in capsys.readouterr().out
@@ -286,8 +291,11 @@ def test_a_failing_write_keeps_the_earlier_files(fake, tmp_path, capsys, monkeyp
     spikes.write_bytes(b"earlier h5")
 
     def half_written(self, path, population="hinesbatch"):
-        Path(path).write_bytes(b"half")
-        raise error
+        def write(tmp):
+            Path(tmp).write_bytes(b"half")
+            raise error
+
+        atomic_write(path, write)
 
     monkeypatch.setattr(FakeResults, "save_spikes", half_written)
     assert _simulate("--mechanism", "hh", "--out", str(out), "--spikes-out", str(spikes)) == status

@@ -119,6 +119,45 @@ def test_netstim_spike_times_accumulate(soma20):
     assert res.spikes[key].tolist() == [20.0, 27.3, 34.6, 41.9, 49.199999999999996, 56.49999999999999]
 
 
+def test_vecstim_spike_times_follow_vecevent_arithmetic(soma20):
+    """Each next VecStim time is vecevent.mod's ``t + etime - t``, i.e. ``(t + e) - t``;
+    NEURON 9.0.2 records 0.762, 5.199999999999999, 7.300000000000001 for a VecStim playing
+    0.762, 5.2, 7.3 (NetCon.record, dt 0.025, run to 10 ms)."""
+    sim = hb.Simulation(hb.Cell(soma20).insert("pas"))
+    stim = sim.vec_stim([0.762, 5.2, 7.3])
+    key = sim.record_spikes(stim)
+    res = sim.run(10.0)
+    assert res.spikes[key].tolist() == [0.762, 5.199999999999999, 7.300000000000001]
+    assert sim.run(10.0).spikes[key].tolist() == res.spikes[key].tolist()  # rewound
+
+
+@pytest.mark.parametrize("backend", ["serial", "multicore"])
+def test_threshold_detection_equals_the_network_reference(small, backend):
+    """The step kernel's inlined threshold test fires exactly where
+    :class:`hinesbatch.network.ThresholdDetector` fires on the recorded voltages: at every
+    sample but the last, ``v - threshold > 0`` with the flag clear, ``ts = t_n + 1e-10``."""
+    from hinesbatch.network import ThresholdDetector
+
+    cells = [hb.Cell(small).insert("hh") for _ in range(2)]
+    for amp, c in zip((0.3, 0.6), cells, strict=True):
+        c.place("IClamp", "soma[0](0.5)", delay=1, dur=30, amp=amp)
+    sim = hb.Simulation(cells, backend=backend)
+    watched = [(0, "soma[0](0.5)", 10.0), (1, "soma[0](0.5)", -20.0),
+               (1, "dend[2](1)", 0.0)]
+    keys = []
+    for gid, where, threshold in watched:
+        src = sim.spike_source(gid, where, threshold=threshold)
+        keys.append((sim.record("v", cell=gid, location=where), sim.record_spikes(src)))
+    res = sim.run(40.0)
+    for (kv, ks), (_, _, threshold) in zip(keys, watched, strict=True):
+        detector = ThresholdDetector([0], thresholds=threshold)
+        v, t = res[kv], res.time(kv)
+        expected = [ts for n in range(t.size - 1)
+                    for ts in detector.check(v[n:n + 1], t[n])[1]]
+        assert len(expected) >= 2
+        assert res.spikes[ks].tolist() == expected
+
+
 def test_threshold_spikes_and_delay_zero(soma20):
     """ts = t_n + 1e-10 at the first sample above threshold; delay 0 acts on that step."""
     cell = hb.Cell(soma20).insert("hh")

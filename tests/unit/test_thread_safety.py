@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 
 import numpy as np
 import pytest
+from two_threads import run_two_threads
 
 import hinesbatch
 from hinesbatch import HinesStructure, MonoBatch, SingularSystemError
@@ -30,44 +30,13 @@ def _chain() -> HinesStructure:
 def _run_two_threads(solve_good, solve_bad):
     """Run ``N_SOLVES`` good and ``N_SOLVES`` singular solves in two threads started together.
 
-    Returns (errors of the good thread, exceptions of the bad thread, solutions of the good
+    Returns (errors of the good thread, outcomes of the bad thread, solutions of the good
     thread); any other exception in a thread is re-raised here.
     """
-    barrier = threading.Barrier(2)
-    good_errors, bad_outcomes, good_x, crashes = [], [], [], []
-
-    def good():
-        try:
-            barrier.wait()
-            for _ in range(N_SOLVES):
-                try:
-                    good_x.append(solve_good())
-                except SingularSystemError as exc:
-                    good_errors.append(exc)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
-            crashes.append(exc)
-
-    def bad():
-        try:
-            barrier.wait()
-            for _ in range(N_SOLVES):
-                try:
-                    x = solve_bad()
-                except SingularSystemError as exc:
-                    bad_outcomes.append(exc)
-                else:
-                    bad_outcomes.append(x)
-        except BaseException as exc:  # noqa: BLE001
-            crashes.append(exc)
-
-    threads = [threading.Thread(target=good), threading.Thread(target=bad)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if crashes:
-        raise crashes[0]
-    return good_errors, bad_outcomes, good_x
+    good, bad = run_two_threads(solve_good, solve_bad, times=N_SOLVES)
+    good_errors = [x for x in good if isinstance(x, SingularSystemError)]
+    good_x = [x for x in good if not isinstance(x, SingularSystemError)]
+    return good_errors, bad, good_x
 
 
 def _assert_own_failures(good_errors, bad_outcomes, good_x, expected, cell, node):

@@ -7,7 +7,8 @@ Shared by the validation tests (geometry here, passive simulations elsewhere)::
 
 NEURON keeps global state: every call first deletes all existing sections, so only the
 last cell built exists. Import3d prints notices ("One point section ... removed") to
-stdout; they are harmless.
+stdout; they are harmless. Loading NEURON and building the cell are the benchmarks' own
+(:mod:`hinesbatch.bench.neuron_models`), so the benchmarks time the model validated here.
 """
 from __future__ import annotations
 
@@ -15,40 +16,13 @@ import os
 
 import numpy as np
 
+from hinesbatch.bench.neuron_models import build_cell, delete_all_sections, load_neuron
+
 __all__ = ["LOCATIONS", "build_neuron_cell", "delete_all_sections", "geom_nseg", "load_neuron",
            "segment_table"]
 
-# NEURON's fixnseg.hoc (docs/guide/using_the_d_lambda_rule.rst), with stdlib's lambda_f
-_GEOM_NSEG_HOC = """
-proc hinesbatch_geom_nseg() {
-    forall { nseg = int((L/($1*lambda_f($2))+0.9)/2)*2 + 1 }
-}
-"""
-
-_loaded = False
-
 #: Interior locations whose node segment_table reports (via its ri).
 LOCATIONS = (0.1, 0.5, 0.7, 0.999)
-
-
-def load_neuron():
-    """Import NEURON and load stdlib.hoc, import3d.hoc and the d_lambda rule (once)."""
-    global _loaded
-    from neuron import h
-
-    if not _loaded:
-        h.load_file("stdlib.hoc")
-        h.load_file("import3d.hoc")
-        h(_GEOM_NSEG_HOC)
-        _loaded = True
-    return h
-
-
-def delete_all_sections() -> None:
-    """Delete every section NEURON holds."""
-    h = load_neuron()
-    for sec in list(h.allsec()):
-        h.delete_section(sec=sec)
 
 
 def build_neuron_cell(path: str | os.PathLike, *, nseg: int | None = 1, ra: float = 35.4,
@@ -72,23 +46,7 @@ def build_neuron_cell(path: str | os.PathLike, *, nseg: int | None = 1, ra: floa
         Every section by NEURON's name (``"soma[0]"``, ``"dend[12]"``...), in
         ``h.allsec()`` order.
     """
-    h = load_neuron()
-    delete_all_sections()
-    reader = h.Import3d_SWC_read()
-    reader.quiet = 1
-    reader.input(os.fspath(path))
-    gui = h.Import3d_GUI(reader, False)
-    gui.instantiate(None)
-    sections = {sec.name(): sec for sec in h.allsec()}
-    for sec in sections.values():
-        sec.Ra = ra
-        sec.cm = cm
-    if d_lambda is not None:
-        geom_nseg(d_lambda, freq=freq)
-    elif nseg is not None:
-        for sec in sections.values():
-            sec.nseg = nseg
-    return h, sections
+    return build_cell(path, ra=ra, cm=cm, d_lambda=d_lambda, nseg=nseg, freq=freq)
 
 
 def geom_nseg(d_lambda: float, *, freq: float = 100.0) -> None:

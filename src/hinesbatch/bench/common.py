@@ -97,6 +97,34 @@ def machine_info(extra: Mapping | None = None) -> dict:
     return info
 
 
+def find_morphologies(args, names: Sequence[str]) -> list[Path]:
+    """The SWC files a benchmark runs on: ``args.swc`` when given, the bundled c91662.swc
+    with ``args.quick``, else ``names`` from ``tests/data/morphologies/real`` of the current
+    folder or of the source tree. ``FileNotFoundError`` names a file that is missing."""
+    if args.swc:
+        paths = [Path(p) for p in args.swc]
+    elif args.quick:
+        from ..sim.passive import default_morphology
+
+        with default_morphology() as path:  # a real file for a source install
+            paths = [Path(path)]
+    else:
+        roots = [Path.cwd(), Path(__file__).resolve().parents[3]]  # cwd or the source tree
+        paths = []
+        for name in names:
+            found = [r / "tests/data/morphologies/real" / name for r in roots]
+            found = [p for p in found if p.is_file()]
+            if not found:
+                raise FileNotFoundError(
+                    f"{name} (a default morphology) is not in tests/data/morphologies/real of "
+                    "this directory or the source tree; pass --swc FILE [FILE ...]")
+            paths.append(found[0])
+    for p in paths:
+        if not p.is_file():
+            raise FileNotFoundError(f"{p}: no such file")
+    return paths
+
+
 def median_time(run: Callable[[], object], *, repeats: int, setup: Callable[[], object] | None = None,
                 warmup: int = 1) -> tuple[float, list[float]]:
     """Median wall time [s] of ``run()`` over ``repeats`` calls, after ``warmup`` untimed calls.

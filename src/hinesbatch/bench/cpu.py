@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import interleaved_times, machine_info, write_results
+from .common import find_morphologies, interleaved_times, machine_info, write_results
 
 __all__ = ["configure", "run", "QUESTION"]
 
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     import warnings
 
     try:
-        paths = _morphologies(args)
+        paths = find_morphologies(args, MORPHOLOGIES)
     except FileNotFoundError as exc:
         print(f"hinesbatch bench cpu: error: {exc}", file=sys.stderr)
         return 1
@@ -112,32 +112,6 @@ def _describe(p: dict) -> str:
     return (f"d_lambda {D_LAMBDA}, Ra {p['ra']} ohm*cm, cm {p['cm']} uF/cm2, pas g {p['g_pas']} "
             f"S/cm2 e {p['e_pas']} mV, v_init {p['v_init']} mV, IClamp {amp} nA {delay}-"
             f"{delay + dur} ms at soma[0](0.5), dt {p['dt']} ms, tstop {p['tstop']} ms")
-
-
-def _morphologies(args) -> list[Path]:
-    if args.swc:
-        paths = [Path(p) for p in args.swc]
-    elif args.quick:
-        from ..sim.passive import default_morphology
-
-        with default_morphology() as path:  # a real file for a source install
-            paths = [Path(path)]
-    else:
-        here = Path(__file__).resolve()
-        roots = [Path.cwd(), here.parents[3]]  # the repository (cwd or editable install)
-        paths = []
-        for name in MORPHOLOGIES:
-            found = [r / "tests/data/morphologies/real" / name for r in roots]
-            found = [p for p in found if p.is_file()]
-            if not found:
-                raise FileNotFoundError(
-                    f"{name} (a default morphology) is not in tests/data/morphologies/real of "
-                    "this directory or the source tree; pass --swc FILE [FILE ...]")
-            paths.append(found[0])
-    for p in paths:
-        if not p.is_file():
-            raise FileNotFoundError(f"{p}: no such file")
-    return paths
 
 
 def _geometries(paths, protocol) -> list:

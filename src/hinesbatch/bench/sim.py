@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import machine_info, write_results
+from .common import find_morphologies, machine_info, write_results
 from .neuron_models import HHModel, HHProtocol, neuron_script
 
 __all__ = ["configure", "run", "QUESTION", "PROTOCOL", "MORPHOLOGIES"]
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         "command_repeats": QUICK["command_repeats"] if args.quick else args.command_repeats,
     }
     try:
-        paths = _morphologies(args)
+        paths = find_morphologies(args, MORPHOLOGIES)
         if settings["repeats"] < 1 or settings["batch_cells"] < 1 or settings["command_repeats"] < 1:
             raise ValueError("--repeats, --batch-cells and --command-repeats must be >= 1")
         import hinesbatch as hb
@@ -143,31 +143,6 @@ def run(args: argparse.Namespace) -> int:
                                        machine=machine_info(extra))
     print(f"wrote {json_path} and {md_path}")
     return 0
-
-
-def _morphologies(args) -> list[Path]:
-    if args.swc:
-        paths = [Path(p) for p in args.swc]
-    elif args.quick:
-        from ..sim.passive import default_morphology
-
-        with default_morphology() as path:  # a real file for a source install
-            paths = [Path(path)]
-    else:
-        roots = [Path.cwd(), Path(__file__).resolve().parents[3]]  # cwd or the source tree
-        paths = []
-        for name in MORPHOLOGIES:
-            found = [r / "tests/data/morphologies/real" / name for r in roots]
-            found = [p for p in found if p.is_file()]
-            if not found:
-                raise FileNotFoundError(
-                    f"{name} (a default morphology) is not in tests/data/morphologies/real of "
-                    "this directory or the source tree; pass --swc FILE [FILE ...]")
-            paths.append(found[0])
-    for p in paths:
-        if not p.is_file():
-            raise FileNotFoundError(f"{p}: no such file")
-    return paths
 
 
 def _neuron_missing() -> str | None:

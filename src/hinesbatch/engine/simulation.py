@@ -14,7 +14,9 @@ import numpy as np
 from .. import mechanisms as _mechanisms
 from ..model.cell import Cell, PointProcess, format_location
 from ..sim.errors import NonFiniteStateError
-from .events import SPIKE_OFFSET, EventQueue, NetCon, SpikeSource, StimulatorState
+from ..network import (INIT_LIMIT, NetConTable, NetStimGenerator, VecStimGenerator, deliver,
+                       prime_generators)
+from .events import SPIKE_OFFSET, EventQueue, NetCon, SpikeSource
 from .kernels import COMMON_ARRAYS, kernel_module
 from .layout import Layout
 from .results import Results
@@ -108,25 +110,18 @@ class Simulation:
 
     def net_stim(self, *, start: float = 50.0, interval: float = 10.0, number: float = 10,
                  noise: float = 0.0) -> SpikeSource:
-        """A NetStim (NEURON's defaults); ``noise > 0`` is not supported."""
-        if noise != 0:
-            raise ValueError(f"NetStim noise={noise}: only noise = 0 (regular spikes) is "
-                             "supported")
-        params = {"start": _finite(start, "start"), "interval": _finite(interval, "interval"),
-                  "number": _finite(number, "number"), "noise": 0.0}
-        return self._stimulator("NetStim", params, None)
+        """A NetStim (NEURON's defaults: start [ms], interval [ms], number of spikes);
+        ``noise > 0`` is not supported."""
+        return self._stimulator("NetStim", NetStimGenerator(start, interval, number, noise))
 
     def vec_stim(self, times) -> SpikeSource:
         """A VecStim playing ``times`` [ms] (sorted, finite, >= 0)."""
-        t = np.asarray(times, dtype=np.float64).ravel()
-        if t.size and (not np.isfinite(t).all() or (t < 0).any() or (np.diff(t) < 0).any()):
-            raise ValueError("VecStim times must be finite, >= 0 and sorted")
-        return self._stimulator("VecStim", {}, t)
+        return self._stimulator("VecStim", VecStimGenerator(np.ravel(times)))
 
-    def _stimulator(self, kind, params, times) -> SpikeSource:
+    def _stimulator(self, kind, generator) -> SpikeSource:
         k = sum(1 for s in self._stimulators if s.kind == kind)
         s = SpikeSource(kind, len(self.cells) + len(self._stimulators), f"{kind}[{k}]",
-                        params=params, times=times, index=k)
+                        generator=generator, index=k)
         self._stimulators.append(s)
         return s
 
@@ -291,12 +286,8 @@ class Simulation:
         src_flag = np.zeros(len(sources), dtype=np.int64)
         src_off = np.searchsorted(np.array([s.gid for s in sources], dtype=np.int64),
                                   np.arange(len(lay.cells) + 1)).astype(np.int64)
-        self._spikes = {id(s): [] for s in sources + self._stimulators}
-        self._queue = EventQueue()
-        self._states = [StimulatorState(s) for s in self._stimulators]
-        for st in self._states:
-            st.initial(self._queue)
-        self._deliver(0.0)
+        self._events(sources)
+        self._deliver(INIT_LIMIT)
         model = self._model_args(lay, tables)
         km.assemble_all(len(lay.cells), 0.0, dt, celsius, *model)
         rows = sorted(self._resolve_recordings(lay), key=lambda r: r[6])
@@ -376,22 +367,46 @@ class Simulation:
             self._fire(sources[k], ts)
         return step + n
 
+    def _events(self, sources: list[SpikeSource]) -> None:
+        """The run's event queue, NetCons and generators (:mod:`hinesbatch.network`), with
+        the generators' first spikes queued (``finitialize``).
+
+        Source ids are the positions in ``sources`` (threshold sources) followed by the
+        NetStims and VecStims in creation order; target ids number the synapses in the
+        order their first NetCon was made."""
+        self._all_sources = sources + self._stimulators
+        ids = {id(s): k for k, s in enumerate(self._all_sources)}
+        self._source_ids = ids
+        self._spikes = {id(s): [] for s in self._all_sources}
+        self._targets, target_ids = [], {}
+        self._netcon_table = NetConTable()
+        for nc in self.netcons:
+            if id(nc.target) not in target_ids:
+                target_ids[id(nc.target)] = len(self._targets)
+                self._targets.append(nc.target)
+            self._netcon_table.add(ids[id(nc.source)], target_ids[id(nc.target)],
+                                   weight=nc.weight, delay=nc.delay)
+        self._generators = {ids[id(s)]: s.generator for s in self._stimulators}
+        self._queue = EventQueue()
+        prime_generators(self._queue, self._generators)
+
     def _fire(self, source: SpikeSource, ts: float) -> None:
+        """A threshold source fires at ``ts`` [ms]: record it and queue its NetCons."""
         self._spikes[id(source)].append(ts)
-        for nc in source.netcons:
-            self._queue.push(ts + nc.delay, nc, nc.weight, kind="net")
+        self._netcon_table.on_spike(self._source_ids[id(source)], ts, self._queue)
 
     def _deliver(self, limit: float) -> None:
-        q, km, lay = self._queue, self._km, self._layout
-        while q.next_time() <= limit:
-            for ev in q.pop_until(q.next_time()):
-                if ev.kind == "net":
-                    m, j = lay.pp_index[id(ev.target.target)]
-                    getattr(km.module, f"_net_receive_{m}")(self._data[m], j, ev.weight,
-                                                            ev.te, self.dt, self.celsius)
-                else:
-                    st = ev.target
-                    st.receive(ev.te, ev.kind, q, lambda te, s=st.source: self._fire(s, te))
+        """Deliver every event with ``te <= limit`` [ms] (:func:`hinesbatch.network.deliver`)."""
+        deliver(self._queue, limit, netcons=self._netcon_table, on_net=self._net_receive,
+                generators=self._generators, on_spike=self._generator_spike)
+
+    def _net_receive(self, event) -> None:
+        m, j = self._layout.pp_index[id(self._targets[event.target])]
+        getattr(self._km.module, f"_net_receive_{m}")(self._data[m], j, event.weight,
+                                                       event.te, self.dt, self.celsius)
+
+    def _generator_spike(self, source: int, te: float) -> None:
+        self._spikes[id(self._all_sources[source])].append(te)
 
     def _non_finite(self, lay, gid: int, t: float):
         cl = lay.cells[gid]

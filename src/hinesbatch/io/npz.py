@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .files import atomic_write
+from .atomic import atomic_write
 
 #: Value of the index's ``"format"`` field.
 FORMAT = "hinesbatch-results"
@@ -83,8 +83,6 @@ def write_results(path: str | os.PathLike, traces: dict, times: dict, units: dic
     def write(tmp: str) -> None:
         with open(tmp, "wb") as f:
             np.savez(f, **{INDEX: text}, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
 
     return atomic_write(path, write)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .files import atomic_write
+from .atomic import atomic_write
 
 #: Lines named in one axis's legend at most; the rest are counted in a last entry.
 LEGEND_ENTRIES = 12

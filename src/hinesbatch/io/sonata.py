@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .files import atomic_write
+from .atomic import atomic_write
 
 #: The SONATA ``sorting`` enumeration, as libsonata declares it.
 SORTING = {"none": 0, "by_id": 1, "by_time": 2}

@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from .events import Event, EventQueue, _finite_number
+from .events import Event, EventQueue, finite_number
 from .netcon import NetConTable
 
 __all__ = ["INIT_LIMIT", "advance_time", "start_of_step_limit", "end_of_step_limit",
@@ -99,8 +99,8 @@ def acting_step(te: float, dt: float) -> int:
     by ``finitialize`` and already show in the t = 0 sample). The event first shows in the
     sample at ``t_{n+1}``.
     """
-    te = _finite_number(te, "event time te [ms]")
-    dt = _finite_number(dt, "dt [ms]")
+    te = finite_number(te, "event time te [ms]")
+    dt = finite_number(dt, "dt [ms]")
     if dt <= 0:
         raise ValueError(f"dt must be > 0 ms, got {dt}")
     if te <= INIT_LIMIT:

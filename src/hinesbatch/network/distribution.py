@@ -27,7 +27,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .events import _finite_number
+from .events import finite_number
 from .netcon import NetConTable
 
 __all__ = ["Distribution", "NetworkCheckError", "check_network", "distribute"]
@@ -157,7 +157,7 @@ def check_network(gids, connections, dt: float) -> None:
         A duplicate or negative gid, a connection from or to an unknown gid, or a delay
         below ``dt`` (or not finite); the message names the connection by index.
     """
-    dt = _finite_number(dt, "dt [ms]")
+    dt = finite_number(dt, "dt [ms]")
     if dt <= 0:
         raise ValueError(f"dt must be > 0 ms, got {dt}")
     gids = np.asarray(gids)

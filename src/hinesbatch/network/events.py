@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["EVENT_KINDS", "Event", "EventQueue"]
+__all__ = ["EVENT_KINDS", "Event", "EventQueue", "finite_number"]
 
 #: Kinds of events: ``"net"`` is a NetCon event that acts on a target (a synapse) with a
 #: weight; ``"spike"`` is a spike generator's own next spike (NEURON's NetStim or VecStim
@@ -54,7 +54,9 @@ class Event(NamedTuple):
     kind: str = "net"
 
 
-def _finite_number(value, what: str) -> float:
+def finite_number(value, what: str) -> float:
+    """``value`` as a float; ``TypeError`` naming ``what`` unless it is a real number (not a
+    bool), ``ValueError`` unless it is finite."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{what} must be a number, got {type(value).__name__}")
     value = float(value)
@@ -103,8 +105,8 @@ class EventQueue:
         TypeError
             ``te`` or ``weight`` not a number.
         """
-        te = _finite_number(te, "event time te [ms]")
-        weight = _finite_number(weight, "event weight")
+        te = finite_number(te, "event time te [ms]")
+        weight = finite_number(weight, "event weight")
         if kind not in EVENT_KINDS:
             raise ValueError(f"unknown event kind {kind!r}; valid kinds: {', '.join(EVENT_KINDS)}")
         heapq.heappush(self._heap, (te, self._seq, Event(te, target, weight, kind)))

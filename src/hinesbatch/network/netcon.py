@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from .events import EventQueue, _finite_number
+from .events import EventQueue, finite_number
 
 __all__ = ["NetConTable"]
 
@@ -171,11 +171,11 @@ class NetConTable:
 
 
 def _check_weight(weight, i: int) -> float:
-    return _finite_number(weight, f"NetCon[{i}] weight")
+    return finite_number(weight, f"NetCon[{i}] weight")
 
 
 def _check_delay(delay, i: int) -> float:
-    delay = _finite_number(delay, f"NetCon[{i}] delay [ms]")
+    delay = finite_number(delay, f"NetCon[{i}] delay [ms]")
     if delay < 0:
         raise ValueError(f"NetCon[{i}] delay must be >= 0 ms, got {delay} ms")
     return delay

@@ -66,7 +66,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from .delivery import advance_time, keeps_stepping
-from .events import EventQueue, _finite_number
+from .events import EventQueue, finite_number
 from .netcon import NetConTable
 
 __all__ = [
@@ -454,8 +454,8 @@ def epoch_steps(t_start: float, min_delay: float, dt: float, *,
         ``min_delay < dt`` (the ranks would have to exchange within a step), or neither
         ``min_delay`` nor ``tstop`` finite.
     """
-    t = _finite_number(t_start, "t_start [ms]")
-    dt = _finite_number(dt, "dt [ms]")
+    t = finite_number(t_start, "t_start [ms]")
+    dt = finite_number(dt, "dt [ms]")
     if dt <= 0:
         raise ValueError(f"dt must be > 0 ms, got {dt}")
     if not isinstance(min_delay, (int, float, np.integer, np.floating)) or math.isnan(min_delay):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .events import _finite_number
+from .events import finite_number
 
 __all__ = ["SPIKE_OFFSET", "ThresholdDetector", "threshold_check", "NetStimGenerator",
            "VecStimGenerator"]
@@ -76,7 +76,7 @@ def threshold_check(v, nodes, thresholds, flags, t, out_sources, out_times):
 
 
 def _check_threshold_value(value, where: str) -> float:
-    return _finite_number(value, f"{where}: threshold [mV]")
+    return finite_number(value, f"{where}: threshold [mV]")
 
 
 class ThresholdDetector:
@@ -213,10 +213,10 @@ class NetStimGenerator:
 
     def __init__(self, start: float = 50.0, interval: float = 10.0, number: float = 10,
                  noise: float = 0.0):
-        self.start = _finite_number(start, "NetStim start [ms]")
-        self.interval = _finite_number(interval, "NetStim interval [ms]")
-        self.number = _finite_number(number, "NetStim number")
-        noise = _finite_number(noise, "NetStim noise")
+        self.start = finite_number(start, "NetStim start [ms]")
+        self.interval = finite_number(interval, "NetStim interval [ms]")
+        self.number = finite_number(number, "NetStim number")
+        noise = finite_number(noise, "NetStim noise")
         if noise != 0.0:
             raise ValueError(f"NetStim noise = {noise}: noise > 0 needs a random stream, "
                              "not supported (use noise = 0)")
@@ -322,7 +322,7 @@ class VecStimGenerator:
 
 
 def _train_until(gen, t_end: float) -> np.ndarray:
-    t_end = _finite_number(t_end, "t_end [ms]")
+    t_end = finite_number(t_end, "t_end [ms]")
     out = []
     while (t := gen.next_spike()) is not None and t <= t_end:
         out.append(t)

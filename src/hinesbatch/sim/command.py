@@ -16,21 +16,17 @@ import json
 import math
 import os
 import re
-import shutil
 import sys
-import tempfile
-from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import BackendUnavailableError, SingularSystemError
-from .errors import NonFiniteStateError
-from .memory import format_bytes
+from ..io.atomic import atomic_write, check_writable, remove_file, temporary_file
+from .cli_options import (DEFAULT_LOCATION, SPIKE_THRESHOLD_MV, USER_ERRORS, ClampOption,
+                          RecordOption, check_disk, fail, npz_path, one_line, plot_path)
 from .passive import DEFAULT_ICLAMP, DEFAULT_TSTOP, NEURON_DEFAULTS, simulate_passive
-from .stimuli import MAX_STEPS, parse_location
+from .stimuli import parse_location
 
-__all__ = ["configure", "run", "write_npz", "npz_path", "ClampOption", "RecordOption",
-           "DEFAULT_LOCATION", "SPIKE_THRESHOLD_MV"]
+__all__ = ["configure", "run", "write_npz"]
 
 DESCRIPTION = """\
 Simulate a cell driven by current clamps with NEURON's fixed-step backward Euler, and save
@@ -65,33 +61,9 @@ of holding them in memory.
 
 exit status: 0 success, 1 error (one line on stderr), 2 bad arguments, 130 interrupted"""
 
-#: Where clamps and recordings sit when no location is given.
-DEFAULT_LOCATION = ("soma[0]", 0.5)
-#: ``--spikes`` records spikes at the soma's middle crossing this potential upwards [mV]
-#: (NEURON's NetCon default threshold).
-SPIKE_THRESHOLD_MV = 10.0
-
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ICLAMP_FORM = "AMP_NA,DELAY_MS,DUR_MS[@SECTION(X)]"
 _RECORD_FORM = "VAR[@SECTION(X)]"
-
-
-class ClampOption(NamedTuple):
-    """One ``--iclamp``: amplitude [nA], onset [ms], duration [ms], and where (None: the
-    default location)."""
-
-    amp: float
-    delay: float
-    dur: float
-    location: tuple[str, float] | None = None
-
-
-class RecordOption(NamedTuple):
-    """One ``--record``: a variable (NEURON's name: ``v``, ``m_hh``, ``ina``, ...) and where
-    (None: the default location)."""
-
-    variable: str
-    location: tuple[str, float] | None = None
 
 
 def _iclamp(text: str) -> ClampOption:
@@ -221,10 +193,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
-#: Errors reported as one line and exit status 1: bad input, unusable files, runs that
-#: cannot be done here.
-USER_ERRORS = (ValueError, TypeError, OSError, MemoryError, BackendUnavailableError,
-               SingularSystemError, NonFiniteStateError)
 #: Exit status of a bad combination of arguments (argparse's).
 EXIT_USAGE = 2
 #: Options of mechanisms, meaningless for the passive model.
@@ -282,19 +250,19 @@ def _active_problem(args) -> str | None:
 def _run_passive(args: argparse.Namespace, clamp: ClampOption, record: RecordOption) -> int:
     out = npz_path(args.out)
     try:
-        plot = _plot_path(args.plot) if args.plot else None
+        plot = plot_path(args.plot) if args.plot else None
         for path in (out, plot):
             if path is not None:
-                _check_writable(path)
-        _check_disk(out, args)
+                check_writable(path)
+        check_disk(out, args)
     except USER_ERRORS as exc:
-        return _fail(_one_line(exc))
+        return fail(one_line(exc))
     d = NEURON_DEFAULTS
     with contextlib.ExitStack() as cleanup:
         record_to = None
         if args.stream:
-            record_to = _temporary(out, ".v.npy")
-            cleanup.callback(_remove, record_to)
+            record_to = temporary_file(out, ".v.npy")
+            cleanup.callback(remove_file, record_to)
         try:
             result = simulate_passive(
                 args.swc, tstop=args.tstop, dt=args.dt, iclamp=tuple(clamp[:3]),
@@ -309,16 +277,10 @@ def _run_passive(args: argparse.Namespace, clamp: ClampOption, record: RecordOpt
             if plot is not None:
                 _plot(result, plot)
         except USER_ERRORS as exc:
-            return _fail(_one_line(exc))
+            return fail(one_line(exc))
         _summary(result, out, plot)
         del result  # close the memory map before its file is removed
     return 0
-
-
-def npz_path(out: str | os.PathLike) -> str:
-    """The file ``np.savez`` writes for ``out``: ``out`` with ``.npz`` appended if missing."""
-    out = os.fspath(out)
-    return out if out.endswith(".npz") else out + ".npz"
 
 
 def write_npz(path: str | os.PathLike, result) -> str:
@@ -327,109 +289,13 @@ def write_npz(path: str | os.PathLike, result) -> str:
     the same folder, renamed over ``path`` once complete. Returns the path written."""
     path = npz_path(path)
     params = np.array(json.dumps(result.params))
-    _atomic_write(path, lambda f: np.savez(f, t=result.t, v=result.v, params=params))
-    return path
 
-
-def _atomic_write(path: str, write) -> None:
-    """``write(file)`` into a temporary file beside ``path``, then rename it to ``path``."""
-    tmp = _temporary(path, ".tmp")
-    try:
+    def write(tmp: str) -> None:
         with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        _remove(tmp)
-        raise
+            np.savez(f, t=result.t, v=result.v, params=params)
 
-
-def atomic_save(path: str, save) -> None:
-    """``save(temporary path)`` beside ``path``, then rename it to ``path``.
-
-    The temporary name ends with ``path``'s extension, so writers that choose the format by
-    the extension (matplotlib, ``np.savez``) write the right one. On any failure or
-    interruption the temporary file is removed and an earlier file at ``path`` stays.
-    """
-    tmp = _temporary(path, os.path.splitext(path)[1] or ".tmp")
-    try:
-        save(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        _remove(tmp)
-        raise
-
-
-def _temporary(path: str, suffix: str) -> str:
-    """A new empty file in ``path``'s folder, hidden and named after ``path``."""
-    folder, name = os.path.split(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=suffix, dir=folder)
-    try:
-        os.fchmod(fd, _new_file_mode())  # as open() would create it, not mkstemp's 0600
-    finally:
-        os.close(fd)
-    return tmp
-
-
-def _new_file_mode() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def _remove(path: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(path)
-
-
-def _check_writable(path: str) -> None:
-    """``OSError`` naming ``path`` unless a file can be created in its folder."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise OSError(f"cannot write {path}: the folder {folder} does not exist")
-    if os.path.isdir(path):
-        raise OSError(f"cannot write {path}: it is a folder")
-    try:
-        _remove(_temporary(path, ".check"))
-    except OSError as exc:
-        raise OSError(f"cannot write {path}: {exc.strerror or exc} in {folder}") from None
-
-
-def _check_disk(out: str, args, traces: int = 1) -> None:
-    """``OSError`` when the output (and a streamed recording beside it) cannot fit on disk;
-    ``traces`` recordings per cell."""
-    steps = max(0.0, args.tstop / args.dt) if args.dt > 0 else 0.0
-    if not steps <= MAX_STEPS:  # refused by the simulation, with its own message
-        return
-    size = args.cells * traces * (steps // args.record_every + 1) * 8
-    size *= 2 if args.stream else 1  # the .npy and the .npz exist together at the end
-    folder = os.path.dirname(os.path.abspath(out))
-    free = shutil.disk_usage(folder).free
-    if size > free:
-        raise OSError(f"{out} would take about {format_bytes(size)} but {folder} has "
-                      f"{format_bytes(free)} free; use fewer --cells, --record-every K or "
-                      "another folder")
-
-
-def _plot_path(plot: str, option: str = "--plot") -> str:
-    """The file the plot goes to (``.png`` appended without an extension), once matplotlib
-    is known to be importable and to write that format."""
-    try:
-        import matplotlib  # noqa: F401
-        from matplotlib.backend_bases import FigureCanvasBase
-    except ImportError:
-        raise OSError(f"{option} needs matplotlib: pip install 'hinesbatch[plot]'") from None
-    root, ext = os.path.splitext(plot)
-    if not ext:
-        return plot + ".png"
-    formats = FigureCanvasBase.get_supported_filetypes()
-    if ext[1:].lower() not in formats:
-        raise ValueError(f"{option} {plot}: matplotlib cannot write '{ext}' files; use one of "
-                         f"{', '.join('.' + f for f in sorted(formats))}")
-    return plot
+    atomic_write(path, write)
+    return path
 
 
 #: Samples per trace drawn at most (longer traces are thinned evenly).
@@ -452,7 +318,7 @@ def _plot(result, path: str) -> None:
                title=f"{os.path.basename(p['morphology'])}: passive, IClamp "
                      f"{p['iclamp']['amp_nA']:g} nA")
         fmt = os.path.splitext(path)[1][1:].lower()
-        _atomic_write(path, lambda f: fig.savefig(f, dpi=120, format=fmt))
+        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format=fmt))
     finally:
         plt.close(fig)
 
@@ -480,15 +346,3 @@ def _summary(result, out: str, plot: str | None) -> None:
         f"output:   {out}" + (f", {plot}" if plot else ""),
     ]
     print("\n".join(lines))
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    if isinstance(exc, MemoryError) and "Unable to allocate" in text:
-        text += " (too large for this machine: use fewer --cells, --record-every K or --stream)"
-    return " ".join(text.split())
-
-
-def _fail(message: str, command: str = "simulate") -> int:
-    print(f"hinesbatch {command}: error: {message}", file=sys.stderr)
-    return 1

@@ -13,11 +13,11 @@ import contextlib
 import os
 import time
 
-from .command import (DEFAULT_LOCATION, SPIKE_THRESHOLD_MV, USER_ERRORS, ClampOption,
-                      RecordOption, _check_disk, _check_writable, _fail, _one_line, _plot_path,
-                      atomic_save, npz_path)
+from ..io.atomic import check_writable
+from .cli_options import (DEFAULT_LOCATION, SPIKE_THRESHOLD_MV, USER_ERRORS, ClampOption,
+                          RecordOption, check_disk, fail, npz_path, one_line, plot_path)
 from .memory import MemoryEstimate
-from .passive import _show_progress, default_morphology
+from .passive import default_morphology, show_progress
 from .stimuli import TimeGrid
 
 __all__ = ["run_active", "write_outputs", "check_outputs", "spike_summary", "location_text"]
@@ -44,9 +44,9 @@ def run_active(args: argparse.Namespace, clamps: list[ClampOption],
                                  "spikes": args.spikes_out, "raster": args.raster})
         mechanisms = _mechanisms(hb, args.mechanism)
         n_steps = TimeGrid(args.tstop, args.dt).n_steps
-        _check_disk(outputs["npz"], args, traces=len(records))
+        check_disk(outputs["npz"], args, traces=len(records))
     except USER_ERRORS as exc:
-        return _fail(_one_line(exc))
+        return fail(one_line(exc))
     swc = default_morphology() if args.swc is None else contextlib.nullcontext(args.swc)
     with swc as path:
         try:
@@ -54,13 +54,13 @@ def run_active(args: argparse.Namespace, clamps: list[ClampOption],
             sim, n_nodes = _build(hb, path, args, mechanisms, clamps, records, spikes=spikes,
                                   n_samples=n_steps // args.record_every + 1)
             setup_s = time.perf_counter() - start
-            show = _show_progress(args.progress, n_steps * n_nodes * args.cells)
+            show = show_progress(args.progress, n_steps * n_nodes * args.cells)
             start = time.perf_counter()
             res = sim.run(args.tstop, progress=show)
             run_s = time.perf_counter() - start
             written = write_outputs(res, outputs)
         except USER_ERRORS as exc:
-            return _fail(_one_line(exc))
+            return fail(one_line(exc))
     clamp_text = "; ".join(f"IClamp {c.amp:g} nA {c.delay:g}-{c.delay + c.dur:g} ms at "
                            f"{location_text(c.location)}" for c in clamps)
     celsius = getattr(sim, "celsius", args.celsius)
@@ -154,28 +154,29 @@ def check_outputs(outputs: dict) -> dict:
         if key == "npz":
             value = npz_path(value)
         elif key in ("plot", "raster"):
-            value = _plot_path(value, OUTPUT_OPTIONS[key])
+            value = plot_path(value, OUTPUT_OPTIONS[key])
         elif key == "spikes":
             try:
                 import h5py  # noqa: F401
             except ImportError:
                 raise OSError("--spikes-out needs h5py (SONATA spike reports are HDF5): "
                               "pip install h5py") from None
-        _check_writable(value)
+        check_writable(value)
         paths[key] = value
     return paths
 
 
 def write_outputs(res, paths: dict) -> list[str]:
     """Write ``res`` (a :class:`hinesbatch.Results`) to the files ``paths`` names (as
-    :func:`check_outputs` returns them), each atomically. Returns the files written."""
+    :func:`check_outputs` returns them). Each writer of :class:`hinesbatch.Results` writes
+    atomically (:mod:`hinesbatch.io.atomic`). Returns the files written."""
     writers = {"npz": res.save, "spikes": res.save_spikes,
                "plot": lambda p: res.plot(p), "raster": lambda p: res.raster(p)}
     written = []
     for key in OUTPUT_OPTIONS:
         path = paths.get(key)
         if path is not None:
-            atomic_save(path, writers[key])
+            writers[key](path)
             written.append(path)
     return written
 

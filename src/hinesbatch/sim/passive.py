@@ -180,7 +180,7 @@ def simulate_passive(
     if out_path is not None:
         out = np.lib.format.open_memmap(out_path, mode="w+", dtype=np.float64,
                                         shape=(n_cells, n_samples))
-    show = _show_progress(progress, grid.n_steps * system.n_nodes * n_cells)
+    show = show_progress(progress, grid.n_steps * system.n_nodes * n_cells)
     setup_s = time.perf_counter() - t0
     v, times = run_passive(system, solver, v_init=v_init, grid=grid, iclamp=stim,
                            stim_node=system.position(clamp_node),
@@ -418,7 +418,9 @@ def _progress_bar(total: int):
     return tqdm(total=total, unit="step", file=sys.stderr, mininterval=0.5, leave=False)
 
 
-def _show_progress(progress: bool | None, work: float) -> bool:
+def show_progress(progress: bool | None, work: float) -> bool:
+    """Whether to draw a progress bar: ``progress`` when given, else for runs of more than
+    ``_LONG_RUN`` node-steps (``work``) with stderr a terminal."""
     if progress is not None:
         return bool(progress)
     return work > _LONG_RUN and sys.stderr is not None and sys.stderr.isatty()

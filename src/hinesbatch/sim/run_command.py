@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from .command import USER_ERRORS, _fail, _one_line
+from .cli_options import USER_ERRORS, fail, one_line
 from .command_active import OUTPUT_OPTIONS, check_outputs, summary_lines, write_outputs
-from .passive import _show_progress
+from .passive import show_progress
 from .stimuli import TimeGrid
 
 __all__ = ["configure", "run"]
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         from ..io import load_model
     except ImportError as exc:
-        return _fail(f"reading model files needs hinesbatch.io, which failed to import: {exc}",
+        return fail(f"reading model files needs hinesbatch.io, which failed to import: {exc}",
                      _COMMAND)
     try:
         start = time.perf_counter()
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         outputs.update({k: v for k, v in overrides.items() if v is not None})
         paths = check_outputs(outputs)
         setup_s = time.perf_counter() - start
-        show = _show_progress(args.progress, float("inf"))  # any model may run long
+        show = show_progress(args.progress, float("inf"))  # any model may run long
         start = time.perf_counter()
         res = simulation.run(tstop, progress=show)
         run_s = time.perf_counter() - start
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         dt = float(_attribute(simulation, res, "dt"))
         n_steps = TimeGrid(tstop, dt).n_steps
     except USER_ERRORS as exc:
-        return _fail(_one_line(exc), _COMMAND)
+        return fail(one_line(exc), _COMMAND)
     cells = getattr(simulation, "cells", None)
     n_cells = len(cells) if cells is not None else int(res.meta.get("n_cells", 0))
     lines = [f"model:    {args.model}",
