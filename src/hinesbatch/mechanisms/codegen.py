@@ -118,11 +118,16 @@ class MechanismCode:
     mech : Mechanism
     tables : bool
         Use TABLE lookups (NEURON's ``usetable = 1``) where the description has a TABLE.
+    vector_exp : bool
+        Evaluate the cnexp exps with :func:`.libm_exp.exp_fast` (vectorized, the C
+        library's bits where :func:`.libm_exp.matches_libm`) when every argument of the
+        pass is in its range; otherwise, and when False, one call of ``exp`` at a time.
     """
 
-    def __init__(self, mech: Mechanism, *, tables: bool = True):
+    def __init__(self, mech: Mechanism, *, tables: bool = True, vector_exp: bool = False):
         self.mech = mech
         self.tables = tables
+        self.vector_exp = vector_exp
         self._functions = {f.name: f for f in mech.functions}
         self._procedures = {p.name: p for p in mech.procedures}
         self._counter = 0
@@ -298,9 +303,22 @@ class MechanismCode:
             n_eq = len(mech.cnexp)
             src += (f"{pad}for _j in range(_n_{m}):\n{pad2}_v = v[_nv_{m}[_j]]\n"
                     + scope.loads(pad2) + body)
-            src += (f"{pad}for _j in range(_n_{m}):\n"
-                    + "".join(f"{pad2}_xv_{m}_{g}[_j] = _hoc_exp(_xv_{m}_{g}[_j])\n"
-                              for g in range(n_eq)))
+            scalar = (f"for _j in range(_n_{m}):\n"
+                      + "".join(f"{pad2}_xv_{m}_{g}[_j] = _hoc_exp(_xv_{m}_{g}[_j])\n"
+                                for g in range(n_eq)))
+            if self.vector_exp:
+                # the vectorized copy of the C library's exp where all arguments are in
+                # its range (the usual case), else the calls
+                src += f"{pad}_ok = True\n{pad}for _j in range(_n_{m}):\n"
+                src += "".join(f"{pad2}_ok &= _exp_in_range(_xv_{m}_{g}[_j])\n"
+                               for g in range(n_eq))
+                src += f"{pad}if _ok:\n"
+                src += "".join(f"{pad2}for _j in range(_n_{m}):\n"
+                               f"{pad2}    _xv_{m}_{g}[_j] = _exp_fast(_xv_{m}_{g}[_j])\n"
+                               for g in range(n_eq))
+                src += f"{pad}else:\n{pad2}" + scalar.replace("\n    ", "\n        ")
+            else:
+                src += pad + scalar
             for g, eq in enumerate(mech.cnexp):
                 y = f"_fv_{m}_{_name(eq.state)}"
                 src += (f"{pad}for _j in range(_n_{m}):\n"

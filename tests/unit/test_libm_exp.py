@@ -1,0 +1,45 @@
+"""The vectorized copy of the C library's exp used by the cnexp state updates."""
+import math
+
+import numpy as np
+import pytest
+
+import hinesbatch as hb
+from hinesbatch.engine.kernels import generate_source
+from hinesbatch.mechanisms import libm_exp
+
+
+def test_range_predicate_edges():
+    inside = [2.0**-54, -2.0**-54, 1.0, -745.0 / 2, 511.99999, -511.99999]
+    outside = [0.0, 2.0**-55, 512.0, -512.0, 700.0, -701.0, math.inf, -math.inf, math.nan]
+    assert all(libm_exp.exp_in_range(x) for x in inside)
+    assert not any(libm_exp.exp_in_range(x) for x in outside)
+
+
+@pytest.mark.skipif(not libm_exp.matches_libm(), reason="the C library is not glibc's FMA exp")
+def test_fast_exp_gives_the_c_library_bits():
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.uniform(-40.0, 40.0, 200_000), rng.uniform(-0.1, 0.0, 200_000)])
+    out = np.empty_like(x)
+    libm_exp._fast_all(x, out)
+    ref = np.array([math.exp(v) for v in x.tolist()])
+    assert np.array_equal(out.view(np.uint64), ref.view(np.uint64))
+
+
+def test_vector_exp_can_be_turned_off(monkeypatch):
+    monkeypatch.setattr(libm_exp, "_ENABLED", None)
+    monkeypatch.setenv("HINESBATCH_VECTOR_EXP", "0")
+    assert libm_exp.vector_exp_enabled() is False
+    monkeypatch.setenv("HINESBATCH_VECTOR_EXP", "1")
+    assert libm_exp.vector_exp_enabled() is libm_exp.matches_libm()
+
+
+def test_cnexp_pass_falls_back_to_calls_out_of_range():
+    hh = hb.mechanisms.get("hh")
+    on = generate_source([hh], tables=True, parallel=False, vector_exp=True)
+    off = generate_source([hh], tables=True, parallel=False, vector_exp=False)
+    # one pass in the single step and one in the many-step loop of a cell
+    assert on.count("_exp_fast(") == 6 and on.count("_exp_in_range(") == 6
+    assert "else:\n        for _j in range(_n_hh):\n            _xv_hh_0[_j] = _hoc_exp(" in on
+    assert "_exp_fast" not in off and off.count("= _hoc_exp(_xv_hh_") == 6
+    assert on.count("= _hoc_exp(_xv_hh_") == 6
