@@ -39,7 +39,14 @@ def test_cnexp_pass_falls_back_to_calls_out_of_range():
     on = generate_source([hh], tables=True, parallel=False, vector_exp=True)
     off = generate_source([hh], tables=True, parallel=False, vector_exp=False)
     # one pass in the single step and one in the many-step loop of a cell
-    assert on.count("_exp_fast(") == 6 and on.count("_exp_in_range(") == 6
+    assert on.count("_exp_fast(_xv_hh_") == 6 and on.count("_exp_in_range(_xv_hh_") == 6
     assert "else:\n        for _j in range(_n_hh):\n            _xv_hh_0[_j] = _hoc_exp(" in on
     assert "_exp_fast" not in off and off.count("= _hoc_exp(_xv_hh_") == 6
     assert on.count("= _hoc_exp(_xv_hh_") == 6
+
+
+def test_hoc_exp_takes_the_fast_path_only_when_asked():
+    from hinesbatch.mechanisms.codegen import hoc_exp_source
+
+    assert "_exp_fast(x)" in hoc_exp_source(True)
+    assert "_exp_fast" not in hoc_exp_source(False)

@@ -82,7 +82,7 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
               + ("\nfrom hinesbatch.mechanisms.libm_exp import exp_fast as _exp_fast\n"
                  "from hinesbatch.mechanisms.libm_exp import exp_in_range as _exp_in_range\n"
                  if vector_exp else "") + "\n\n"),
-             hoc_exp_source()]
+             hoc_exp_source(vector_exp)]
     for c in codes:
         parts.append("\n\n" + c.module_functions())
     dargs = ", ".join(f"_D_{c.mech.name}" for c in codes)

@@ -36,11 +36,15 @@ class CodegenError(ValueError):
     """A code block uses something outside the statement language (names the block)."""
 
 
-def hoc_exp_source() -> str:
-    """NEURON's ``hoc_Exp``: 0 below -700, exp(700) above 700, else the C library's exp."""
+def hoc_exp_source(vector_exp: bool = False) -> str:
+    """NEURON's ``hoc_Exp``: 0 below -700, exp(700) above 700, else the C library's exp
+    (with ``vector_exp``, inlined as :func:`.libm_exp.exp_fast` where that gives the same
+    bits)."""
+    fast = ("    if _exp_in_range(x):\n"
+            "        return _exp_fast(x)\n") if vector_exp else ""
     return (
         "@njit(cache=True, error_model='numpy')\n"
-        "def _hoc_exp(x):\n"
+        "def _hoc_exp(x):\n" + fast +
         "    if x < -700.0:\n"
         "        return 0.0\n"
         "    if x > 700.0:\n"
