@@ -50,3 +50,33 @@ def test_hoc_exp_takes_the_fast_path_only_when_asked():
 
     assert "_exp_fast(x)" in hoc_exp_source(True)
     assert "_exp_fast" not in hoc_exp_source(False)
+
+
+def test_the_check_is_remembered_per_machine(monkeypatch, tmp_path):
+    from hinesbatch.engine import kernels
+
+    calls = []
+    monkeypatch.setattr(kernels, "cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(libm_exp, "matches_libm", lambda: calls.append(1) or True)
+    assert libm_exp._cached_check() is True
+    assert libm_exp._cached_check() is True
+    assert calls == [1]
+    (saved,) = tmp_path.glob("libm_exp_*.txt")
+    saved.write_text("0\n")  # the stored answer is the one used
+    assert libm_exp._cached_check() is False
+    saved.write_text("garbage")  # an unreadable answer is checked again
+    assert libm_exp._cached_check() is True and calls == [1, 1]
+
+
+def test_bench_commands_run_with_bytecode_caching(monkeypatch):
+    """The whole-command timing runs the commands as installed: bytecode may be cached."""
+    import subprocess
+
+    from hinesbatch.bench import sim as bench_sim
+
+    seen = {}
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setattr(subprocess, "run", lambda argv, **kw: seen.update(kw) or
+                        subprocess.CompletedProcess(argv, 0, "", ""))
+    bench_sim.time_command(["true"])
+    assert "PYTHONDONTWRITEBYTECODE" not in seen["env"]

@@ -192,12 +192,55 @@ def matches_libm(n: int = 200_000) -> bool:
 _ENABLED = None
 
 
+def _libm_key() -> str:
+    """What decides the C library's exp here: the loaded libm file (path, size, mtime),
+    the CPU's FMA/AVX flags (glibc picks its build by them) and this module's table."""
+    import hashlib
+    import platform
+
+    parts = [platform.machine(), platform.libc_ver()[1], hashlib.sha256(_TAB.tobytes()).hexdigest()]
+    try:
+        with open("/proc/self/maps") as maps:
+            libm = sorted({line.split()[-1] for line in maps if "/libm." in line})
+        for path in libm:
+            st = os.stat(path)
+            parts += [path, str(st.st_size), str(st.st_mtime_ns)]
+        with open("/proc/cpuinfo") as info:
+            flags = next((line for line in info if line.startswith("flags")), "").split()
+        parts += sorted(f for f in flags if f in ("fma", "fma4", "avx", "avx2", "avx512f"))
+    except OSError:
+        parts.append("unknown")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
+
+
+def _cached_check() -> bool:
+    """:func:`matches_libm`, remembered per :func:`_libm_key` in the kernel cache folder
+    (the check takes about 0.2 s; start-up should not pay it every time)."""
+    from ..engine.kernels import cache_dir
+
+    path = cache_dir() / f"libm_exp_{_libm_key()}.txt"
+    try:
+        return {"1": True, "0": False}[path.read_text().strip()]
+    except (OSError, KeyError):
+        pass
+    result = matches_libm()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text("1\n" if result else "0\n")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return result
+
+
 def vector_exp_enabled() -> bool:
     """Use the vectorized copy: not turned off by ``HINESBATCH_VECTOR_EXP=0`` and
-    :func:`matches_libm` (checked once per process)."""
+    :func:`matches_libm` (checked once per machine and C library, the answer kept in the
+    kernel cache folder)."""
     global _ENABLED
     if os.environ.get("HINESBATCH_VECTOR_EXP", "1").strip() in ("0", "false", "no", "off"):
         return False
     if _ENABLED is None:
-        _ENABLED = matches_libm()
+        _ENABLED = _cached_check()
     return _ENABLED
