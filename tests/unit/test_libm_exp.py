@@ -26,12 +26,15 @@ def test_fast_exp_gives_the_c_library_bits():
     assert np.array_equal(out.view(np.uint64), ref.view(np.uint64))
 
 
-def test_vector_exp_can_be_turned_off(monkeypatch):
+def test_vector_exp_can_be_turned_off(monkeypatch, tmp_path):
     monkeypatch.setattr(libm_exp, "_ENABLED", None)
     monkeypatch.setenv("HINESBATCH_VECTOR_EXP", "0")
     assert libm_exp.vector_exp_enabled() is False
     monkeypatch.setenv("HINESBATCH_VECTOR_EXP", "1")
     assert libm_exp.vector_exp_enabled() is libm_exp.matches_libm()
+    monkeypatch.setattr(libm_exp, "_ENABLED", None)
+    monkeypatch.setenv("HINESBATCH_VECTOR_EXP", "0")
+    assert libm_exp.vector_exp_enabled(tmp_path) is False
 
 
 def test_cnexp_pass_falls_back_to_calls_out_of_range():
@@ -53,19 +56,16 @@ def test_hoc_exp_takes_the_fast_path_only_when_asked():
 
 
 def test_the_check_is_remembered_per_machine(monkeypatch, tmp_path):
-    from hinesbatch.engine import kernels
-
     calls = []
-    monkeypatch.setattr(kernels, "cache_dir", lambda: tmp_path)
     monkeypatch.setattr(libm_exp, "matches_libm", lambda: calls.append(1) or True)
-    assert libm_exp._cached_check() is True
-    assert libm_exp._cached_check() is True
+    assert libm_exp._cached_check(tmp_path) is True
+    assert libm_exp._cached_check(tmp_path) is True
     assert calls == [1]
     (saved,) = tmp_path.glob("libm_exp_*.txt")
     saved.write_text("0\n")  # the stored answer is the one used
-    assert libm_exp._cached_check() is False
+    assert libm_exp._cached_check(tmp_path) is False
     saved.write_text("garbage")  # an unreadable answer is checked again
-    assert libm_exp._cached_check() is True and calls == [1, 1]
+    assert libm_exp._cached_check(tmp_path) is True and calls == [1, 1]
 
 
 def test_bench_commands_run_with_bytecode_caching(monkeypatch):

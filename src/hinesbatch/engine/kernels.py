@@ -235,9 +235,10 @@ def kernel_module(mechs: list, *, tables: bool, parallel: bool,
     """Generate (or reuse) and import the module for ``mechs``.
 
     ``vector_exp`` None: :func:`.libm_exp.vector_exp_enabled` (on where the vectorized
-    exp gives this C library's bits, unless ``HINESBATCH_VECTOR_EXP=0``)."""
+    exp gives this C library's bits, unless ``HINESBATCH_VECTOR_EXP=0``; the check's
+    answer is kept in :func:`cache_dir`)."""
     if vector_exp is None:
-        vector_exp = vector_exp_enabled()
+        vector_exp = vector_exp_enabled(cache_dir())
     source = generate_source(mechs, tables=tables, parallel=parallel, vector_exp=vector_exp)
     digest = hashlib.sha256((_FORMAT_VERSION + source).encode()).hexdigest()[:20]
     name = f"hb_kernel_{digest}"

@@ -213,12 +213,11 @@ def _libm_key() -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
 
 
-def _cached_check() -> bool:
-    """:func:`matches_libm`, remembered per :func:`_libm_key` in the kernel cache folder
-    (the check takes about 0.2 s; start-up should not pay it every time)."""
-    from ..engine.kernels import cache_dir
-
-    path = cache_dir() / f"libm_exp_{_libm_key()}.txt"
+def _cached_check(folder) -> bool:
+    """:func:`matches_libm`, remembered per :func:`_libm_key` in ``folder`` (a
+    :class:`pathlib.Path`; the check takes about 0.2 s, start-up should not pay it every
+    time)."""
+    path = folder / f"libm_exp_{_libm_key()}.txt"
     try:
         return {"1": True, "0": False}[path.read_text().strip()]
     except (OSError, KeyError):
@@ -234,13 +233,13 @@ def _cached_check() -> bool:
     return result
 
 
-def vector_exp_enabled() -> bool:
+def vector_exp_enabled(folder=None) -> bool:
     """Use the vectorized copy: not turned off by ``HINESBATCH_VECTOR_EXP=0`` and
-    :func:`matches_libm` (checked once per machine and C library, the answer kept in the
-    kernel cache folder)."""
+    :func:`matches_libm` (checked once per process, or once per machine and C library
+    with the answer kept in ``folder``, a :class:`pathlib.Path`)."""
     global _ENABLED
     if os.environ.get("HINESBATCH_VECTOR_EXP", "1").strip() in ("0", "false", "no", "off"):
         return False
     if _ENABLED is None:
-        _ENABLED = _cached_check()
+        _ENABLED = matches_libm() if folder is None else _cached_check(folder)
     return _ENABLED
