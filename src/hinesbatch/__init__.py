@@ -38,15 +38,16 @@ _PUBLIC = {
     "Results": "engine", "Simulation": "engine",
     "load_results": "io",
 }
+
 if TYPE_CHECKING:  # the same names for type checkers and the API docs
     from . import mechanisms
+    from .discretize import CellGeometry
     from .engine import Results, Simulation
     from .errors import BackendUnavailableError, SingularSystemError
     from .io import load_results
     from .model import Cell, PointProcess
     from .morphology import (Morphology, SWCError, SWCStrictError, SWCWarning, check_radii,
                              read_swc)
-    from .discretize import CellGeometry
     from .sim import simulate_passive
     from .solvers.plan import Plan, plan, solve
     from .solvers.tridiagonal import TridiagonalPlan, plan_tridiagonal, solve_tridiagonal

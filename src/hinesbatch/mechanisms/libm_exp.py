@@ -22,7 +22,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["exp_in_range", "exp_fast", "matches_libm", "vector_exp_enabled"]
+__all__ = ["exp_fast", "exp_in_range", "matches_libm", "vector_exp_enabled"]
 
 
 @intrinsic
