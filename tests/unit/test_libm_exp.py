@@ -80,3 +80,14 @@ def test_bench_commands_run_with_bytecode_caching(monkeypatch):
                         subprocess.CompletedProcess(argv, 0, "", ""))
     bench_sim.time_command(["true"])
     assert "PYTHONDONTWRITEBYTECODE" not in seen["env"]
+
+
+def test_generated_module_names_the_exp_version(monkeypatch):
+    """A changed libm_exp gives another kernel source (another module, another cache)."""
+    from hinesbatch.engine import kernels
+
+    hh = hb.mechanisms.get("hh")
+    first = generate_source([hh], tables=True, parallel=False, vector_exp=True)
+    monkeypatch.setattr(kernels, "_libm_exp_digest", lambda: "0123456789abcdef")
+    second = generate_source([hh], tables=True, parallel=False, vector_exp=True)
+    assert first != second and "# libm_exp 0123456789abcdef" in second
