@@ -16,18 +16,62 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .errors import BackendUnavailableError, SingularSystemError
-from .morphology import (Morphology, SWCError, SWCStrictError, SWCWarning, check_radii,
-                         read_swc)
-from .discretize import CellGeometry, discretize
-from .tree import HinesStructure, MonoBatch, branches
-from .solvers.plan import Plan, plan, solve
-from .solvers.tridiagonal import TridiagonalPlan, plan_tridiagonal, solve_tridiagonal
-from .sim import simulate_passive
-from . import mechanisms
-from .model import Cell, PointProcess
-from .engine import Results, Simulation
-from .io import load_results
+import importlib
+from typing import TYPE_CHECKING
+
+# The function, not its subpackage of the same name (the import binds the function last).
+from .discretize import discretize
+
+# Public name -> the module that defines it, imported on first use (PEP 562), so that
+# `import hinesbatch` and each command load only the layers they use.
+_PUBLIC = {
+    "BackendUnavailableError": "errors", "SingularSystemError": "errors",
+    "Morphology": "morphology", "SWCError": "morphology", "SWCStrictError": "morphology",
+    "SWCWarning": "morphology", "check_radii": "morphology", "read_swc": "morphology",
+    "CellGeometry": "discretize",
+    "HinesStructure": "tree", "MonoBatch": "tree", "branches": "tree",
+    "Plan": "solvers.plan", "plan": "solvers.plan", "solve": "solvers.plan",
+    "TridiagonalPlan": "solvers.tridiagonal", "plan_tridiagonal": "solvers.tridiagonal",
+    "solve_tridiagonal": "solvers.tridiagonal",
+    "simulate_passive": "sim",
+    "Cell": "model", "PointProcess": "model",
+    "Results": "engine", "Simulation": "engine",
+    "load_results": "io",
+}
+
+if TYPE_CHECKING:  # the same names for type checkers and the API docs
+    from . import mechanisms
+    from .discretize import CellGeometry
+    from .engine import Results, Simulation
+    from .errors import BackendUnavailableError, SingularSystemError
+    from .io import load_results
+    from .model import Cell, PointProcess
+    from .morphology import (Morphology, SWCError, SWCStrictError, SWCWarning, check_radii,
+                             read_swc)
+    from .sim import simulate_passive
+    from .solvers.plan import Plan, plan, solve
+    from .solvers.tridiagonal import TridiagonalPlan, plan_tridiagonal, solve_tridiagonal
+    from .tree import HinesStructure, MonoBatch, branches
+
+_SUBPACKAGES = {"mechanisms", "morphology", "tree", "solvers", "sim", "model",
+                "engine", "io", "network", "bench", "errors"}
+
+
+def __getattr__(name: str):
+    """Import a public name or subpackage on first use (PEP 562)."""
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
+    elif name in _SUBPACKAGES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'hinesbatch' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC) | _SUBPACKAGES)
+
 
 __all__ = [
     "__version__",

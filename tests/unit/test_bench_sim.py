@@ -172,6 +172,7 @@ def test_errors_before_anything_runs(fake, tmp_path, capsys, monkeypatch):
                      str(tmp_path)]) == 1
     assert "must be >= 1" in capsys.readouterr().err
     monkeypatch.delattr(hb, "Simulation")
+    monkeypatch.delitem(hb._PUBLIC, "Simulation")  # not imported on first use either
     assert cli.main(["bench", "sim", "--quick", "--out", str(tmp_path)]) == 1
     assert "hinesbatch.Simulation" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []

@@ -299,6 +299,8 @@ def time_command(argv: list[str]) -> float:
     """Wall seconds of the command ``argv`` run to completion (``RuntimeError`` with its
     error output when it fails). hinesbatch in the subprocess is this one."""
     env = dict(os.environ)
+    # as installed: modules' bytecode cached (both commands import their packages' .pyc)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     start = time.perf_counter()

@@ -36,11 +36,15 @@ class CodegenError(ValueError):
     """A code block uses something outside the statement language (names the block)."""
 
 
-def hoc_exp_source() -> str:
-    """NEURON's ``hoc_Exp``: 0 below -700, exp(700) above 700, else the C library's exp."""
+def hoc_exp_source(vector_exp: bool = False) -> str:
+    """NEURON's ``hoc_Exp``: 0 below -700, exp(700) above 700, else the C library's exp
+    (with ``vector_exp``, inlined as :func:`.libm_exp.exp_fast` where that gives the same
+    bits)."""
+    fast = ("    if _exp_in_range(x):\n"
+            "        return _exp_fast(x)\n") if vector_exp else ""
     return (
         "@njit(cache=True, error_model='numpy')\n"
-        "def _hoc_exp(x):\n"
+        "def _hoc_exp(x):\n" + fast +
         "    if x < -700.0:\n"
         "        return 0.0\n"
         "    if x > 700.0:\n"
@@ -118,11 +122,16 @@ class MechanismCode:
     mech : Mechanism
     tables : bool
         Use TABLE lookups (NEURON's ``usetable = 1``) where the description has a TABLE.
+    vector_exp : bool
+        Evaluate the cnexp exps with :func:`.libm_exp.exp_fast` (vectorized, the C
+        library's bits where :func:`.libm_exp.matches_libm`) when every argument of the
+        pass is in its range; otherwise, and when False, one call of ``exp`` at a time.
     """
 
-    def __init__(self, mech: Mechanism, *, tables: bool = True):
+    def __init__(self, mech: Mechanism, *, tables: bool = True, vector_exp: bool = False):
         self.mech = mech
         self.tables = tables
+        self.vector_exp = vector_exp
         self._functions = {f.name: f for f in mech.functions}
         self._procedures = {p.name: p for p in mech.procedures}
         self._counter = 0
@@ -298,9 +307,22 @@ class MechanismCode:
             n_eq = len(mech.cnexp)
             src += (f"{pad}for _j in range(_n_{m}):\n{pad2}_v = v[_nv_{m}[_j]]\n"
                     + scope.loads(pad2) + body)
-            src += (f"{pad}for _j in range(_n_{m}):\n"
-                    + "".join(f"{pad2}_xv_{m}_{g}[_j] = _hoc_exp(_xv_{m}_{g}[_j])\n"
-                              for g in range(n_eq)))
+            scalar = (f"for _j in range(_n_{m}):\n"
+                      + "".join(f"{pad2}_xv_{m}_{g}[_j] = _hoc_exp(_xv_{m}_{g}[_j])\n"
+                                for g in range(n_eq)))
+            if self.vector_exp:
+                # the vectorized copy of the C library's exp where all arguments are in
+                # its range (the usual case), else the calls
+                src += f"{pad}_ok = True\n{pad}for _j in range(_n_{m}):\n"
+                src += "".join(f"{pad2}_ok &= _exp_in_range(_xv_{m}_{g}[_j])\n"
+                               for g in range(n_eq))
+                src += f"{pad}if _ok:\n"
+                src += "".join(f"{pad2}for _j in range(_n_{m}):\n"
+                               f"{pad2}    _xv_{m}_{g}[_j] = _exp_fast(_xv_{m}_{g}[_j])\n"
+                               for g in range(n_eq))
+                src += f"{pad}else:\n{pad2}" + scalar.replace("\n    ", "\n        ")
+            else:
+                src += pad + scalar
             for g, eq in enumerate(mech.cnexp):
                 y = f"_fv_{m}_{_name(eq.state)}"
                 src += (f"{pad}for _j in range(_n_{m}):\n"
