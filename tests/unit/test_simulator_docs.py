@@ -76,8 +76,9 @@ def test_simulator_page_examples_run(tmp_path, monkeypatch, capsys):
     for line, code in blocks:
         exec(compile(code, f"{PAGE.relative_to(ROOT)}:{line}", "exec"), namespace)
 
-    first = capsys.readouterr().out.splitlines()[0]
-    assert first == "(801,) 19.9999999999994 mV"  # as the first example's comment says
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "(801,) 19.9999999999994 mV"  # as the first example's comment says
+    assert "[0.   0.41 4.13 4.13 0.41]" in out       # the SEClamp's current, as commented
     ns = namespace
     res = ns["res"]
     assert res.spikes[ns["spike_keys"][1]].tolist() == [5.0, 9.0, 13.0]  # the NetStim
