@@ -79,6 +79,8 @@ def test_simulator_page_examples_run(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "(801,) 19.9999999999994 mV"  # as the first example's comment says
     assert "[0.   0.41 4.13 4.13 0.41]" in out       # the SEClamp's current, as commented
+    assert any(line.startswith("hh has no parameter 'gnabr_hh'; parameters: gnabar_hh, "
+                               "gkbar_hh, ") for line in out)
     ns = namespace
     res = ns["res"]
     assert res.spikes[ns["spike_keys"][1]].tolist() == [5.0, 9.0, 13.0]  # the NetStim
