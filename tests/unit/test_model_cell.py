@@ -139,3 +139,12 @@ def test_repr_lists_the_decor(small):
     cell.place("IClamp", "soma[0](0.5)", amp=1.0)
     text = repr(cell)
     assert "insert hh in 'soma'" in text and "IClamp[0] at IClamp('soma[0](0.5)', amp=1.0)" in text
+
+
+def test_set_takes_the_reversal_potentials_read_by_hh():
+    """``ena`` and ``ek`` have no mechanism suffix: ``set`` must not refuse them as
+    malformed range names where hh is inserted."""
+    cell = hb.Cell(REAL / "c91662.swc").insert("hh")
+    assert cell.set("ena", 55.0) is cell and cell.set("ek", -80.0, region="soma") is cell
+    with pytest.raises(ValueError, match="NAME_MECHANISM"):
+        cell.set("gnabar", 0.1)

@@ -371,15 +371,16 @@ def _number(name, value) -> float:
 
 
 def _split_range_name(name: str) -> tuple[str, str]:
-    """``"gnabar_hh"`` -> ``("hh", "gnabar")``."""
+    """``"gnabar_hh"`` -> ``("hh", "gnabar")``; the reversal potentials ``ena`` and ``ek``
+    (read by ``hh``) -> ``("hh", "ena")``."""
+    if name in ("ena", "ek"):
+        return "hh", name
     if not isinstance(name, str) or "_" not in name:
         raise ValueError(f"a range parameter is NAME_MECHANISM (e.g. 'gnabar_hh', 'g_pas'), "
                          f"got {name!r}")
     for m in _mechanisms.names():
         if name.endswith("_" + m):
             return m, name[: -len(m) - 1]
-    if name in ("ena", "ek"):
-        return "hh", name
     raise ValueError(f"{name!r} names no mechanism; density mechanisms: "
                      f"{', '.join(m for m in _mechanisms.names() if _mechanisms.get(m).kind == 'density')}")
 
