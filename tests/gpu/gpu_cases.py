@@ -13,7 +13,7 @@ from hinesbatch.tree.structure import MonoBatch
 
 #: Relative tolerance per dtype (max over cells of ||x_c - ref_c|| / ||ref_c||).
 TOLERANCE = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
-#: Errors measured in this session: key -> [(error, case), ...] (printed by conftest).
+#: Errors measured in this test run: key -> [(error, case), ...] (printed by conftest).
 ERRORS: dict[str, list] = defaultdict(list)
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "morphologies" / "real"
