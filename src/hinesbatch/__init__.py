@@ -8,9 +8,14 @@ The layers, each in its own subpackage (data flows down once per set-up)::
     tree/        HinesStructure, MonoBatch           (the canonical batched format)
     solvers/     plan(structure).solve(d, rhs)       (serial, multicore, gpu backends)
     sim/         simulate_passive                    (implicit Euler, NEURON's units)
+    model/       Cell                                (morphology + policy + mechanisms)
+    mechanisms/  pas, hh, IClamp, ... descriptions   (compiled into the engine's loops)
+    engine/      Simulation -> Results               (NEURON's fixed step, CPU backends)
+    network/     events, spike sources, MPI exchange (NEURON's delivery rules)
+    io/          .npz, SONATA spike reports, model files
 
-Start with ``hinesbatch simulate --help`` or ``hinesbatch.simulate_passive``; the docs/ folder
-describes each layer.
+Start with ``hinesbatch simulate --help``, ``hinesbatch.Simulation`` or
+``hinesbatch.simulate_passive``; the docs/ folder describes each layer.
 """
 from __future__ import annotations
 
