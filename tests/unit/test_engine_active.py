@@ -316,3 +316,21 @@ def test_cells_differ_in_parameters_without_recompiling(soma20):
     assert len(kernels._LOADED) <= before + 1
     peaks = [res[k].max() for k in keys]
     assert peaks[0] < peaks[1] < peaks[2]
+
+
+def test_a_changed_dt_between_runs_rebuilds_the_model(soma20):
+    """The capacitance term depends on dt: a second run after ``sim.dt`` changes must equal a
+    fresh simulation at the new dt, not reuse the first run's matrix."""
+    def model():
+        cell = hb.Cell(soma20).insert("hh")
+        cell.place("IClamp", "soma[0](0.5)", delay=0.1, dur=5.0, amp=0.3)
+        sim = hb.Simulation(cell, dt=0.025, backend="serial")
+        return sim, sim.record("v")
+
+    sim, key = model()
+    sim.run(1.0)
+    sim.dt = 0.0125
+    again = sim.run(3.0)[key]
+    fresh, key2 = model()
+    fresh.dt = 0.0125
+    assert np.array_equal(again, fresh.run(3.0)[key2])

@@ -78,14 +78,14 @@ class Simulation:
         self._recordings: dict = {}
         self._spike_records: dict = {}
         self._layout = None
+        self._gids = {id(c): i for i, c in enumerate(self.cells)}
 
     # ---- sources and connections ------------------------------------------------------
     def _gid(self, cell) -> int:
         if isinstance(cell, Cell):
-            for i, c in enumerate(self.cells):
-                if c is cell:
-                    return i
-            raise ValueError("that cell is not part of this simulation")
+            if id(cell) not in self._gids:
+                raise ValueError("that cell is not part of this simulation")
+            return self._gids[id(cell)]
         if isinstance(cell, bool) or not isinstance(cell, int) or not 0 <= cell < len(self.cells):
             raise ValueError(f"cell must be a gid in [0, {len(self.cells)}) or a Cell of this "
                              f"simulation, got {cell!r}")
@@ -105,7 +105,6 @@ class Simulation:
         s = SpikeSource("threshold", gid, f"{gid}:{format_location(sec, x)}", node,
                         _finite(threshold, "threshold"))
         self.sources.append(s)
-        self._layout = None
         return s
 
     def net_stim(self, *, start: float = 50.0, interval: float = 10.0, number: float = 10,
@@ -190,17 +189,19 @@ class Simulation:
 
     # ---- running ----------------------------------------------------------------------
     def _prepare(self):
-        if self._layout is None or self._layout_cells != self._cell_state():
+        state = self._model_state()
+        if self._layout is None or self._layout_state != state:
             self._layout = Layout(self.cells, dt=self.dt)
-            self._layout_cells = self._cell_state()
+            self._layout_state = state
         lay = self._layout
         self._km = kernel_module(lay.mechs, tables=self.tables,
                                  parallel=self.backend == "multicore")
         return lay
 
-    def _cell_state(self):
-        return [(id(c), len(c.decor), len(c.point_processes), repr(c.decor),
-                 [repr(p) for p in c.point_processes]) for c in self.cells]
+    def _model_state(self):
+        """What the layout is built from: dt (its capacitance term) and each cell's policy,
+        decor and point processes (all in the cell's repr)."""
+        return self.dt, [(id(c), repr(c)) for c in self.cells]
 
     def _model_args(self, lay, tables) -> list:
         arrays = {"v": self._v, "d": self._d, "rhs": self._rhs, "a": lay.a, "b": lay.b,
