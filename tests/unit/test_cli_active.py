@@ -126,7 +126,9 @@ class FakeSimulation:
         for variable, cell, location, every in self.records:
             traces[f"{variable}@{cell}:{location}"] = np.linspace(-65.0, 20.0, n)[::every]
         spikes = {k: np.array([6.925000000100065]) for k in self.spike_keys}
-        return FakeResults(traces, spikes, FakeSimulation.log)
+        res = FakeResults(traces, spikes, FakeSimulation.log)
+        res.meta.update(dt=self.dt, steps=n - 1, n_cells=len(self.cells))
+        return res
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import time
 from .cli_options import USER_ERRORS, fail, one_line
 from .command_active import OUTPUT_OPTIONS, check_outputs, summary_lines, write_outputs
 from .passive import show_progress
-from .stimuli import TimeGrid
 
 __all__ = ["configure", "run"]
 
@@ -72,12 +71,10 @@ def run(args: argparse.Namespace) -> int:
         res = simulation.run(tstop, progress=show)
         run_s = time.perf_counter() - start
         written = write_outputs(res, paths)
-        dt = float(_attribute(simulation, res, "dt"))
-        n_steps = TimeGrid(tstop, dt).n_steps
     except USER_ERRORS as exc:
         return fail(one_line(exc), _COMMAND)
-    cells = getattr(simulation, "cells", None)
-    n_cells = len(cells) if cells is not None else int(res.meta.get("n_cells", 0))
+    # what ran, as the engine reports it (no second pass over the time grid)
+    dt, n_steps, n_cells = res.meta["dt"], int(res.meta["steps"]), int(res.meta["n_cells"])
     lines = [f"model:    {args.model}",
              *summary_lines(res, n_cells=n_cells, n_steps=n_steps, dt=dt, tstop=tstop,
                             setup_s=setup_s, run_s=run_s, written=written, spikes=False)]
@@ -86,14 +83,3 @@ def run(args: argparse.Namespace) -> int:
                      f"{', '.join(OUTPUT_OPTIONS.values())} to keep the results)")
     print("\n".join(lines))
     return 0
-
-
-def _attribute(simulation, res, name: str):
-    """``simulation.NAME``, else ``res.meta[NAME]``."""
-    value = getattr(simulation, name, None)
-    if value is None:
-        value = getattr(res, "meta", {}).get(name)
-    if value is None:
-        raise TypeError(f"the model file gave a {type(simulation).__name__} without {name}, "
-                        "not a hinesbatch.Simulation")
-    return value
