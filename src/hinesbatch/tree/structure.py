@@ -193,12 +193,7 @@ class HinesStructure:
         if not -self.n_cells <= c < self.n_cells:
             raise IndexError(f"cell {c} out of range for a batch of {self.n_cells} cells")
         c %= self.n_cells
-        a, b = int(self.cell_offsets[c]), int(self.cell_offsets[c + 1])
-        parent = self.parent[a:b].astype(np.int64)
-        parent[1:] -= a
-        return HinesStructure(
-            parent, self.u[a:b], None if self.l is None else self.l[a:b]
-        )
+        return self.cells(c, c + 1)
 
     @staticmethod
     def concatenate(structures) -> "HinesStructure":
