@@ -14,7 +14,7 @@
 #include "bulk_copy.cuh"
 
 // Shared structure (MonoBatch). The elimination follows a schedule built on the host
-// (hinesbatch.solvers.gpu.schedule): steps of W = KB * V independent nodes with distinct
+// (hinesbatch.tree.schedules.tiled): steps of W = KB * V independent nodes with distinct
 // parents, children always in earlier steps. KB lanes of a warp share one cell and eliminate
 // the W nodes of a step together, V each (no two of them touch the same slot, so a step
 // needs no barrier inside; __syncwarp orders the steps); a warp holds CW = 32 / KB cells.
@@ -61,7 +61,7 @@
 // Nodes live in slots in schedule order, so a step's nodes are adjacent; slots n..n+W-1 are
 // the dummies' (d = 1, rhs = 0, which stay so), slot n+W the root's "parent" (0, 0); S >=
 // n + W + 1 is chosen by the host so that the CW cells of a warp fall on distinct banks
-// (S = phase mod 128/sizeof(T), hinesbatch.solvers.gpu.schedule.bank_geometry): the lanes
+// (S = phase mod 128/sizeof(T), hinesbatch.tree.schedules.tiled.bank_geometry): the lanes
 // of a step then reach their own slots without bank conflicts. Parents are scattered: the
 // host orders each step's nodes so that the lanes one wavefront serves have parents in
 // distinct banks where it can. Staging, a warp loads a run of consecutive nodes of 1 or CW
@@ -220,7 +220,7 @@ __device__ __forceinline__ void hb_tile_bulk_store(const T* sb, T* rhs, long lon
 
 // (l, u) pairs in shared memory for a cell of n nodes: one per slot 0 .. n (slot n: zeros for
 // every dummy), rounded up to even so that what follows starts on 16 bytes
-// (hinesbatch.solvers.gpu.schedule.lu_len).
+// (hinesbatch.tree.schedules.tiled.lu_len).
 __host__ __device__ __forceinline__ int hb_lu_len(int n) { return (n + 2) & ~1; }
 
 // Both sweeps of this lane's cell (slot s at ca[s], cb[s]); KB lanes per cell, lane k takes
@@ -232,7 +232,7 @@ __host__ __device__ __forceinline__ int hb_lu_len(int n) { return (n + 2) & ~1; 
 // values: the (l, u) load waits for its entry's, and issued before the values it delayed
 // them. `between()` runs between the two sweeps.
 // Returns the failing entry's key (largest sched_node value, -1 if none: rank << 16 | node,
-// hinesbatch.solvers.gpu.schedule.kernel_arrays) and its pivot in *bad_pivot.
+// hinesbatch.tree.schedules.tiled.kernel_arrays) and its pivot in *bad_pivot.
 template <typename T, int KB, int V, typename F>
 __device__ __forceinline__ int hb_tile_sweeps(T* ca, T* cb, const int2* sjp,
                                               const typename hb_pair<T>::type* slu, int n,

@@ -52,7 +52,8 @@ def allow_smem(fn, nbytes: int, *, carveout: bool = False) -> None:
 class Strategy:
     """Base class: device uploads, transposes and the chunked canonical path.
 
-    Subclasses set ``name``, ``native_is_canonical`` and implement ``_bs``, ``_launch``.
+    Subclasses set ``name`` and ``native_is_canonical`` and implement ``solve_native`` and
+    ``solve_canonical``.
     """
 
     name = ""

@@ -301,7 +301,7 @@ class SharedTiles:
 
     @classmethod
     def schedule_smem(cls, schedule: Schedule, item: int, slots: bool = False) -> int:
-        """Shared memory of the schedule in a block: ``(l, u)`` per slot (:func:`.lu_len`),
+        """Shared memory of the schedule in a block: ``(l, u)`` per slot (:func:`hinesbatch.tree.schedules.tiled.lu_len`),
         slot pairs (int2) per entry, the staging table, the groups' start flags, and in slot
         order the groups' mbarriers (8 bytes each, 8-byte aligned)."""
         return (lu_len(schedule.n_nodes) * 2 * item + 8 * schedule.jp.size
