@@ -122,3 +122,39 @@ def test_cusparse_plan_shared_by_two_threads():
     for outcomes, ref in ((first, expected[0]), (second, expected[1])):
         for x in outcomes:
             np.testing.assert_allclose(x, ref, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("strategy", ["tiled", "interleaved"])
+def test_first_layout_calls_from_two_threads(strategy):
+    """A fresh plan's first ``to_layout`` builds the strategy's device arrays and layout: two
+    threads asking at once get the same layout, and solving in it equals ``solve``."""
+    import threading
+
+    import cupy as cp
+
+    from hinesbatch.tree.random_trees import random_tree
+
+    batch = MonoBatch(random_tree(N_NODES, rng=5), N_CELLS)
+    d, rhs = _values(batch, 11)
+    plan = hinesbatch.plan(batch, backend="gpu", strategy=strategy)
+    d_gpu, rhs_gpu = cp.asarray(d), cp.asarray(rhs)
+    barrier, out, errors = threading.Barrier(2), [None, None], []
+
+    def first_call(k):
+        try:
+            barrier.wait()
+            out[k] = (plan.to_layout(d_gpu), plan.to_layout(rhs_gpu))
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=first_call, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    (d0, r0), (d1, r1) = out
+    assert cp.array_equal(d0, d1) and cp.array_equal(r0, r1)
+    plan.solve_layout(d0, r0)
+    np.testing.assert_allclose(plan.from_layout(r0).get(), plan.solve(d, rhs), rtol=1e-12)

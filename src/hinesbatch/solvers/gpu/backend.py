@@ -292,7 +292,8 @@ class GpuBackend:
     # -- native layout -------------------------------------------------------------------------
     def layout_shapes(self) -> list[tuple[int, ...]]:
         """Shape of each device's values in the native layout (one entry per part)."""
-        return [p.strategy.native_shape() for p in self._parts]
+        with self._lock:  # a strategy may plan its layout on first use
+            return [p.strategy.native_shape() for p in self._parts]
 
     @property
     def strategies(self) -> tuple:
@@ -308,16 +309,18 @@ class GpuBackend:
     def to_layout(self, a):
         """Canonical values (CuPy, any device) -> native-layout arrays, one per part's device.
 
-        Returns one array when the plan has one part, else a list. Synchronous (setup-time).
+        Returns one array when the plan has one part, else a list. Synchronous (setup-time);
+        calls from several threads take turns (strategies build device arrays on first use).
         """
         cupy = self.xp
         out = []
-        for p in self._parts:
-            with cupy.cuda.Device(p.device):
-                stream = cupy.cuda.get_current_stream()
-                src = _on_device(cupy.ascontiguousarray(p.part.canonical(a)), p.device)
-                out.append(p.strategy.to_native(src.astype(self.dtype, copy=False), stream))
-                stream.synchronize()
+        with self._lock:
+            for p in self._parts:
+                with cupy.cuda.Device(p.device):
+                    stream = cupy.cuda.get_current_stream()
+                    src = _on_device(cupy.ascontiguousarray(p.part.canonical(a)), p.device)
+                    out.append(p.strategy.to_native(src.astype(self.dtype, copy=False), stream))
+                    stream.synchronize()
         return out[0] if len(out) == 1 else out
 
     def from_layout(self, native):
@@ -326,11 +329,12 @@ class GpuBackend:
         cupy = self.xp
         arrays = self._per_part(native, "native")
         pieces = []
-        for p, a in zip(self._parts, arrays):
-            with cupy.cuda.Device(p.device):
-                stream = cupy.cuda.get_current_stream()
-                pieces.append(p.strategy.from_native(a, stream))
-                stream.synchronize()
+        with self._lock:
+            for p, a in zip(self._parts, arrays):
+                with cupy.cuda.Device(p.device):
+                    stream = cupy.cuda.get_current_stream()
+                    pieces.append(p.strategy.from_native(a, stream))
+                    stream.synchronize()
         if not pieces:
             return cupy.empty(self.structure.values_shape, self.dtype)
         with cupy.cuda.Device(self._parts[0].device):
@@ -396,9 +400,11 @@ class GpuBackend:
         cupy = self.xp
         home = cupy.cuda.Device().id
         out = []
-        for p in self._parts:
-            p.setup()
-            out.append((p.device, cupy.cuda.get_current_stream() if p.device == home else p.stream))
+        with self._lock:  # setup() builds a part's device state once
+            for p in self._parts:
+                p.setup()
+                out.append((p.device,
+                            cupy.cuda.get_current_stream() if p.device == home else p.stream))
         return out
 
     def _per_part(self, arrays, name: str) -> list:
@@ -406,8 +412,9 @@ class GpuBackend:
             arrays = [arrays]
         if not isinstance(arrays, (list, tuple)) or len(arrays) != len(self._parts):
             raise ValueError(f"{name} must hold one array per device part ({len(self._parts)})")
-        for p, a in zip(self._parts, arrays):
-            shape = p.strategy.native_shape()
+        with self._lock:  # a strategy may plan its layout on first use
+            shapes = [p.strategy.native_shape() for p in self._parts]
+        for p, a, shape in zip(self._parts, arrays, shapes):
             if not isinstance(a, self.xp.ndarray):
                 raise TypeError(f"{name} must be CuPy arrays in the plan's layout, got {type(a).__name__}")
             if tuple(a.shape) != tuple(shape) or a.dtype != self.dtype or not a.flags.c_contiguous:
