@@ -170,7 +170,7 @@ def simulate_passive(
     clamp_node = _location_node(geometry, clamp, "clamp")
     record_node = _location_node(geometry, record, "record")
     system = passive_system(geometry, dt=dt, cm=cm, g_pas=g_pas, e_pas=e_pas)
-    _check_system(system, cm=cm, ra=ra, g_pas=g_pas, dt=dt)
+    _check_system(system, cm=cm, g_pas=g_pas, dt=dt)
 
     solver = make_plan(MonoBatch(system.structure, n_cells), backend=backend)
     n_samples = grid.n_steps // record_every + 1
@@ -474,12 +474,12 @@ def _check_every(record_every) -> int:
     return int(record_every)
 
 
-def _check_system(system: PassiveSystem, *, cm: float, ra: float, g_pas: float, dt: float) -> None:
-    """Every coefficient finite: huge ``cm/dt``, ``g_pas`` or ``1/ra`` overflow float64."""
+def _check_system(system: PassiveSystem, *, cm: float, g_pas: float, dt: float) -> None:
+    """Every coefficient finite: huge ``cm/dt`` or ``g_pas`` overflow float64 (a non-finite
+    ``1/ri`` is refused by :func:`.assembly.passive_system`)."""
     for values, what in ((system.c_dt_uS, f"the capacitance over dt (cm = {cm:g} uF/cm2, "
                                           f"dt = {dt:g} ms)"),
                          (system.g_leak_uS, f"the leak conductance (g_pas = {g_pas:g} S/cm2)"),
-                         (system.g_axial_uS, f"the axial conductance (ra = {ra:g} ohm*cm)"),
                          (system.diagonal_uS, "the diagonal (cm/dt + g_pas + axial)")):
         bad = np.flatnonzero(~np.isfinite(values))
         if bad.size:
