@@ -66,3 +66,8 @@ def renumbered(exc: SingularSystemError, cell: int) -> SingularSystemError:
 
 class BackendUnavailableError(RuntimeError):
     """A backend that was asked for by name cannot run here; the message says why."""
+
+
+class DeviceMemoryError(MemoryError):
+    """A batch does not fit a device's memory; the message says how much it needs, how much
+    is free, and what to change."""

@@ -7,6 +7,7 @@ when a spike source crosses its threshold or an event is due.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
@@ -23,7 +24,8 @@ from .results import Results
 
 __all__ = ["BACKENDS", "Simulation"]
 
-BACKENDS = ("auto", "serial", "multicore")
+BACKENDS = ("auto", "serial", "multicore", "gpu")
+PRECISIONS = ("float64", "float32")
 
 
 class Simulation:
@@ -40,18 +42,29 @@ class Simulation:
     v_init : float
         Initial membrane potential [mV] of every node.
     backend : str
-        ``"serial"``, ``"multicore"`` (Numba threads over cells) or ``"auto"`` (multicore
-        for more than one cell).
+        ``"serial"``, ``"multicore"`` (Numba threads over cells), ``"gpu"`` (CUDA through
+        CuPy: whole epochs of steps in one launch, :mod:`hinesbatch.engine.gpu`) or
+        ``"auto"`` (multicore for more than one cell).
     tables : bool
         NEURON's ``usetable_hh = 1`` (hh's rates from a 201-row table, the default);
         ``False`` computes the rates exactly.
     threads : int, optional
         Numba threads for ``multicore``.
+    precision : str
+        ``"float64"`` (the default; the CPU backends always use it) or ``"float32"``
+        (``gpu`` only).
+    devices : int or sequence of int, optional
+        ``gpu``: the CUDA devices the cells are spread over (a count takes the first ones);
+        all visible devices by default.
+    block_threads : int, optional
+        ``gpu``: threads of the block that steps one cell (a multiple of 32, at most 1024);
+        chosen from the largest cell by default.
     """
 
     def __init__(self, cells, *, dt: float = 0.025, celsius: float = 6.3,
                  v_init: float = -65.0, backend: str = "auto", tables: bool = True,
-                 threads: int | None = None):
+                 threads: int | None = None, precision: str = "float64", devices=None,
+                 block_threads: int | None = None):
         if isinstance(cells, Cell):
             cells = [cells]
         cells = list(cells)
@@ -66,6 +79,15 @@ class Simulation:
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; valid backends: "
                              f"{', '.join(BACKENDS)}")
+        if precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
+        if precision != "float64" and backend != "gpu":
+            raise ValueError(f"precision {precision!r} needs backend='gpu'; the CPU backends "
+                             "compute in float64")
+        if (devices is not None or block_threads is not None) and backend != "gpu":
+            raise ValueError("devices and block_threads apply to backend='gpu' only")
+        self.precision, self.devices, self.block_threads = precision, devices, block_threads
+        self._device_factory = None
         self.cells = cells
         self.dt, self.celsius, self.v_init = float(dt), float(celsius), float(v_init)
         self.tables = bool(tables)
@@ -198,6 +220,21 @@ class Simulation:
                                  parallel=self.backend == "multicore")
         return lay
 
+    def _gpu_options(self) -> dict:
+        return {"precision": self.precision, "devices": self.devices,
+                "block_threads": self.block_threads, "factory": self._device_factory}
+
+    def describe(self) -> str:
+        """How the batch is laid out and run (for ``gpu``: devices, threads per cell, where
+        the per-cell arrays live); the GPU layout is known after the first :meth:`run`."""
+        head = (f"{len(self.cells)} cells, backend {self.backend}, dt {self.dt:g} ms, "
+                f"celsius {self.celsius:g} degC, {'TABLEs' if self.tables else 'exact rates'}")
+        if self.backend != "gpu":
+            return head
+        gpu = getattr(self, "_gpu", None)
+        return head + "\n" + (gpu.describe() if gpu is not None else
+                              f"gpu, {self.precision}: laid out at the first run")
+
     def _model_state(self):
         """What the layout is built from: dt (its capacitance term) and each cell's policy,
         decor and point processes (all in the cell's repr)."""
@@ -302,8 +339,28 @@ class Simulation:
         for r, row in enumerate(rows):
             rec_buf[r, 0] = km._value(rec_m[r], rec_f[r], rec_i[r], self._v,
                                       *[self._data[m.name] for m in lay.mechs])
-        rec = (rec_m, rec_f, rec_i, rec_every)
-        src = (src_node, src_thr, src_flag)
+        run = _RunArrays(sources, src_node, src_thr, src_flag, src_off, rows, rec_m, rec_f,
+                         rec_i, rec_every, rec_off, rec_buf, model, tgrid, tables)
+        if self.backend == "gpu":
+            from .gpu.runner import GpuRunner
+
+            self._gpu = GpuRunner(self, lay, run, self._gpu_options())
+            self._gpu.run(progress=progress)
+        else:
+            self._run_cpu(lay, run, progress)
+        self._deliver(tgrid[n_steps])
+        if progress:
+            _progress(tgrid[n_steps], tgrid[n_steps], end=True)
+        return self._results(rows, rec_buf, tgrid, n_steps)
+
+    def _run_cpu(self, lay, run: "_RunArrays", progress: bool) -> None:
+        """The CPU time loop: epochs of the generated kernels between events."""
+        dt, celsius = self.dt, self.celsius
+        n_steps = run.tgrid.size - 1
+        sources, src_off, rec_off, rec_buf = run.sources, run.src_off, run.rec_off, run.rec_buf
+        rec = (run.rec_m, run.rec_f, run.rec_i, run.rec_every)
+        src = (run.src_node, run.src_thr, run.src_flag)
+        km, model, tgrid = self._km, run.model, run.tgrid
         # threshold -> synapse delays bound how far cells may run on their own
         delays = [nc.delay for s in sources for nc in s.netcons]
         min_delay = min(delays) if delays else math.inf
@@ -330,10 +387,6 @@ class Simulation:
                         self._fire(sources[k], t + SPIKE_OFFSET)
                 elif status == 3:
                     self._non_finite(lay, int(info), t)
-        self._deliver(tgrid[n_steps])
-        if progress:
-            _progress(tgrid[n_steps], tgrid[n_steps], end=True)
-        return self._results(rows, rec_buf, tgrid, n_steps)
 
     #: Longest stretch run by one call of the epoch kernel [steps].
     MAX_EPOCH = 8192
@@ -437,6 +490,30 @@ class Simulation:
                 "tables": self.tables, "backend": self.backend, "n_cells": len(self.cells),
                 "tstop": float(tgrid[-1]), "steps": int(n_steps)}
         return Results(traces, times, units, spikes, gids, meta)
+
+
+@dataclass
+class _RunArrays:
+    """The arrays of one run, made by :meth:`Simulation.run` after ``finitialize``: spike
+    sources grouped by cell (``src_*``, ``src_off``), recordings grouped by cell (``rows``,
+    ``rec_*``, ``rec_off``, ``rec_buf`` with t = 0 filled in), the CPU kernels' model
+    arguments, the time grid and the TABLEs."""
+
+    sources: list
+    src_node: np.ndarray
+    src_thr: np.ndarray
+    src_flag: np.ndarray
+    src_off: np.ndarray
+    rows: list
+    rec_m: np.ndarray
+    rec_f: np.ndarray
+    rec_i: np.ndarray
+    rec_every: np.ndarray
+    rec_off: np.ndarray
+    rec_buf: np.ndarray
+    model: list
+    tgrid: np.ndarray
+    tables: list
 
 
 def _progress(t: float, tstop: float, *, end: bool = False) -> None:

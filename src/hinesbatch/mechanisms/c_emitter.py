@@ -28,7 +28,7 @@ import ast
 from .codegen import _BINOPS, _CMPOPS, CodegenError, _name, _parse_expr
 from .description import Mechanism
 
-__all__ = ["C_PRELUDE", "emit_c"]
+__all__ = ["C_PRELUDE", "emit_c", "emit_helpers"]
 
 C_PRELUDE = """#include <math.h>
 /* NEURON's hoc_Exp: 0 below -700, exp(700) above 700, else the C library's exp. */
@@ -52,6 +52,12 @@ class _CScope:
         self.weight = weight
         self.locals: set = set()
 
+    def inner(self, args: dict):
+        """The scope of an inlined procedure: its arguments, the same locals and fields."""
+        inner = _CScope(self.mech, fields=bool(self.fields), args=args, weight=self.weight)
+        inner.locals = self.locals
+        return inner
+
     def name(self, name: str) -> str:
         name = _name(name)
         if name in self.args:
@@ -67,8 +73,11 @@ class _CScope:
 
 
 class _CEmitter:
-    def __init__(self, mech: Mechanism, tables: bool):
-        self.mech, self.tables = mech, tables
+    """Prints code blocks as C. ``real`` is the C type of values and locals (``double``, or
+    ``real`` for code compiled in either precision, where literals become ``R(...)``)."""
+
+    def __init__(self, mech: Mechanism, tables: bool, real: str = "double"):
+        self.mech, self.tables, self.real = mech, tables, real
         self.functions = {f.name: f for f in mech.functions}
         self.procedures = {p.name: p for p in mech.procedures}
         self.counter = 0
@@ -112,21 +121,20 @@ class _CEmitter:
             m = self.mech.name
             what = f"{m}_{p.name}_lookup({args[0]}, table, r{self.counter})" if self.tables \
                 else f"{m}_{p.name}_exact({args[0]}, celsius, r{self.counter})"
-            src = f"{pad}{{ double r{self.counter}[{len(p.table.outputs)}];\n{pad}{what};\n"
+            src = f"{pad}{{ {self.real} r{self.counter}[{len(p.table.outputs)}];\n{pad}{what};\n"
             for k, o in enumerate(p.table.outputs):
                 src += f"{pad}{scope.name(o)} = r{self.counter}[{k}];\n"
             return src + f"{pad}}}\n"
-        inner = _CScope(self.mech, fields=bool(scope.fields), weight=scope.weight,
-                        args={a: f"p{self.counter}_{a}" for a in p.args})
-        inner.locals = scope.locals
-        src = "".join(f"{pad}double p{self.counter}_{a} = {v};\n" for a, v in zip(p.args, args))
+        inner = scope.inner({a: f"p{self.counter}_{a}" for a in p.args})
+        src = "".join(f"{pad}{self.real} p{self.counter}_{a} = {v};\n"
+                      for a, v in zip(p.args, args))
         return src + self.block(p.body, inner, indent)
 
     def expr(self, node, scope) -> str:
         e = lambda n: self.expr(n, scope)
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
                 and not isinstance(node.value, bool):
-            return repr(float(node.value))
+            return self.literal(float(node.value))
         if isinstance(node, ast.Name):
             return scope.name(node.id)
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
@@ -152,20 +160,25 @@ class _CEmitter:
         raise CodegenError(f"mechanism {self.mech.name}: {ast.dump(node)[:60]} is not in "
                            "the statement language")
 
+    def literal(self, value: float) -> str:
+        return repr(value) if self.real == "double" else f"R({value!r})"
 
-def _locals(scope) -> str:
-    return "".join(f"    double l_{n} = 0.0;\n" for n in sorted(scope.locals))
+
+def _locals(scope, real: str = "double") -> str:
+    return "".join(f"    {real} l_{n} = 0.0;\n" for n in sorted(scope.locals))
 
 
-def emit_c(mech: Mechanism, *, tables: bool = True) -> str:
-    """C source of ``mech``'s functions (see the module docstring); no prelude."""
-    em, m, out = _CEmitter(mech, tables), mech.name, []
+def emit_helpers(em: _CEmitter, qualifier: str = "static") -> list:
+    """C of the mechanism's FUNCTIONs and TABLE procedures (``_exact``, ``_build``,
+    ``_lookup``), in ``em.real``; ``qualifier`` prefixes every function."""
+    mech, m, r, out = em.mech, em.mech.name, em.real, []
+    lit = em.literal
     for f in mech.functions:
         scope = _CScope(mech, fields=False, args={a: f"a_{a}" for a in f.args})
         body = em.block(f.body, scope, 1)
-        args = ", ".join(f"double a_{a}" for a in f.args)
-        out.append(f"static double {m}_{f.name}({args}, double celsius) {{\n"
-                   f"{_locals(scope)}{body}    return l_{f.name};\n}}\n")
+        args = ", ".join(f"{r} a_{a}" for a in f.args)
+        out.append(f"{qualifier} {r} {m}_{f.name}({args}, {r} celsius) {{\n"
+                   f"{_locals(scope, r)}{body}    return l_{f.name};\n}}\n")
     for p in mech.procedures:
         if p.table is None:
             continue
@@ -173,28 +186,35 @@ def emit_c(mech: Mechanism, *, tables: bool = True) -> str:
         scope = _CScope(mech, fields=False, args={a: f"a_{a}" for a in p.args})
         body = em.block(p.body, scope, 1)
         sets = "".join(f"    out[{i}] = l_{o};\n" for i, o in enumerate(tb.outputs))
-        out.append(f"static void {m}_{p.name}_exact(double a_{p.args[0]}, double celsius, "
-                   f"double* out) {{\n{_locals(scope)}{body}{sets}}}\n")
+        out.append(f"{qualifier} void {m}_{p.name}_exact({r} a_{p.args[0]}, {r} celsius, "
+                   f"{r}* out) {{\n{_locals(scope, r)}{body}{sets}}}\n")
         n, tmin = int(tb.n), float(tb.start)
         dx = (float(tb.stop) - tmin) / float(n)
         out.append(
-            f"static void {m}_{p.name}_build(double celsius, double* table) {{\n"
-            f"    double x = {tmin!r}, r[{k}];\n"
-            f"    for (int i = 0; i < {n + 1}; ++i, x += {dx!r}) {{\n"
+            f"{qualifier} void {m}_{p.name}_build({r} celsius, {r}* table) {{\n"
+            f"    {r} x = {lit(tmin)}, r[{k}];\n"
+            f"    for (int i = 0; i < {n + 1}; ++i, x += {lit(dx)}) {{\n"
             f"        {m}_{p.name}_exact(x, celsius, r);\n"
             f"        for (int o = 0; o < {k}; ++o) table[o*{n + 1} + i] = r[o];\n"
             f"    }}\n}}\n"
-            f"static void {m}_{p.name}_lookup(double lv, const double* table, double* out) {{\n"
-            f"    double xi = {1.0 / dx!r}*(lv - ({tmin!r}));\n"
+            f"{qualifier} void {m}_{p.name}_lookup({r} lv, const {r}* table, {r}* out) {{\n"
+            f"    {r} xi = {lit(1.0 / dx)}*(lv - ({lit(tmin)}));\n"
             f"    if (isnan(xi)) {{ for (int o = 0; o < {k}; ++o) out[o] = xi; return; }}\n"
-            f"    if (xi <= 0.0) {{ for (int o = 0; o < {k}; ++o) out[o] = table[o*{n + 1}];"
+            f"    if (xi <= {lit(0.0)}) {{ for (int o = 0; o < {k}; ++o) out[o] = table[o*{n + 1}];"
             f" return; }}\n"
-            f"    if (xi >= {float(n)!r}) {{ for (int o = 0; o < {k}; ++o) "
+            f"    if (xi >= {lit(float(n))}) {{ for (int o = 0; o < {k}; ++o) "
             f"out[o] = table[o*{n + 1} + {n}]; return; }}\n"
-            f"    int i = (int)xi;\n    double th = xi - (double)i;\n"
+            f"    int i = (int)xi;\n    {r} th = xi - ({r})i;\n"
             f"    for (int o = 0; o < {k}; ++o) {{\n"
-            f"        const double* T = table + o*{n + 1};\n"
+            f"        const {r}* T = table + o*{n + 1};\n"
             f"        out[o] = T[i] + th*(T[i + 1] - T[i]);\n    }}\n}}\n")
+    return out
+
+
+def emit_c(mech: Mechanism, *, tables: bool = True) -> str:
+    """C source of ``mech``'s functions (see the module docstring); no prelude."""
+    em, m = _CEmitter(mech, tables), mech.name
+    out = emit_helpers(em)
     # per-instance blocks
     scope = _CScope(mech, fields=True)
     body = em.block(mech.initial, scope, 1)

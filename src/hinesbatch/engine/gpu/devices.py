@@ -1,0 +1,171 @@
+"""Where the epoch kernel runs: a CUDA device through CuPy, or the host.
+
+Both offer the same small interface to :class:`.runner.GpuRunner`: ``put`` (a NumPy array
+onto the device), ``zeros``, ``get`` (back to NumPy), ``compile`` (the kernel source of
+:mod:`.source`), ``launch`` and ``sync``.
+
+:class:`HostDevice` compiles the same source as host C++ (``g++ -DHB_HOST``, no FMA
+contraction) and runs the blocks one after another with one thread each, so that every
+barrier is trivially met. It exists to test the engine's logic (layout, events, recordings,
+several devices) on machines without a GPU; it says nothing about races between threads.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+
+
+import numpy as np
+
+from ...errors import BackendUnavailableError
+from ..kernels import cache_dir
+
+__all__ = ["CupyDevice", "HostDevice", "cuda_devices", "host_devices"]
+
+_SCALARS = {"i32": (np.int32, ctypes.c_int), "i64": (np.int64, ctypes.c_longlong),
+            "f64": (np.float64, ctypes.c_double)}
+
+
+class CupyDevice:
+    """One CUDA device, by index."""
+
+    kind = "cuda"
+
+    def __init__(self, index: int):
+        import cupy
+
+        self.cp, self.index = cupy, int(index)
+        self.device = cupy.cuda.Device(self.index)
+        props = cupy.cuda.runtime.getDeviceProperties(self.index)
+        self.name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+        # cudaDevAttrMaxSharedMemoryPerBlockOptin
+        self.max_shared = int(cupy.cuda.runtime.deviceGetAttribute(97, self.index))
+
+    def __repr__(self) -> str:
+        return f"cuda:{self.index} ({self.name})"
+
+    def put(self, array):
+        with self.device:
+            return self.cp.asarray(np.ascontiguousarray(array))
+
+    def zeros(self, shape, dtype):
+        with self.device:
+            return self.cp.zeros(shape, dtype=dtype)
+
+    def get(self, array) -> np.ndarray:
+        with self.device:
+            return self.cp.asnumpy(array)
+
+    def free_bytes(self) -> int:
+        with self.device:
+            return int(self.cp.cuda.runtime.memGetInfo()[0])
+
+    def compile(self, source: str, precision: str):
+        options = ("--std=c++17",) + (("--fmad=false",) if precision == "float64" else ())
+        with self.device:
+            module = self.cp.RawModule(code=source, options=options)
+            return module.get_function("hb_epoch")
+
+    def launch(self, kernel, grid: int, block: int, shared: int, args, kinds) -> None:
+        values = [np.dtype(_SCALARS[k][0]).type(a) if k in _SCALARS else a
+                  for a, k in zip(args, kinds)]
+        with self.device:
+            if shared > 48 * 1024:
+                kernel.max_dynamic_shared_size_bytes = shared
+            kernel((grid,), (block,), tuple(values), shared_mem=shared)
+
+    def sync(self) -> None:
+        with self.device:
+            self.cp.cuda.get_current_stream().synchronize()
+
+
+class HostDevice:
+    """The kernel compiled as host C++, run block after block (for tests)."""
+
+    kind = "host"
+    max_shared = 1 << 30
+
+    def __init__(self, index: int = 0):
+        self.index = index
+        self.name = "host emulation"
+
+    def __repr__(self) -> str:
+        return f"host:{self.index}"
+
+    def put(self, array):
+        return np.array(array, copy=True, order="C")
+
+    def zeros(self, shape, dtype):
+        return np.zeros(shape, dtype=dtype)
+
+    def get(self, array) -> np.ndarray:
+        return np.array(array, copy=True)
+
+    def free_bytes(self) -> int:
+        return 1 << 40
+
+    def compile(self, source: str, precision: str):
+        cxx = shutil.which("g++") or shutil.which("c++")
+        if cxx is None:
+            raise BackendUnavailableError("the host build of the GPU kernel needs g++")
+        digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+        folder = cache_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        lib = folder / f"hb_gpu_host_{digest}.so"
+        if not lib.exists():
+            src = folder / f"hb_gpu_host_{digest}.{os.getpid()}.cpp"
+            src.write_text(source)
+            tmp = lib.with_suffix(f".{os.getpid()}.so")
+            subprocess.run([cxx, "-DHB_HOST", "-O1", "-ffp-contract=off", "-fno-fast-math",
+                            "-shared", "-fPIC", "-x", "c++", str(src), "-o", str(tmp)],
+                           check=True, capture_output=True, text=True)
+            os.replace(tmp, lib)
+            src.unlink()
+        return ctypes.CDLL(str(lib)).hb_epoch_host
+
+    def launch(self, kernel, grid: int, block: int, shared: int, args, kinds) -> None:
+        values = [ctypes.c_int(grid), ctypes.c_longlong(shared)]
+        for a, k in zip(args, kinds):
+            if k in _SCALARS:
+                values.append(_SCALARS[k][1](a))
+            else:
+                values.append(ctypes.c_void_p(a.ctypes.data if a.size else 0))
+        kernel(*values)
+
+    def sync(self) -> None:
+        pass
+
+
+def cuda_devices(spec) -> list:
+    """The CUDA devices ``spec`` names: None (all visible), a count, or indices."""
+    try:
+        import cupy
+
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as err:  # no CuPy, no driver, no device
+        raise BackendUnavailableError(f"backend 'gpu' needs CuPy and a CUDA device: {err}") \
+            from None
+    if count == 0:
+        raise BackendUnavailableError("backend 'gpu': no CUDA device is visible")
+    if spec is None:
+        ids = list(range(count))
+    elif isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
+        if not 1 <= spec <= count:
+            raise ValueError(f"devices={spec}: {count} CUDA device(s) are visible")
+        ids = list(range(int(spec)))
+    else:
+        ids = [int(i) for i in spec]
+        bad = [i for i in ids if not 0 <= i < count]
+        if bad or not ids or len(set(ids)) != len(ids):
+            raise ValueError(f"devices={list(spec)}: give distinct indices in [0, {count})")
+    return [CupyDevice(i) for i in ids]
+
+
+def host_devices(count: int = 1) -> list:
+    return [HostDevice(i) for i in range(count)]
+
+
+

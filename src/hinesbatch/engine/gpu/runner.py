@@ -1,0 +1,416 @@
+"""The GPU engine's host side: the batch laid out per device, and the epoch loop.
+
+:meth:`hinesbatch.Simulation.run` initializes on the CPU (NEURON's ``finitialize``, with the
+same code as the CPU backends) and hands the state to :class:`GpuRunner`, which
+
+1. spreads the cells over the devices in contiguous ranges of about equal node counts;
+2. keeps one copy of each distinct cell structure (node order, parents, matrix
+   coefficients, levels, children) per device, so copies of a morphology share it;
+3. compiles the epoch kernel (:mod:`.source`) for the model's mechanisms and precision;
+4. steps in epochs. An epoch is as long as no spike of the epoch can act within it (the
+   smallest NetCon delay from a cell's threshold source; a batch without such NetCons runs
+   :data:`MAX_EPOCH` steps at once). Before an epoch, the host's event queue (NEURON's rules,
+   :mod:`hinesbatch.network`) gives the events that act in it, each with its step; the
+   kernel applies them at that step. After it, the spikes detected on the devices are
+   queued through their NetCons in time order, exactly as the CPU engine does;
+5. copies the recordings and the final state back.
+
+A NetCon delay below dt/2 lets a spike act in the step that detected it: the engine then
+runs that step in two launches (detection, then the step with the new events).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+
+import numpy as np
+
+from ...errors import DeviceMemoryError
+from ...network import SPIKE_OFFSET, deliver
+from .devices import cuda_devices
+from .source import REAL_TYPES, field_roles, kernel_args, kernel_source
+
+__all__ = ["GpuRunner", "MAX_EPOCH", "structures"]
+
+#: Longest epoch of one launch [steps].
+MAX_EPOCH = 8192
+_INT = np.int32
+
+
+def _structure(lay, cl) -> dict:
+    """The arrays of one cell's structure (local node indices)."""
+    a, b = slice(cl.start, cl.stop), cl.stop - cl.start
+    parent = np.where(lay.parent[a] < 0, -1, lay.parent[a] - cl.start).astype(_INT)
+    depth = np.zeros(b, dtype=np.int64)
+    for i in range(1, b):
+        depth[i] = depth[parent[i]] + 1
+    if b > 1 and (np.diff(depth) < 0).any():
+        raise AssertionError("nodes are not in level order")
+    levels = np.searchsorted(depth, np.arange(depth[-1] + 2)).astype(_INT)
+    order = np.argsort(parent[1:], kind="stable") + 1          # children by parent, ascending
+    counts = np.bincount(parent[1:], minlength=b).astype(_INT)
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(_INT)
+    return {"n": b, "parent": parent, "a": lay.a[a], "b": lay.b[a], "capd": lay.capd[a],
+            "levels": levels, "child_start": start, "child_count": counts,
+            "child_idx": order.astype(_INT)}
+
+
+def structures(lay) -> tuple[list, np.ndarray]:
+    """The distinct structures of a layout and each cell's structure id."""
+    keys, out, ids = {}, [], np.empty(len(lay.cells), dtype=_INT)
+    for c, cl in enumerate(lay.cells):
+        a = slice(cl.start, cl.stop)
+        h = hashlib.sha1()
+        local = np.where(lay.parent[a] < 0, -1, lay.parent[a] - cl.start)
+        for arr in (local, lay.a[a], lay.b[a], lay.capd[a]):
+            h.update(np.ascontiguousarray(arr).tobytes())
+        key = h.hexdigest()
+        if key not in keys:
+            keys[key] = len(out)
+            out.append(_structure(lay, cl))
+        ids[c] = keys[key]
+    return out, ids
+
+
+class _Part:
+    """The cells ``[c0, c1)`` on one device: their arrays there and the maps to them."""
+
+    def __init__(self, runner, device, c0: int, c1: int):
+        self.device, self.c0, self.c1 = device, c0, c1
+        sim, lay, run = runner.sim, runner.lay, runner.run_arrays
+        real = runner.real
+        cells = lay.cells[c0:c1]
+        self.n_cells = c1 - c0
+        self.node0 = cells[0].start
+        n_nodes = cells[-1].stop - self.node0
+        sid = runner.struct_ids[c0:c1]
+        used = sorted(set(int(x) for x in sid))
+        local = {s: k for k, s in enumerate(used)}
+        structs = [runner.structs[s] for s in used]
+        s_n = np.array([st["n"] for st in structs], dtype=_INT)
+        s_node0 = np.concatenate([[0], np.cumsum(s_n)[:-1]]).astype(_INT)
+        s_nlev = np.array([st["levels"].size - 1 for st in structs], dtype=_INT)
+        s_lev0 = np.concatenate([[0], np.cumsum(s_nlev + 1)[:-1]]).astype(_INT)
+        child_base = np.concatenate([[0], np.cumsum([st["child_idx"].size
+                                                     for st in structs])[:-1]]).astype(_INT)
+        self.n_max = int(s_n.max())
+        self.n_levels = int(s_nlev.max())
+        cat = lambda key, dtype: np.concatenate([st[key] for st in structs]).astype(dtype)
+        put = device.put
+        self.arrays = {
+            "cell_struct": put(np.array([local[int(s)] for s in sid], dtype=_INT)),
+            "cell_node0": put(np.array([cl.start - self.node0 for cl in cells], dtype=_INT)),
+            "s_node0": put(s_node0), "s_n": put(s_n), "s_lev0": put(s_lev0),
+            "s_nlev": put(s_nlev), "lev": put(cat("levels", _INT)),
+            "parent": put(cat("parent", _INT)), "ca": put(cat("a", real)),
+            "cb": put(cat("b", real)), "capd": put(cat("capd", real)),
+            "child_start": put(np.concatenate([st["child_start"] + base for st, base
+                                               in zip(structs, child_base)]).astype(_INT)),
+            "child_count": put(cat("child_count", _INT)),
+            "child_idx": put(cat("child_idx", _INT)),
+            "v_glob": put(sim._v[self.node0:self.node0 + n_nodes].astype(real)),
+        }
+        # mechanisms: the instances of cells c0..c1 are contiguous
+        self.inst0 = {}
+        for mech in lay.mechs:
+            m = mech.name
+            off = lay.offsets[m]
+            i0, i1 = int(off[c0]), int(off[c1])
+            self.inst0[m] = i0
+            data = sim._data[m][:, i0:i1]
+            self.arrays[f"D_{m}"] = put(np.ascontiguousarray(data, dtype=real))
+            self.arrays[f"n_{m}"] = i1 - i0
+            nodes = lay.nodes[m][i0:i1]
+            if mech.kind == "density":
+                inst = np.full(n_nodes, -1, dtype=_INT)
+                inst[nodes - self.node0] = np.arange(i1 - i0, dtype=_INT)
+                self.arrays[f"I_{m}"] = put(inst)
+            else:
+                counts = np.diff(off[c0:c1 + 1])
+                cell_start = np.repeat([cl.start for cl in cells], counts)
+                self.arrays[f"O_{m}"] = put((off[c0:c1 + 1] - i0).astype(_INT))
+                self.arrays[f"N_{m}"] = put((nodes - cell_start).astype(_INT))
+                self.arrays[f"S_{m}"] = put(lay.scale[m][i0:i1].astype(real))
+            if f"T_{m}" in runner.arg_names:
+                self.arrays[f"T_{m}"] = put(np.ascontiguousarray(
+                    np.concatenate([np.ravel(t) for t in runner.tables[m]]), dtype=real))
+        # spike sources (grouped by cell)
+        off = run.src_off
+        self.q0, q1 = int(off[c0]), int(off[c1])
+        self.n_src = q1 - self.q0
+        starts = np.array([cl.start for cl in lay.cells], dtype=np.int64)
+        src_cell = np.repeat(np.arange(c0, c1), np.diff(off[c0:c1 + 1]))
+        self.arrays.update(
+            src_off=put((off[c0:c1 + 1] - self.q0).astype(_INT)),
+            src_node=put((run.src_node[self.q0:q1] - starts[src_cell]).astype(_INT)),
+            src_thr=put(run.src_thr[self.q0:q1].astype(real)),
+            src_flag=put(run.src_flag[self.q0:q1].astype(_INT)))
+        # recordings (grouped by cell): rows r0..r1 of the run's rows
+        off = run.rec_off
+        self.r0, r1 = int(off[c0]), int(off[c1])
+        rows = run.rows[self.r0:r1]
+        n_steps = run.tgrid.size - 1
+        lengths = np.array([n_steps // row[4] + 1 for row in rows], dtype=np.int64)
+        self.rec_pos = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        self.rec_len = lengths
+        rec_idx = []
+        for r, row in enumerate(rows):
+            m, idx = int(run.rec_m[self.r0 + r]), int(run.rec_i[self.r0 + r])
+            if m < 0:
+                rec_idx.append(idx - int(starts[row[6]]))
+            else:
+                rec_idx.append(idx - self.inst0[lay.mechs[m].name])
+        self.arrays.update(
+            rec_off=put((off[c0:c1 + 1] - self.r0).astype(_INT)),
+            rec_mech=put(run.rec_m[self.r0:r1].astype(_INT)),
+            rec_field=put(run.rec_f[self.r0:r1].astype(_INT)),
+            rec_idx=put(np.array(rec_idx, dtype=_INT)),
+            rec_every=put(run.rec_every[self.r0:r1].astype(_INT)),
+            rec_pos=put(self.rec_pos),
+            rec_buf=device.put(np.full(int(lengths.sum()), np.nan)),   # poisoned
+            bad_step=device.zeros(self.n_cells, np.int64))
+        self.spike_cap = 0
+        self.no_events()
+
+    def no_events(self) -> None:
+        put = self.device.put
+        self.arrays.update(ev_off=put(np.zeros(self.n_cells + 1, dtype=_INT)),
+                           ev_step=put(np.zeros(1, dtype=np.int64)),
+                           ev_mech=put(np.zeros(1, dtype=_INT)),
+                           ev_inst=put(np.zeros(1, dtype=_INT)),
+                           ev_w=put(np.zeros(1)), ev_te=put(np.zeros(1)))
+
+    def set_events(self, events: list) -> None:
+        """``events``: (local cell, step, mechanism index, local instance, weight, te), in
+        delivery order."""
+        if not events:
+            self.no_events()
+            return
+        ev = sorted(events, key=lambda e: e[0])       # stable: delivery order per cell
+        cells = np.array([e[0] for e in ev], dtype=np.int64)
+        put = self.device.put
+        self.arrays.update(
+            ev_off=put(np.searchsorted(cells, np.arange(self.n_cells + 1)).astype(_INT)),
+            ev_step=put(np.array([e[1] for e in ev], dtype=np.int64)),
+            ev_mech=put(np.array([e[2] for e in ev], dtype=_INT)),
+            ev_inst=put(np.array([e[3] for e in ev], dtype=_INT)),
+            ev_w=put(np.array([e[4] for e in ev], dtype=np.float64)),
+            ev_te=put(np.array([e[5] for e in ev], dtype=np.float64)))
+
+    def ensure_spike_space(self, cap: int) -> None:
+        if cap > self.spike_cap:
+            self.spike_cap = cap
+            self.arrays["spike_t"] = self.device.zeros(max(1, self.n_src) * cap, np.float64)
+        self.arrays["spike_n"] = self.device.zeros(max(1, self.n_src), _INT)
+
+
+class GpuRunner:
+    """Runs one :class:`hinesbatch.Simulation` on CUDA devices (see the module docstring)."""
+
+    def __init__(self, sim, lay, run_arrays, options: dict):
+        self.sim, self.lay, self.run_arrays = sim, lay, run_arrays
+        self.precision = options["precision"]
+        self.real = np.float64 if self.precision == "float64" else np.float32
+        factory = options.get("factory")
+        self.devices = factory() if factory is not None else cuda_devices(options["devices"])
+        self.tables = {}
+        k = 0
+        for code in sim._km.codes:
+            n = len(code.table_procedures) if sim.tables else 0
+            self.tables[code.mech.name] = run_arrays.tables[k:k + n]
+            k += n
+        self.structs, self.struct_ids = structures(lay)
+        roles = {m.name: field_roles(m, sim._data[m.name], sim.tables) for m in lay.mechs}
+        self.source = kernel_source(lay.mechs, roles, precision=self.precision,
+                                    tables=sim.tables)
+        args = kernel_args(lay.mechs, sim.tables)
+        self.arg_names = [a.name for a in args]
+        self.arg_kinds = [a.kind for a in args]
+        self._check_memory()
+        self.parts = [_Part(self, d, c0, c1) for d, (c0, c1)
+                      in zip(self.devices, _split(lay, len(self.devices)))]
+        self.parts = [p for p in self.parts if p.n_cells > 0]
+        self.kernels = {id(p.device): p.device.compile(self.source, self.precision)
+                        for p in self.parts}
+        self.block = {}
+        for p in self.parts:
+            self.block[id(p)] = _block_threads(p.n_max, options.get("block_threads"))
+            p.shared = 3 * p.n_max * np.dtype(self.real).itemsize
+            p.use_shared = p.shared <= p.device.max_shared
+            if not p.use_shared:
+                p.arrays["scratch"] = p.device.zeros(p.n_cells * 3 * p.n_max, self.real)
+                p.shared = 0
+            else:
+                p.arrays["scratch"] = p.device.zeros(1, self.real)
+        self.step_seconds = None
+
+    # ---- layout -----------------------------------------------------------------------
+    def _check_memory(self) -> None:
+        """Refuse a batch whose arrays do not fit a device, before copying anything."""
+        lay, run = self.lay, self.run_arrays
+        size = np.dtype(self.real).itemsize
+        need = lay.n_nodes * (size + 4 * len(lay.mechs))
+        for m in lay.mechs:
+            need += self.sim._data[m.name].size * size
+        need += sum(self.structs[s]["n"] * (3 * size + 16) for s in set(self.struct_ids))
+        n_steps = run.tgrid.size - 1
+        need += sum(8 * (n_steps // row[4] + 1) for row in run.rows)
+        per_device = need / len(self.devices) * 1.2
+        for d in self.devices:
+            free = d.free_bytes()
+            if per_device > free:
+                raise DeviceMemoryError(
+                    f"the batch needs about {per_device / 2**30:.2f} GiB on each of "
+                    f"{len(self.devices)} device(s), and {d!r} has {free / 2**30:.2f} GiB "
+                    "free: use more devices, fewer cells, or record less (every=k)")
+
+    def describe(self) -> str:
+        lines = [f"gpu, {self.precision}: {len(self.structs)} distinct cell structure(s), "
+                 f"one thread block per cell"]
+        for p in self.parts:
+            where = "shared memory" if p.use_shared else "device memory (too large for " \
+                "shared memory)"
+            lines.append(f"  {p.device!r}: cells {p.c0}..{p.c1 - 1}, {self.block[id(p)]} "
+                         f"threads per cell, up to {p.n_max} nodes and {p.n_levels} levels; "
+                         f"v, d, rhs in {where}")
+        return "\n".join(lines)
+
+    # ---- the epoch loop ---------------------------------------------------------------
+    def run(self, *, progress: bool = False) -> None:
+        sim, run = self.sim, self.run_arrays
+        tgrid = run.tgrid
+        n_steps = tgrid.size - 1
+        half = 0.5 * sim.dt
+        delays = [nc.delay for s in run.sources for nc in s.netcons]
+        min_delay = min(delays) if delays else math.inf
+        chunk = max(1, n_steps // 50) if progress else MAX_EPOCH
+        start = time.perf_counter()
+        step = 0
+        while step < n_steps:
+            if progress:
+                from ..simulation import _progress
+
+                _progress(tgrid[step], tgrid[n_steps])
+            stop = min(n_steps, step + chunk)
+            bound = (tgrid[step] + SPIKE_OFFSET) + min_delay
+            n = int(np.searchsorted(tgrid[step:stop] + half, bound, side="left"))
+            if n == 0:      # a delay below dt/2: detect, deliver, then step
+                self._launch(step, 0, detect=2)
+                self._collect_spikes()
+                self._events(step, 1)
+                self._launch(step, 1, detect=0)
+                self._collect_spikes()
+                step += 1
+                continue
+            self._events(step, n)
+            self._launch(step, n, detect=1)
+            self._collect_spikes()
+            step += n
+        for p in self.parts:
+            p.device.sync()
+        self.step_seconds = time.perf_counter() - start
+        self._copy_back()
+
+    def _events(self, step: int, n: int) -> None:
+        """Deliver, on the host queue, every event acting in steps [step, step + n), each
+        collected with its step for the kernel."""
+        sim, tgrid = self.sim, self.run_arrays.tgrid
+        half = 0.5 * sim.dt
+        found = {id(p): [] for p in self.parts}
+        queue = sim._queue
+        last = tgrid[step + n - 1] + half
+        while queue.next_time() <= last:
+            m = step + int(np.searchsorted(tgrid[step:step + n] + half, queue.next_time(),
+                                           side="left"))
+            deliver(queue, tgrid[m] + half, netcons=sim._netcon_table,
+                    on_net=lambda e, m=m: self._collect_event(e, m, found),
+                    generators=sim._generators, on_spike=sim._generator_spike)
+        for p in self.parts:
+            p.set_events(found[id(p)])
+
+    def _collect_event(self, event, step: int, found: dict) -> None:
+        sim, lay = self.sim, self.lay
+        target = sim._targets[event.target]
+        m, j = lay.pp_index[id(target)]
+        gid = sim._gid(target.cell)
+        k = next(i for i, mech in enumerate(lay.mechs) if mech.name == m)
+        for p in self.parts:
+            if p.c0 <= gid < p.c1:
+                found[id(p)].append((gid - p.c0, step, k, j - p.inst0[m], event.weight,
+                                     event.te))
+                return
+
+    def _launch(self, step: int, n: int, detect: int) -> None:
+        tgrid = self.run_arrays.tgrid
+        for p in self.parts:
+            p.ensure_spike_space(max(n, 1) // 2 + 2)
+            scalars = {"n_steps": n if detect != 2 else 1, "step0": step, "t0": tgrid[step],
+                       "dt_d": self.sim.dt, "celsius_d": self.sim.celsius,
+                       "detect_first": detect, "use_shared": int(p.use_shared),
+                       "n_max": p.n_max, "spike_cap": p.spike_cap}
+            args = [scalars[a] if a in scalars else p.arrays[a] for a in self.arg_names]
+            p.device.launch(self.kernels[id(p.device)], p.n_cells, self.block[id(p)],
+                            p.shared, args, self.arg_kinds)
+
+    def _collect_spikes(self) -> None:
+        """Check for non-finite cells; queue the spikes of the launch in time order."""
+        sim, lay = self.sim, self.lay
+        spikes = []
+        for p in self.parts:
+            bad = p.device.get(p.arrays["bad_step"])
+            if bad.any():
+                c = int(np.argmin(np.where(bad > 0, bad, np.iinfo(np.int64).max)))
+                v = p.device.get(p.arrays["v_glob"]).astype(np.float64)
+                cl = lay.cells[p.c0 + c]
+                sim._v[cl.start:cl.stop] = v[cl.start - p.node0:cl.stop - p.node0]
+                sim._non_finite(lay, p.c0 + c, self.run_arrays.tgrid[int(bad[c])])
+            if p.n_src == 0:
+                continue
+            counts = p.device.get(p.arrays["spike_n"])[:p.n_src]
+            if not counts.any():
+                continue
+            times = p.device.get(p.arrays["spike_t"]).reshape(-1, p.spike_cap)
+            for q in np.flatnonzero(counts):
+                for i in range(int(counts[q])):
+                    spikes.append((times[q, i], p.q0 + int(q)))
+        for ts, k in sorted(spikes):
+            sim._fire(self.run_arrays.sources[k], ts)
+
+    def _copy_back(self) -> None:
+        """Recordings into the run's buffer; v and the mechanism data into the simulation."""
+        sim, lay, run = self.sim, self.lay, self.run_arrays
+        for p in self.parts:
+            buf = p.device.get(p.arrays["rec_buf"])
+            for r in range(p.rec_len.size):
+                k = int(p.rec_len[r])
+                run.rec_buf[p.r0 + r, 1:k] = buf[p.rec_pos[r] + 1:p.rec_pos[r] + k]
+            v = p.device.get(p.arrays["v_glob"])
+            sim._v[p.node0:p.node0 + v.size] = v
+            for mech in lay.mechs:
+                m = mech.name
+                data = p.device.get(p.arrays[f"D_{m}"])
+                i0 = p.inst0[m]
+                sim._data[m][:, i0:i0 + data.shape[1]] = data
+
+
+def _split(lay, parts: int) -> list:
+    """Contiguous cell ranges of about equal node counts."""
+    ends = np.array([cl.stop for cl in lay.cells], dtype=np.int64)
+    cuts = [0]
+    for k in range(1, parts):
+        cuts.append(max(cuts[-1], int(np.searchsorted(ends, lay.n_nodes * k / parts))))
+    cuts.append(len(lay.cells))
+    return [(cuts[k], cuts[k + 1]) for k in range(parts)]
+
+
+def _block_threads(n_max: int, requested) -> int:
+    if requested is not None:
+        t = int(requested)
+        if t < 32 or t > 1024 or t % 32:
+            raise ValueError(f"block_threads must be a multiple of 32 in [32, 1024], got {t}")
+        return t
+    return int(min(256, max(32, 32 * math.ceil(n_max / 4 / 32))))
+
+
+del REAL_TYPES

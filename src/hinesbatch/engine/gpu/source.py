@@ -1,0 +1,598 @@
+"""The CUDA C++ source of the GPU engine's epoch kernel, generated per model.
+
+One kernel, ``hb_epoch``, runs ``n_steps`` whole fixed steps of a set of cells in one launch:
+one thread block per cell, its membrane potential, diagonal and right-hand side in shared
+memory for the whole launch, each thread owning the nodes ``tid, tid + T, ...`` (and the
+mechanism instances on them). A step, in NEURON's order (docs/simulator.md):
+
+1. threshold detection at ``t`` (spike times kept per source on the device);
+2. the events that act at this step (``te <= t + dt/2``; collected by the host for the
+   epoch, applied in its order by the block's first thread);
+3. assembly at ``t + dt/2``: every mechanism's current at ``v + 0.001`` and ``v`` (the
+   finite-difference conductance), in NEURON's mechanism order, then ``cm/dt`` and the axial
+   terms, gathered per node in the order NEURON's loop adds them;
+4. the Hines solve level by level (nodes are in the engine's level order, see
+   :func:`hinesbatch.engine.layout.level_order`): every parent takes its children's terms in
+   NEURON's order, so each node sees the same operations as on the CPU;
+5. ``v += rhs``; states at ``t + dt`` (cnexp, NEURON's form); recordings.
+
+The mechanism code comes from the same descriptions as the CPU's (:mod:`..mechanisms`),
+printed by :mod:`hinesbatch.mechanisms.c_emitter`: each expression in the description's order
+and parentheses. Compiled without FMA contraction (``--fmad=false``, the float64 default) the
+arithmetic is the CPU's, except ``exp``/``log``/``pow``, which come from CUDA's library
+(within an ulp or two of the C library's).
+
+Per instance fields are loaded from device memory into locals at the start of each phase and
+stored at its end. A parameter with one value in every instance becomes a literal. A field
+that every runtime block writes before it reads it (hh's ``gna``, ``minf``, ...; see
+:func:`field_roles`) is stored only when it can be observed: at a recording step and at the
+last step of a launch.
+
+The same text compiles as host C++ (``-DHB_HOST``, one thread per block, the barriers
+no-ops), which is how the engine's logic is tested without a GPU.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from ...mechanisms.c_emitter import _CEmitter, _CScope, emit_helpers
+from ...mechanisms.codegen import CodegenError, _name, _parse_expr
+
+__all__ = ["REAL_TYPES", "KernelArg", "field_roles", "kernel_args", "kernel_source"]
+
+REAL_TYPES = {"float64": "double", "float32": "float"}
+
+_PRELUDE = r"""
+#ifdef HB_HOST
+#include <cmath>
+#include <cstddef>
+#include <vector>
+using namespace std;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __restrict__
+#define __launch_bounds__(n)
+static int hb_block_index;
+static std::vector<double> hb_host_shared;
+#define HB_TID 0
+#define HB_NT 1
+#define HB_BID hb_block_index
+static inline void __syncthreads() {}
+static inline int __syncthreads_or(int x) { return x; }
+#else
+#define HB_TID ((int)threadIdx.x)
+#define HB_NT ((int)blockDim.x)
+#define HB_BID ((int)blockIdx.x)
+#endif
+typedef REAL real;
+#define R(x) ((real)(x))
+/* NEURON's hoc_Exp: 0 below -700, exp(700) above 700, else exp. */
+__device__ __forceinline__ real hoc_Exp(real x) {
+    if (x < R(-700.0)) return R(0.0);
+    if (x > R(700.0)) return exp(R(700.0));
+    return exp(x);
+}
+"""
+
+
+@dataclass(frozen=True)
+class KernelArg:
+    """One argument of ``hb_epoch``: its name and kind (``ptr``, ``i32``, ``i64``, ``f64``)."""
+
+    name: str
+    kind: str
+    ctype: str
+
+
+# ---- which fields are read, written, kept -----------------------------------------------
+def _reads(node, shadow: set) -> set:
+    out = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+            n = _name(sub.id)
+            if n not in shadow:
+                out.add(n)
+    return out
+
+
+class _Access:
+    """Fields read before they are surely written (``early``), written (``written``) and
+    surely written (``sure``) by a sequence of statements."""
+
+    def __init__(self, mech, tables: bool):
+        self.mech, self.tables = mech, tables
+        self.procs = {p.name: p for p in mech.procedures}
+        self.funcs = {f.name for f in mech.functions}
+        self.early: set = set()
+        self.written: set = set()
+
+    def run(self, text: str, sure: set, shadow: frozenset = frozenset()) -> set:
+        return self.statements(ast.parse(text.strip() or "pass").body, set(sure), shadow)
+
+    def statements(self, body, sure: set, shadow) -> set:
+        for st in body:
+            if isinstance(st, ast.Assign):
+                self.early |= _reads(st.value, shadow) - sure - self.funcs
+                target = _name(st.targets[0].id)
+                if target not in shadow:
+                    sure.add(target)
+                    self.written.add(target)
+            elif isinstance(st, ast.If):
+                self.early |= _reads(st.test, shadow) - sure - self.funcs
+                a = self.statements(st.body, set(sure), shadow)
+                b = self.statements(st.orelse, set(sure), shadow)
+                sure = a & b
+            elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+                p = self.procs[st.value.func.id]
+                for arg in st.value.args:
+                    self.early |= _reads(arg, shadow) - sure - self.funcs
+                if p.table is not None and self.tables:
+                    sure |= set(p.table.outputs)
+                    self.written |= set(p.table.outputs)
+                else:
+                    sure = self.statements(ast.parse(p.body.strip() or "pass").body, sure,
+                                           shadow | frozenset(p.args))
+        return sure
+
+
+def _cnexp_text(mech) -> str:
+    """The cnexp updates as statements (for the access analysis only)."""
+    return "\n".join(f"{eq.state} = {eq.state} + ({eq.b}) + ({eq.a})" for eq in mech.cnexp)
+
+
+def runtime_blocks(mech) -> dict:
+    """The code run during the time loop: breakpoint, states (state, cnexp, after_solve) and
+    net_receive."""
+    blocks = {}
+    if mech.currents:
+        blocks["current"] = [mech.breakpoint]
+    if mech.state or mech.cnexp or mech.after_solve:
+        blocks["state"] = [mech.state, _cnexp_text(mech), mech.after_solve]
+    if mech.net_receive:
+        blocks["net_receive"] = [mech.net_receive]
+    return blocks
+
+
+def block_access(mech, texts, tables: bool) -> _Access:
+    acc = _Access(mech, tables)
+    sure: set = set()
+    for text in texts:
+        sure = acc.run(text, sure)
+    acc.sure = sure
+    return acc
+
+
+def field_roles(mech, data, tables: bool) -> tuple[dict, set]:
+    """``(constants, transient)`` of a mechanism whose instance data is ``data`` (fields x
+    instances).
+
+    ``constants``: field -> value, for the fields no runtime block writes that have one value
+    in every instance (compiled in as literals). ``transient``: the fields that every runtime
+    block that writes them writes surely and before any read, and that no block reads before
+    writing: their value after a step depends on that step only, so storing them only where
+    they are observed gives the same numbers.
+    """
+    fields = set(mech.field_names)
+    access = {k: block_access(mech, v, tables) for k, v in runtime_blocks(mech).items()}
+    written = set().union(*(a.written for a in access.values())) & fields
+    early = set().union(*(a.early for a in access.values())) & fields
+    constants = {}
+    for k, f in enumerate(mech.field_names):
+        if f in written or data.shape[1] == 0:
+            continue
+        row = data[k]
+        if (row == row[0]).all():
+            constants[f] = float(row[0])
+    transient = set()
+    states = {s.name for s in mech.states}
+    for f in written - early - states:
+        if "net_receive" in access and f in access["net_receive"].written:
+            continue
+        if all(f in a.sure for a in access.values() if f in a.written):
+            transient.add(f)
+    return constants, transient
+
+
+# ---- mechanism device functions ---------------------------------------------------------
+class _KernelScope(_CScope):
+    """Fields as locals ``f_<name>`` (or literals for constants); ``v`` as ``v_name``."""
+
+    def __init__(self, mech, constants: dict, literal, *, v_name="v", args=None,
+                 weight=False, shared=None):
+        super().__init__(mech, fields=True, args=args, weight=weight)
+        self.constants, self.literal, self.v_name = constants, literal, v_name
+        self.used = set() if shared is None else shared
+
+    def inner(self, args: dict):
+        inner = _KernelScope(self.mech, self.constants, self.literal, v_name=self.v_name,
+                             args=args, weight=self.weight, shared=self.used)
+        inner.locals = self.locals
+        return inner
+
+    def name(self, name: str) -> str:
+        n = _name(name)
+        if n in self.args:
+            return self.args[n]
+        if n == "v":
+            return self.v_name
+        if n in ("t", "dt", "celsius") or (n == "weight" and self.weight):
+            return n
+        if n in self.fields:
+            if n in self.constants:
+                return self.literal(self.constants[n])
+            self.used.add(n)
+            return f"f_{n}"
+        return super().name(name)
+
+
+def _loads_stores(mech, used: set, access: _Access, transient: set) -> tuple:
+    """Declarations of the fields a function uses (loaded where read before surely
+    written) and the stores of those it writes (transient ones under ``flush``)."""
+    index = {f: k for k, f in enumerate(mech.field_names)}
+    load = [f for f in mech.field_names if f in used and
+            (f in access.early or f not in access.sure)]
+    decl = "".join(f"    real f_{f} = D[{index[f]}*n + j];\n" if f in load
+                   else f"    real f_{f} = R(0.0);\n" for f in mech.field_names if f in used)
+    keep = [f for f in mech.field_names if f in access.written and f in used]
+    always = "".join(f"    D[{index[f]}*n + j] = f_{f};\n" for f in keep if f not in transient)
+    later = "".join(f"        D[{index[f]}*n + j] = f_{f};\n" for f in keep if f in transient)
+    if later:
+        always += f"    if (flush) {{\n{later}    }}\n"
+    return decl, always
+
+
+def _locals_decl(scope) -> str:
+    return "".join(f"    real l_{n} = R(0.0);\n" for n in sorted(scope.locals))
+
+
+def mechanism_functions(mech, constants: dict, transient: set, tables: bool) -> str:
+    """``<m>_cur``, ``<m>_state`` and ``<m>_net_receive`` device functions (those the
+    mechanism has) over one instance ``j`` of ``n`` in the field block ``D``."""
+    em = _CEmitter(mech, tables, real="real")
+    out = emit_helpers(em, qualifier="__device__ __forceinline__")
+    m = mech.name
+    args = ("real* __restrict__ D, const int n, const int j, const real v, const real t, "
+            "const real dt, const real celsius, const real* __restrict__ table, "
+            "const bool flush")
+    blocks = runtime_blocks(mech)
+    if "current" in blocks:
+        acc = block_access(mech, blocks["current"], tables)
+        scope = _KernelScope(mech, constants, em.literal, v_name="v1")
+        first = em.block(mech.breakpoint, scope, 1)
+        g = "R(0.0)"
+        for c in mech.currents:
+            g = f"({g} + {scope.name(c)})"
+        scope.v_name = "v"
+        second = em.block(mech.breakpoint, scope, 1)
+        c_sum = "R(0.0)"
+        for c in mech.currents:
+            c_sum = f"({c_sum} + {scope.name(c)})"
+        decl, store = _loads_stores(mech, scope.used, acc, transient)
+        out.append(
+            f"__device__ __forceinline__ void {m}_cur({args}, real& g, real& c) {{\n"
+            f"{decl}{_locals_decl(scope)}    const real v1 = v + R(0.001);\n{first}"
+            f"    g = {g};\n{second}    c = {c_sum};\n{store}"
+            f"    g = (g - c)/R(0.001);\n}}\n")
+    if "state" in blocks:
+        acc = block_access(mech, blocks["state"], tables)
+        scope = _KernelScope(mech, constants, em.literal)
+        body = em.block(mech.state, scope, 1)
+        for eq in mech.cnexp:
+            y = scope.name(eq.state)
+            a = em.expr(_parse_expr(eq.a, mech, "cnexp"), scope)
+            b = em.expr(_parse_expr(eq.b, mech, "cnexp"), scope)
+            body += f"    {y} = {y} + (R(1.0) - hoc_Exp(dt*{a}))*(-{b}/{a} - {y});\n"
+        body += em.block(mech.after_solve, scope, 1)
+        decl, store = _loads_stores(mech, scope.used, acc, transient)
+        out.append(f"__device__ __forceinline__ void {m}_state({args}) {{\n"
+                   f"{decl}{_locals_decl(scope)}{body}{store}}}\n")
+    if "net_receive" in blocks:
+        acc = block_access(mech, blocks["net_receive"], tables)
+        scope = _KernelScope(mech, constants, em.literal, weight=True)
+        body = em.block(mech.net_receive, scope, 1)
+        decl, store = _loads_stores(mech, scope.used, acc, set())
+        out.append(f"__device__ __forceinline__ void {m}_net_receive(real* __restrict__ D, "
+                   f"const int n, const int j, const real weight, const real t, "
+                   f"const real dt, const real celsius) {{\n"
+                   f"{decl}{_locals_decl(scope)}{body}{store}}}\n")
+    return "\n".join(out)
+
+
+# ---- the kernel -------------------------------------------------------------------------
+_COMMON = (
+    ("n_steps", "i32"), ("step0", "i64"), ("t0", "f64"), ("dt_d", "f64"), ("celsius_d", "f64"),
+    ("detect_first", "i32"), ("use_shared", "i32"), ("n_max", "i32"),
+    ("cell_struct", "ptr:int"), ("cell_node0", "ptr:int"),
+    ("s_node0", "ptr:int"), ("s_n", "ptr:int"), ("s_lev0", "ptr:int"), ("s_nlev", "ptr:int"),
+    ("lev", "ptr:int"), ("parent", "ptr:int"), ("ca", "ptr:real"), ("cb", "ptr:real"),
+    ("capd", "ptr:real"), ("child_start", "ptr:int"), ("child_count", "ptr:int"),
+    ("child_idx", "ptr:int"),
+    ("v_glob", "ptr:real"), ("scratch", "ptr:real"),
+    ("src_off", "ptr:int"), ("src_node", "ptr:int"), ("src_thr", "ptr:real"),
+    ("src_flag", "ptr:int"), ("spike_n", "ptr:int"), ("spike_t", "ptr:double"),
+    ("spike_cap", "i32"),
+    ("ev_off", "ptr:int"), ("ev_step", "ptr:long long"), ("ev_mech", "ptr:int"),
+    ("ev_inst", "ptr:int"), ("ev_w", "ptr:double"), ("ev_te", "ptr:double"),
+    ("rec_off", "ptr:int"), ("rec_mech", "ptr:int"), ("rec_field", "ptr:int"),
+    ("rec_idx", "ptr:int"), ("rec_every", "ptr:int"), ("rec_pos", "ptr:long long"),
+    ("rec_buf", "ptr:double"), ("bad_step", "ptr:long long"),
+)
+
+
+def _mech_arg_spec(mech, has_table: bool) -> tuple:
+    m = mech.name
+    spec = [(f"D_{m}", "ptr:real"), (f"n_{m}", "i32")]
+    if mech.kind == "density":
+        spec.append((f"I_{m}", "ptr:int"))
+    else:
+        spec += [(f"O_{m}", "ptr:int"), (f"N_{m}", "ptr:int"), (f"S_{m}", "ptr:real")]
+    if has_table:
+        spec.append((f"T_{m}", "ptr:real"))
+    return tuple(spec)
+
+
+def _has_table(mech, tables: bool) -> bool:
+    return tables and any(p.table is not None for p in mech.procedures)
+
+
+def kernel_args(mechs, tables: bool) -> list[KernelArg]:
+    """The arguments of ``hb_epoch`` for ``mechs`` (in NEURON's type order)."""
+    spec = list(_COMMON)
+    for mech in mechs:
+        spec += _mech_arg_spec(mech, _has_table(mech, tables))
+    out = []
+    for name, kind in spec:
+        if kind.startswith("ptr:"):
+            base = kind[4:]
+            const = "" if name in _WRITTEN or name.startswith("D_") else "const "
+            out.append(KernelArg(name, "ptr", f"{const}{base}* __restrict__"))
+        else:
+            out.append(KernelArg(name, kind, {"i32": "const int", "i64": "const long long",
+                                              "f64": "const double"}[kind]))
+    return out
+
+
+_WRITTEN = {"v_glob", "scratch", "src_flag", "spike_n", "spike_t", "rec_buf", "bad_step"}
+
+
+def kernel_source(mechs, roles: dict, *, precision: str, tables: bool) -> str:
+    """The full source of ``hb_epoch`` for ``mechs`` (NEURON's type order) with the field
+    roles ``{name: (constants, transient)}`` (:func:`field_roles`)."""
+    real = REAL_TYPES[precision]
+    for mech in mechs:
+        if tables and sum(p.table is not None for p in mech.procedures) > 1:
+            raise CodegenError(f"mechanism {mech.name}: the GPU engine takes one TABLE per "
+                               "mechanism")
+    parts = [f"#define REAL {real}\n", _PRELUDE]
+    for mech in mechs:
+        constants, transient = roles[mech.name]
+        parts.append(f"\n/* ---- {mech.name} ---- */\n")
+        parts.append(mechanism_functions(mech, constants, transient, tables))
+    args = kernel_args(mechs, tables)
+    signature = ",\n    ".join(f"{a.ctype} {a.name}" for a in args)
+    parts.append(_kernel_body(mechs, tables, signature))
+    parts.append(_host_launcher(args))
+    return "".join(parts)
+
+
+def _table(mech, tables):
+    return f"T_{mech.name}" if _has_table(mech, tables) else "nullptr"
+
+
+def _assembly(mechs, tables) -> str:
+    src = ""
+    for mech in mechs:
+        if not mech.currents:
+            continue
+        m = mech.name
+        call = (f"{m}_cur(D_{m}, n_{m}, j, vi, t_mid, dt, celsius, {_table(mech, tables)}, "
+                f"flush, g, c);")
+        sign = ("rhs += c; d -= g;" if mech.electrode else "rhs -= c; d += g;")
+        if mech.kind == "density":
+            src += (f"            {{ const int j = I_{m}[node0 + i];\n"
+                    f"              if (j >= 0) {{ real g, c; {call} {sign} }} }}\n")
+        else:
+            src += (f"            for (int j = O_{m}[cell]; j < O_{m}[cell + 1]; ++j)\n"
+                    f"                if (N_{m}[j] == i) {{ real g, c; {call}\n"
+                    f"                    g = g*S_{m}[j]; c = c*S_{m}[j]; {sign} }}\n")
+    return src
+
+
+def _states(mechs, tables) -> str:
+    src = ""
+    for mech in mechs:
+        if not (mech.state or mech.cnexp or mech.after_solve):
+            continue
+        m = mech.name
+        call = f"{m}_state(D_{m}, n_{m}, j, vi, t_new, dt, celsius, {_table(mech, tables)}, flush);"
+        if mech.kind == "density":
+            src += (f"            {{ const int j = I_{m}[node0 + i]; if (j >= 0) {{ {call} }} }}\n")
+        else:
+            src += (f"            for (int j = O_{m}[cell]; j < O_{m}[cell + 1]; ++j)\n"
+                    f"                if (N_{m}[j] == i) {{ {call} }}\n")
+    return src
+
+
+def _net_receive(mechs) -> str:
+    cases = ""
+    for k, mech in enumerate(mechs):
+        if mech.net_receive:
+            m = mech.name
+            cases += (f"                    case {k}: {m}_net_receive(D_{m}, n_{m}, ev_inst[e], "
+                      f"(real)ev_w[e], (real)ev_te[e], dt, celsius); break;\n")
+    return cases
+
+
+def _recorded_value(mechs) -> str:
+    cases = ""
+    for k, mech in enumerate(mechs):
+        m = mech.name
+        cases += (f"                    case {k}: x = D_{m}[rec_field[r]*n_{m} + rec_idx[r]]; "
+                  f"break;\n")
+    return cases
+
+
+def _kernel_body(mechs, tables, signature) -> str:
+    return f"""
+extern "C" __global__ void __launch_bounds__(1024) hb_epoch(
+    {signature})
+{{
+#ifdef HB_HOST
+    real* smem = (real*)hb_host_shared.data();
+#else
+    extern __shared__ __align__(16) unsigned char hb_smem_raw[];
+    real* smem = (real*)hb_smem_raw;
+#endif
+    const int cell = HB_BID, tid = HB_TID, nt = HB_NT;
+    const int s = cell_struct[cell], n = s_n[s], sn0 = s_node0[s];
+    const int node0 = cell_node0[cell];
+    const int* __restrict__ L = lev + s_lev0[s];
+    const int nlev = s_nlev[s];
+    real* V = use_shared ? smem : scratch + (size_t)cell*3*n_max;
+    real* Dg = V + n_max;
+    real* B = Dg + n_max;
+    const real dt = (real)dt_d, celsius = (real)celsius_d;
+    for (int i = tid; i < n; i += nt) V[i] = v_glob[node0 + i];
+    __syncthreads();
+    int ev = ev_off[cell];
+    const int ev_end = ev_off[cell + 1];
+    double t = t0;
+    for (int k = 0; k < n_steps; ++k) {{
+        const long long st = step0 + k;
+        /* 1. threshold detection at t */
+        if (k > 0 || detect_first) {{
+            for (int q = src_off[cell] + tid; q < src_off[cell + 1]; q += nt) {{
+                if (V[src_node[q]] - src_thr[q] > R(0.0)) {{
+                    if (src_flag[q] == 0) {{
+                        src_flag[q] = 1;
+                        spike_t[(size_t)q*spike_cap + spike_n[q]] = t + 1e-10;
+                        spike_n[q] += 1;
+                    }}
+                }} else {{
+                    src_flag[q] = 0;
+                }}
+            }}
+        }}
+        if (detect_first == 2) break;   /* detection only */
+        /* 2. events acting at this step, in the host queue's order */
+        if (ev < ev_end && ev_step[ev] == st) {{
+            __syncthreads();
+            if (tid == 0) {{
+                for (int e = ev; e < ev_end && ev_step[e] == st; ++e) {{
+                    switch (ev_mech[e]) {{
+{_net_receive(mechs)}                    default: break;
+                    }}
+                }}
+            }}
+            while (ev < ev_end && ev_step[ev] == st) ++ev;
+            __syncthreads();
+        }}
+        bool rec_due = false;
+        for (int r = rec_off[cell]; r < rec_off[cell + 1]; ++r)
+            rec_due |= ((st + 1) % rec_every[r]) == 0;
+        const bool flush = rec_due || k == n_steps - 1;
+        const double t_mid_d = t + 0.5*dt_d;
+        const double t_new_d = t_mid_d + 0.5*dt_d;
+        const real t_mid = (real)t_mid_d, t_new = (real)t_new_d;
+        /* 3. assembly */
+        for (int i = tid; i < n; i += nt) {{
+            const real vi = V[i];
+            real rhs = R(0.0), d = R(0.0);
+{_assembly(mechs, tables)}            d += capd[sn0 + i];
+            const int p = parent[sn0 + i];
+            if (p >= 0) {{
+                const real dv = V[p] - vi;
+                rhs -= cb[sn0 + i]*dv;
+                d -= cb[sn0 + i];
+            }}
+            const int c0 = child_start[sn0 + i], c1 = c0 + child_count[sn0 + i];
+            for (int q = c0; q < c1; ++q) {{
+                const int ch = child_idx[q];
+                const real dv = vi - V[ch];
+                rhs += ca[sn0 + ch]*dv;
+                d -= ca[sn0 + ch];
+            }}
+            Dg[i] = d;
+            B[i] = rhs;
+        }}
+        __syncthreads();
+        /* 4. elimination, deepest parents first; children in NEURON's (decreasing) order */
+        for (int lv = nlev - 2; lv >= 0; --lv) {{
+            for (int i = L[lv] + tid; i < L[lv + 1]; i += nt) {{
+                const int c0 = child_start[sn0 + i], c1 = c0 + child_count[sn0 + i];
+                if (c1 == c0) continue;
+                real d = Dg[i], rhs = B[i];
+                for (int q = c1 - 1; q >= c0; --q) {{
+                    const int ch = child_idx[q];
+                    const real pp = ca[sn0 + ch]/Dg[ch];
+                    d -= pp*cb[sn0 + ch];
+                    rhs -= pp*B[ch];
+                }}
+                Dg[i] = d;
+                B[i] = rhs;
+            }}
+            __syncthreads();
+        }}
+        /* 5. back substitution, root first */
+        if (tid == 0) B[0] /= Dg[0];
+        __syncthreads();
+        for (int lv = 1; lv < nlev; ++lv) {{
+            for (int i = L[lv] + tid; i < L[lv + 1]; i += nt) {{
+                real x = B[i] - cb[sn0 + i]*B[parent[sn0 + i]];
+                B[i] = x/Dg[i];
+            }}
+            __syncthreads();
+        }}
+        /* 6. v, then the states at t + dt */
+        int bad = 0;
+        for (int i = tid; i < n; i += nt) {{
+            const real vi = V[i] + B[i];
+            V[i] = vi;
+            bad |= !isfinite(vi);
+{_states(mechs, tables)}        }}
+        t = t_new_d;
+        if (__syncthreads_or(bad)) {{
+            if (tid == 0) bad_step[cell] = st + 1;
+            break;
+        }}
+        /* 7. recordings at t + dt */
+        if (rec_due) {{
+            for (int r = rec_off[cell] + tid; r < rec_off[cell + 1]; r += nt) {{
+                if (((st + 1) % rec_every[r]) != 0) continue;
+                real x = R(0.0);
+                if (rec_mech[r] < 0) {{
+                    x = V[rec_idx[r]];
+                }} else {{
+                    switch (rec_mech[r]) {{
+{_recorded_value(mechs)}                    default: break;
+                    }}
+                }}
+                rec_buf[rec_pos[r] + (st + 1)/rec_every[r]] = (double)x;
+            }}
+            __syncthreads();
+        }}
+    }}
+    for (int i = tid; i < n; i += nt) v_glob[node0 + i] = V[i];
+}}
+"""
+
+
+def _host_launcher(args) -> str:
+    """``hb_epoch_host(grid, shared_bytes, args...)``: the blocks one after another (host
+    builds only)."""
+    params = ", ".join(f"{a.ctype} {a.name}" for a in args)
+    names = ", ".join(a.name for a in args)
+    return f"""
+#ifdef HB_HOST
+extern "C" void hb_epoch_host(int grid, long long shared_bytes, {params})
+{{
+    hb_host_shared.assign((size_t)(shared_bytes/8 + 1), 0.0);
+    for (int b = 0; b < grid; ++b) {{
+        hb_block_index = b;
+        hb_epoch({names});
+    }}
+}}
+#endif
+"""
