@@ -31,7 +31,7 @@ from ...network import SPIKE_OFFSET, deliver
 from .devices import cuda_devices
 from .source import REAL_TYPES, field_roles, kernel_args, kernel_source
 
-__all__ = ["GpuRunner", "MAX_EPOCH", "structures"]
+__all__ = ["GpuRunner", "MAX_EPOCH", "META", "structures"]
 
 #: Longest epoch of one launch [steps].
 MAX_EPOCH = 8192
@@ -39,21 +39,56 @@ _INT = np.int32
 
 
 def _structure(lay, cl) -> dict:
-    """The arrays of one cell's structure (local node indices)."""
-    a, b = slice(cl.start, cl.stop), cl.stop - cl.start
+    """The arrays of one cell's structure (local node indices).
+
+    The solve works on *chains*: maximal runs of nodes each of which (but the last) has one
+    child, listed top (nearest the root) to bottom. Elimination takes the chains by height
+    (a chain after every chain below it), back substitution by depth from the root; one
+    thread runs a whole chain, so a step needs a barrier per chain level, not per node.
+    """
+    a, n = slice(cl.start, cl.stop), cl.stop - cl.start
     parent = np.where(lay.parent[a] < 0, -1, lay.parent[a] - cl.start).astype(_INT)
-    depth = np.zeros(b, dtype=np.int64)
-    for i in range(1, b):
-        depth[i] = depth[parent[i]] + 1
-    if b > 1 and (np.diff(depth) < 0).any():
-        raise AssertionError("nodes are not in level order")
-    levels = np.searchsorted(depth, np.arange(depth[-1] + 2)).astype(_INT)
     order = np.argsort(parent[1:], kind="stable") + 1          # children by parent, ascending
-    counts = np.bincount(parent[1:], minlength=b).astype(_INT)
+    counts = np.bincount(parent[1:], minlength=n).astype(_INT)
     start = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(_INT)
-    return {"n": b, "parent": parent, "a": lay.a[a], "b": lay.b[a], "capd": lay.capd[a],
-            "levels": levels, "child_start": start, "child_count": counts,
-            "child_idx": order.astype(_INT)}
+    kids = order.astype(_INT)
+    # chains, top to bottom
+    tops = [0] + [i for i in range(1, n) if counts[parent[i]] != 1]
+    chain_of = np.empty(n, dtype=np.int64)
+    nodes, off = [], [0]
+    for c, top in enumerate(tops):
+        i = top
+        while True:
+            nodes.append(i)
+            chain_of[i] = c
+            if counts[i] != 1:
+                break
+            i = int(kids[start[i]])
+        off.append(len(nodes))
+    n_chains = len(tops)
+    chain_parent = np.array([-1] + [int(chain_of[parent[t]]) for t in tops[1:]])
+    depth = np.zeros(n_chains, dtype=np.int64)
+    for c in range(1, n_chains):            # parents' chains come first: tops ascend
+        depth[c] = depth[chain_parent[c]] + 1
+    height = np.zeros(n_chains, dtype=np.int64)
+    for c in range(n_chains - 1, 0, -1):
+        p = chain_parent[c]
+        height[p] = max(height[p], height[c] + 1)
+    by_height = np.argsort(height, kind="stable")
+    by_depth = np.argsort(depth, kind="stable")
+    return {"n": n, "parent": parent, "a": lay.a[a], "b": lay.b[a], "capd": lay.capd[a],
+            "child_start": start, "child_count": counts, "child_idx": kids,
+            "chain_nodes": np.array(nodes, dtype=_INT), "chain_off": np.array(off, dtype=_INT),
+            "elim_chain": by_height.astype(_INT),
+            "elim_lev": np.searchsorted(height[by_height],
+                                        np.arange(height.max() + 2)).astype(_INT),
+            "back_chain": by_depth.astype(_INT),
+            "back_lev": np.searchsorted(depth[by_depth],
+                                        np.arange(depth.max() + 2)).astype(_INT)}
+
+
+#: Per-structure entries of ``s_meta`` (the offsets of each structure's arrays).
+META = ("node0", "n", "chain_off0", "chain0", "elim_lev0", "n_elim", "back_lev0", "n_back")
 
 
 def structures(lay) -> tuple[list, np.ndarray]:
@@ -88,27 +123,33 @@ class _Part:
         used = sorted(set(int(x) for x in sid))
         local = {s: k for k, s in enumerate(used)}
         structs = [runner.structs[s] for s in used]
-        s_n = np.array([st["n"] for st in structs], dtype=_INT)
-        s_node0 = np.concatenate([[0], np.cumsum(s_n)[:-1]]).astype(_INT)
-        s_nlev = np.array([st["levels"].size - 1 for st in structs], dtype=_INT)
-        s_lev0 = np.concatenate([[0], np.cumsum(s_nlev + 1)[:-1]]).astype(_INT)
-        child_base = np.concatenate([[0], np.cumsum([st["child_idx"].size
-                                                     for st in structs])[:-1]]).astype(_INT)
-        self.n_max = int(s_n.max())
-        self.n_levels = int(s_nlev.max())
+
+        def base(key):
+            sizes = [st[key].size for st in structs]
+            return np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(_INT)
+
+        meta = np.stack([base("parent"), [st["n"] for st in structs], base("chain_off"),
+                         base("elim_chain"), base("elim_lev"),
+                         [st["elim_lev"].size - 1 for st in structs], base("back_lev"),
+                         [st["back_lev"].size - 1 for st in structs]], axis=1)
+        self.n_max = int(max(st["n"] for st in structs))
+        self.n_levels = int(meta[:, 5].max() + meta[:, 7].max())
         cat = lambda key, dtype: np.concatenate([st[key] for st in structs]).astype(dtype)
         put = device.put
         self.arrays = {
             "cell_struct": put(np.array([local[int(s)] for s in sid], dtype=_INT)),
             "cell_node0": put(np.array([cl.start - self.node0 for cl in cells], dtype=_INT)),
-            "s_node0": put(s_node0), "s_n": put(s_n), "s_lev0": put(s_lev0),
-            "s_nlev": put(s_nlev), "lev": put(cat("levels", _INT)),
+            "s_meta": put(np.ascontiguousarray(meta, dtype=_INT)),
             "parent": put(cat("parent", _INT)), "ca": put(cat("a", real)),
             "cb": put(cat("b", real)), "capd": put(cat("capd", real)),
-            "child_start": put(np.concatenate([st["child_start"] + base for st, base
-                                               in zip(structs, child_base)]).astype(_INT)),
+            "child_start": put(np.concatenate([st["child_start"] + b for st, b
+                                               in zip(structs, base("child_idx"))]
+                                              ).astype(_INT)),
             "child_count": put(cat("child_count", _INT)),
             "child_idx": put(cat("child_idx", _INT)),
+            "chain_nodes": put(cat("chain_nodes", _INT)), "chain_off": put(cat("chain_off", _INT)),
+            "elim_chain": put(cat("elim_chain", _INT)), "elim_lev": put(cat("elim_lev", _INT)),
+            "back_chain": put(cat("back_chain", _INT)), "back_lev": put(cat("back_lev", _INT)),
             "v_glob": put(sim._v[self.node0:self.node0 + n_nodes].astype(real)),
         }
         # mechanisms: the instances of cells c0..c1 are contiguous
@@ -223,7 +264,7 @@ class GpuRunner:
         self.structs, self.struct_ids = structures(lay)
         roles = {m.name: field_roles(m, sim._data[m.name], sim.tables) for m in lay.mechs}
         self.source = kernel_source(lay.mechs, roles, precision=self.precision,
-                                    tables=sim.tables)
+                                    tables=sim.tables, dt=sim.dt, celsius=sim.celsius)
         args = kernel_args(lay.mechs, sim.tables)
         self.arg_names = [a.name for a in args]
         self.arg_kinds = [a.kind for a in args]
@@ -272,7 +313,7 @@ class GpuRunner:
             where = "shared memory" if p.use_shared else "device memory (too large for " \
                 "shared memory)"
             lines.append(f"  {p.device!r}: cells {p.c0}..{p.c1 - 1}, {self.block[id(p)]} "
-                         f"threads per cell, up to {p.n_max} nodes and {p.n_levels} levels; "
+                         f"threads per cell, up to {p.n_max} nodes and {p.n_levels} chain levels; "
                          f"v, d, rhs in {where}")
         return "\n".join(lines)
 
@@ -346,7 +387,7 @@ class GpuRunner:
         for p in self.parts:
             p.ensure_spike_space(max(n, 1) // 2 + 2)
             scalars = {"n_steps": n if detect != 2 else 1, "step0": step, "t0": tgrid[step],
-                       "dt_d": self.sim.dt, "celsius_d": self.sim.celsius,
+                       "dt_d": self.sim.dt,
                        "detect_first": detect, "use_shared": int(p.use_shared),
                        "n_max": p.n_max, "spike_cap": p.spike_cap}
             args = [scalars[a] if a in scalars else p.arrays[a] for a in self.arg_names]

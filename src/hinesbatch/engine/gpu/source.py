@@ -11,9 +11,9 @@ mechanism instances on them). A step, in NEURON's order (docs/simulator.md):
 3. assembly at ``t + dt/2``: every mechanism's current at ``v + 0.001`` and ``v`` (the
    finite-difference conductance), in NEURON's mechanism order, then ``cm/dt`` and the axial
    terms, gathered per node in the order NEURON's loop adds them;
-4. the Hines solve level by level (nodes are in the engine's level order, see
-   :func:`hinesbatch.engine.layout.level_order`): every parent takes its children's terms in
-   NEURON's order, so each node sees the same operations as on the CPU;
+4. the Hines solve by chains of nodes (runs without branch points), one thread per chain,
+   a barrier per chain level: every parent takes its children's terms in NEURON's order,
+   so each node sees the same operations as on the CPU;
 5. ``v += rhs``; states at ``t + dt`` (cnexp, NEURON's form); recordings.
 
 The mechanism code comes from the same descriptions as the CPU's (:mod:`..mechanisms`),
@@ -302,13 +302,14 @@ def mechanism_functions(mech, constants: dict, transient: set, tables: bool) -> 
 
 # ---- the kernel -------------------------------------------------------------------------
 _COMMON = (
-    ("n_steps", "i32"), ("step0", "i64"), ("t0", "f64"), ("dt_d", "f64"), ("celsius_d", "f64"),
+    ("n_steps", "i32"), ("step0", "i64"), ("t0", "f64"), ("dt_d", "f64"),
     ("detect_first", "i32"), ("use_shared", "i32"), ("n_max", "i32"),
-    ("cell_struct", "ptr:int"), ("cell_node0", "ptr:int"),
-    ("s_node0", "ptr:int"), ("s_n", "ptr:int"), ("s_lev0", "ptr:int"), ("s_nlev", "ptr:int"),
-    ("lev", "ptr:int"), ("parent", "ptr:int"), ("ca", "ptr:real"), ("cb", "ptr:real"),
+    ("cell_struct", "ptr:int"), ("cell_node0", "ptr:int"), ("s_meta", "ptr:int"),
+    ("parent", "ptr:int"), ("ca", "ptr:real"), ("cb", "ptr:real"),
     ("capd", "ptr:real"), ("child_start", "ptr:int"), ("child_count", "ptr:int"),
-    ("child_idx", "ptr:int"),
+    ("child_idx", "ptr:int"), ("chain_nodes", "ptr:int"), ("chain_off", "ptr:int"),
+    ("elim_chain", "ptr:int"), ("elim_lev", "ptr:int"), ("back_chain", "ptr:int"),
+    ("back_lev", "ptr:int"),
     ("v_glob", "ptr:real"), ("scratch", "ptr:real"),
     ("src_off", "ptr:int"), ("src_node", "ptr:int"), ("src_thr", "ptr:real"),
     ("src_flag", "ptr:int"), ("spike_n", "ptr:int"), ("spike_t", "ptr:double"),
@@ -357,9 +358,12 @@ def kernel_args(mechs, tables: bool) -> list[KernelArg]:
 _WRITTEN = {"v_glob", "scratch", "src_flag", "spike_n", "spike_t", "rec_buf", "bad_step"}
 
 
-def kernel_source(mechs, roles: dict, *, precision: str, tables: bool) -> str:
+def kernel_source(mechs, roles: dict, *, precision: str, tables: bool, dt: float,
+                  celsius: float) -> str:
     """The full source of ``hb_epoch`` for ``mechs`` (NEURON's type order) with the field
-    roles ``{name: (constants, transient)}`` (:func:`field_roles`)."""
+    roles ``{name: (constants, transient)}`` (:func:`field_roles`). ``dt`` and ``celsius``
+    are compiled in as literals, so that what depends on them only (hh's q10) is computed
+    once by the compiler instead of at every node and step."""
     real = REAL_TYPES[precision]
     for mech in mechs:
         if tables and sum(p.table is not None for p in mech.procedures) > 1:
@@ -372,7 +376,8 @@ def kernel_source(mechs, roles: dict, *, precision: str, tables: bool) -> str:
         parts.append(mechanism_functions(mech, constants, transient, tables))
     args = kernel_args(mechs, tables)
     signature = ",\n    ".join(f"{a.ctype} {a.name}" for a in args)
-    parts.append(_kernel_body(mechs, tables, signature))
+    parts.append(_kernel_body(mechs, tables, signature)
+                 .replace("@DT@", repr(float(dt))).replace("@CELSIUS@", repr(float(celsius))))
     parts.append(_host_launcher(args))
     return "".join(parts)
 
@@ -446,14 +451,21 @@ extern "C" __global__ void __launch_bounds__(1024) hb_epoch(
     real* smem = (real*)hb_smem_raw;
 #endif
     const int cell = HB_BID, tid = HB_TID, nt = HB_NT;
-    const int s = cell_struct[cell], n = s_n[s], sn0 = s_node0[s];
+    const int* __restrict__ meta = s_meta + 8*cell_struct[cell];
+    const int sn0 = meta[0], n = meta[1];
+    const int* __restrict__ CO = chain_off + meta[2];
+    const int* __restrict__ CN = chain_nodes + sn0;
+    const int* __restrict__ EC = elim_chain + meta[3];
+    const int* __restrict__ BC = back_chain + meta[3];
+    const int* __restrict__ EL = elim_lev + meta[4];
+    const int n_elim = meta[5];
+    const int* __restrict__ BL = back_lev + meta[6];
+    const int n_back = meta[7];
     const int node0 = cell_node0[cell];
-    const int* __restrict__ L = lev + s_lev0[s];
-    const int nlev = s_nlev[s];
-    real* V = use_shared ? smem : scratch + (size_t)cell*3*n_max;
-    real* Dg = V + n_max;
-    real* B = Dg + n_max;
-    const real dt = (real)dt_d, celsius = (real)celsius_d;
+    real* __restrict__ V = use_shared ? smem : scratch + (size_t)cell*3*n_max;
+    real* __restrict__ Dg = V + n_max;
+    real* __restrict__ B = Dg + n_max;
+    const real dt = R(@DT@), celsius = R(@CELSIUS@);
     for (int i = tid; i < n; i += nt) V[i] = v_glob[node0 + i];
     __syncthreads();
     int ev = ev_off[cell];
@@ -518,30 +530,38 @@ extern "C" __global__ void __launch_bounds__(1024) hb_epoch(
             B[i] = rhs;
         }}
         __syncthreads();
-        /* 4. elimination, deepest parents first; children in NEURON's (decreasing) order */
-        for (int lv = nlev - 2; lv >= 0; --lv) {{
-            for (int i = L[lv] + tid; i < L[lv + 1]; i += nt) {{
-                const int c0 = child_start[sn0 + i], c1 = c0 + child_count[sn0 + i];
-                if (c1 == c0) continue;
-                real d = Dg[i], rhs = B[i];
-                for (int q = c1 - 1; q >= c0; --q) {{
-                    const int ch = child_idx[q];
-                    const real pp = ca[sn0 + ch]/Dg[ch];
-                    d -= pp*cb[sn0 + ch];
-                    rhs -= pp*B[ch];
+        /* 4. elimination by chains, lowest first; each node takes its children's terms
+              in NEURON's (decreasing) order */
+        for (int h = 0; h < n_elim; ++h) {{
+            for (int q = EL[h] + tid; q < EL[h + 1]; q += nt) {{
+                const int ch = EC[q];
+                for (int k = CO[ch + 1] - 1; k >= CO[ch]; --k) {{
+                    const int i = CN[k];
+                    const int c0 = child_start[sn0 + i], c1 = c0 + child_count[sn0 + i];
+                    if (c1 == c0) continue;
+                    real d = Dg[i], rhs = B[i];
+                    for (int r = c1 - 1; r >= c0; --r) {{
+                        const int c = child_idx[r];
+                        const real pp = ca[sn0 + c]/Dg[c];
+                        d -= pp*cb[sn0 + c];
+                        rhs -= pp*B[c];
+                    }}
+                    Dg[i] = d;
+                    B[i] = rhs;
                 }}
-                Dg[i] = d;
-                B[i] = rhs;
             }}
             __syncthreads();
         }}
-        /* 5. back substitution, root first */
-        if (tid == 0) B[0] /= Dg[0];
-        __syncthreads();
-        for (int lv = 1; lv < nlev; ++lv) {{
-            for (int i = L[lv] + tid; i < L[lv + 1]; i += nt) {{
-                real x = B[i] - cb[sn0 + i]*B[parent[sn0 + i]];
-                B[i] = x/Dg[i];
+        /* 5. back substitution by chains, root first */
+        for (int h = 0; h < n_back; ++h) {{
+            for (int q = BL[h] + tid; q < BL[h + 1]; q += nt) {{
+                const int ch = BC[q];
+                for (int k = CO[ch]; k < CO[ch + 1]; ++k) {{
+                    const int i = CN[k];
+                    const int p = parent[sn0 + i];
+                    const real x = p < 0 ? B[i] : B[i] - cb[sn0 + i]*B[p];
+                    B[i] = x/Dg[i];
+                }}
             }}
             __syncthreads();
         }}

@@ -1,0 +1,145 @@
+"""The GPU engine on CUDA devices against the serial CPU engine (docs/simulator.md).
+
+float64: traces within 1e-6 mV over 100 ms of spiking and identical spike times (the
+kernel is compiled without FMA contraction, so it rounds as the CPU does except in
+``exp``/``log``/``pow``, CUDA's own). float32: spike times within one step of the CPU's.
+Every run starts from recordings poisoned with NaN on the device, and a run repeated gives
+the same bits.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hinesbatch as hb
+from gpu_engine_cases import cell, clamped_cells, compare, network, wire
+
+pytestmark = pytest.mark.gpu
+
+FP64_MV = 1e-6
+
+
+def _runs(build, tstop, **gpu):
+    """Serial and GPU results of the model ``build(sim_factory)`` returns."""
+    out = {}
+    for backend in ("serial", "gpu"):
+        kw = gpu if backend == "gpu" else {}
+        sim, keys, spikes = build(lambda cells, **x: hb.Simulation(cells, backend=backend,
+                                                                  **x, **kw))
+        out[backend] = sim.run(tstop)
+    return out["serial"], out["gpu"], keys, spikes
+
+
+def _clamped(seed, files=None, **sim_kw):
+    def build(make):
+        rng = np.random.default_rng(seed)
+        cells = clamped_cells(rng) if files is None else clamped_cells(rng, files)
+        sim = make(cells, **sim_kw)
+        keys = [sim.record("v", cell=k) for k in range(len(cells))]
+        keys.append(sim.record("m_hh", cell=0, every=4))
+        spikes = [sim.record_spikes(sim.spike_source(k)) for k in range(len(cells))]
+        return sim, keys, spikes
+    return build
+
+
+@pytest.mark.parametrize("tables", [True, False])
+def test_real_cells_fp64(seed, tables):
+    files = ("c91662.swc", "morph_ca1_n120.swc", "ko20x-07.CNG.swc", "tc200.CNG.swc")
+    a, b, keys, spikes = _runs(_clamped(seed, files, tables=tables), 100.0)
+    worst, same = compare(a, b, keys, spikes)
+    assert sum(a.spikes[k].size for k in spikes) >= 4
+    assert worst <= FP64_MV and same, (worst, same)
+
+
+def test_network_fp64(seed):
+    def build(make):
+        rng = np.random.default_rng(seed)
+        cells = network(rng, 20)
+        sim = make(cells)
+        keys, spikes = wire(sim, cells, rng)
+        return sim, keys, spikes
+    a, b, keys, spikes = _runs(build, 100.0)
+    worst, same = compare(a, b, keys, spikes)
+    assert sum(a.spikes[k].size for k in spikes) > 10
+    assert worst <= FP64_MV and same, (worst, same)
+
+
+def test_fp32_spikes_within_one_step(seed):
+    a, b, keys, spikes = _runs(_clamped(seed), 100.0, precision="float32")
+    for k in spikes:
+        assert a.spikes[k].size == b.spikes[k].size, k
+        assert np.all(np.abs(a.spikes[k] - b.spikes[k]) <= 0.025 + 1e-9), k
+    for k in keys[:-1]:
+        assert np.max(np.abs(a.traces[k] - b.traces[k])) < 5.0, k   # mV, around spikes
+
+
+def test_repeatable_bitwise(seed):
+    build = _clamped(seed)
+    runs = []
+    for _ in range(2):
+        sim, keys, spikes = build(lambda cells, **x: hb.Simulation(cells, backend="gpu", **x))
+        runs.append(sim.run(50.0))
+    worst, same = compare(runs[0], runs[1], keys, spikes)
+    assert worst == 0.0 and same
+
+
+@pytest.mark.parametrize("threads", [32, 96, 256])
+def test_block_sizes_agree(seed, threads):
+    """More threads than nodes, a few nodes per thread, and many."""
+    a, b, keys, spikes = _runs(_clamped(seed), 30.0, block_threads=threads)
+    worst, same = compare(a, b, keys, spikes)
+    assert worst <= FP64_MV and same
+
+
+def test_many_copies_and_mixed_morphologies(seed):
+    pick = np.random.default_rng(seed).choice(300, size=12, replace=False)
+
+    def build(make):
+        cells = []
+        for k in range(300):
+            c = cell(("ko20x-07.CNG.swc", "c91662.swc", "mp_ma_40984_gc2.CNG.swc")[k % 3],
+                     d_lambda=0.1)
+            c.insert("hh")
+            c.place("IClamp", "soma[0](0.5)", delay=2.0, dur=20.0, amp=float(0.5 + k / 300))
+            cells.append(c)
+        sim = make(cells)
+        keys = [sim.record("v", cell=int(k)) for k in pick]
+        spikes = [sim.record_spikes(sim.spike_source(int(k))) for k in pick]
+        return sim, keys, spikes
+    a, b, keys, spikes = _runs(build, 25.0)
+    worst, same = compare(a, b, keys, spikes)
+    assert worst <= FP64_MV and same
+
+
+def test_several_devices_equal_one(seed):
+    import cupy
+
+    n = cupy.cuda.runtime.getDeviceCount()
+    if n < 2:
+        pytest.skip("one CUDA device")
+    build = _clamped(seed)
+    res = []
+    for devices in (1, n):
+        sim, keys, spikes = build(lambda cells, **x: hb.Simulation(
+            cells, backend="gpu", devices=devices, **x))
+        res.append(sim.run(40.0))
+    worst, same = compare(res[0], res[1], keys, spikes)
+    assert worst == 0.0 and same
+
+
+def test_large_cell_falls_back_to_device_memory(seed):
+    """A cell whose v, d, rhs exceed shared memory runs from device memory."""
+    c = cell("morph_l5pc_with_axon.swc", d_lambda=0.01)
+    c.insert("hh")
+    c.place("IClamp", "soma[0](0.5)", delay=1.0, dur=5.0, amp=2.0)
+    out = {}
+    for backend in ("serial", "gpu"):
+        sim = hb.Simulation([c], backend=backend)
+        key = sim.record("v")
+        out[backend] = sim.run(5.0)
+        if backend == "gpu":
+            text = sim.describe()
+    n = out["serial"].traces[key]
+    assert np.max(np.abs(n - out["gpu"].traces[key])) <= FP64_MV
+    if "device memory" not in text:
+        pytest.skip(f"the cell fits shared memory here: {text}")

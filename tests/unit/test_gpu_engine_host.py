@@ -1,0 +1,140 @@
+"""The GPU engine's logic without a GPU: its kernel built as host C++ (one thread per block;
+:class:`hinesbatch.engine.gpu.devices.HostDevice`) against the serial CPU engine.
+
+The host build evaluates every expression in the same order with the same C library, so the
+traces and spike times must be identical, bit for bit: this pins the kernel's assembly,
+level-by-level solve, state updates, event application, recordings, several devices and
+the host's epoch loop. Races between threads are the CUDA tests' business
+(``tests/gpu/test_gpu_engine.py``).
+"""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+import hinesbatch as hb
+from gpu_engine_cases import REAL, clamped_cells, compare, network, wire
+from hinesbatch.engine.gpu.devices import host_devices
+from hinesbatch.engine.gpu.source import field_roles
+from hinesbatch.errors import DeviceMemoryError
+from hinesbatch.sim.errors import NonFiniteStateError
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                                reason="the host build of the GPU kernel needs g++")
+
+
+def _sim(cells, backend, n_devices=1, **kw):
+    sim = hb.Simulation(cells, backend=backend, **kw)
+    if backend == "gpu":
+        sim._device_factory = lambda: host_devices(n_devices)
+    return sim
+
+
+@pytest.mark.parametrize("tables", [True, False])
+@pytest.mark.parametrize("n_devices", [1, 2])
+def test_clamped_cells_equal_serial(seed, tables, n_devices):
+    out = {}
+    for backend in ("serial", "gpu"):
+        rng = np.random.default_rng(seed)
+        cells = clamped_cells(rng)
+        sim = _sim(cells, backend, n_devices, tables=tables)
+        keys = [sim.record("v", cell=k) for k in range(len(cells))]
+        keys += [sim.record("m_hh", cell=1, every=3), sim.record("i", target=cells[0].point_processes[0])]
+        spikes = [sim.record_spikes(sim.spike_source(k)) for k in range(len(cells))]
+        out[backend] = sim.run(30.0)
+    worst, same = compare(out["serial"], out["gpu"], keys, spikes)
+    assert sum(out["serial"].spikes[k].size for k in spikes) > 0
+    assert worst == 0.0 and same
+
+
+@pytest.mark.parametrize("min_delay", [1.0, 0.0])
+def test_network_equals_serial(seed, min_delay):
+    out = {}
+    for backend in ("serial", "gpu"):
+        rng = np.random.default_rng(seed)
+        cells = network(rng, 8)
+        sim = _sim(cells, backend, 2)
+        keys, spikes = wire(sim, cells, rng, min_delay=min_delay)
+        out[backend] = sim.run(40.0)
+    worst, same = compare(out["serial"], out["gpu"], keys, spikes)
+    assert sum(out["serial"].spikes[k].size for k in spikes) > 0
+    assert worst == 0.0 and same
+
+
+def test_final_state_is_copied_back(seed):
+    rng = np.random.default_rng(seed)
+    sims = {}
+    for backend in ("serial", "gpu"):
+        sim = _sim(clamped_cells(np.random.default_rng(seed))[:2], backend)
+        sim.run(10.0)
+        sims[backend] = sim
+    assert np.array_equal(sims["serial"]._v, sims["gpu"]._v)
+    for m, data in sims["serial"]._data.items():
+        assert np.array_equal(data, sims["gpu"]._data[m]), m
+    del rng
+
+
+def test_copies_of_a_morphology_share_one_structure():
+    cell = hb.Cell(REAL / "ko20x-07.CNG.swc", nseg=1)
+    cell.insert("hh")
+    sim = _sim([cell] * 5, "gpu")
+    sim.run(1.0)
+    text = sim.describe()
+    assert "1 distinct cell structure(s)" in text and "cells 0..4" in text
+
+
+def test_non_finite_state_names_cell_and_time():
+    cell = hb.Cell(REAL / "ko20x-07.CNG.swc", nseg=1)
+    cell.insert("hh")
+    cell.place("IClamp", "soma[0](0.5)", delay=1.0, dur=1.0, amp=1e308)
+    ok = hb.Cell(REAL / "ko20x-07.CNG.swc", nseg=1)
+    ok.insert("hh")
+    sim = _sim([ok, cell], "gpu")
+    with pytest.raises(NonFiniteStateError, match=r"cell 1 at soma\[0\]\(0\.5\) at t = 1\.025"):
+        sim.run(5.0)
+
+
+def test_memory_refused_before_copying():
+    cell = hb.Cell(REAL / "ko20x-07.CNG.swc", nseg=1)
+    cell.insert("hh")
+
+    class Small(type(host_devices(1)[0])):
+        def free_bytes(self):
+            return 1000
+
+    sim = hb.Simulation([cell], backend="gpu")
+    sim._device_factory = lambda: [Small(0)]
+    with pytest.raises(DeviceMemoryError, match=r"GiB on each of 1 device\(s\).*record less"):
+        sim.run(1.0)
+
+
+def test_options_are_checked():
+    cell = hb.Cell(REAL / "ko20x-07.CNG.swc", nseg=1)
+    with pytest.raises(ValueError, match="precision 'float32' needs backend='gpu'"):
+        hb.Simulation([cell], precision="float32")
+    with pytest.raises(ValueError, match="unknown precision"):
+        hb.Simulation([cell], backend="gpu", precision="half")
+    with pytest.raises(ValueError, match="apply to backend='gpu' only"):
+        hb.Simulation([cell], devices=1)
+    sim = _sim([cell], "gpu", block_threads=40)
+    with pytest.raises(ValueError, match="multiple of 32"):
+        sim.run(1.0)
+
+
+def test_field_roles_of_the_builtins():
+    hh = hb.mechanisms.get("hh")
+    data = np.array([[f.default] * 3 for f in hh.fields])
+    constants, transient = field_roles(hh, data, True)
+    assert set(constants) == {"gnabar", "gkbar", "gl", "el", "ena", "ek"}
+    assert transient == {"gna", "gk", "il", "ina", "ik", "minf", "hinf", "ninf", "mtau",
+                         "htau", "ntau"}
+    data[0, 1] = 0.2          # gnabar differs: no longer a constant
+    assert "gnabar" not in field_roles(hh, data, True)[0]
+    se = hb.mechanisms.get("SEClamp")
+    constants, transient = field_roles(se, np.array([[f.default] for f in se.fields]), True)
+    assert "on" not in transient and "vc" not in transient and "i" in transient
+    syn = hb.mechanisms.get("ExpSyn")
+    _, transient = field_roles(syn, np.array([[f.default] for f in syn.fields]), True)
+    assert "g" not in transient
