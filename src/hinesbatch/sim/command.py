@@ -158,8 +158,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cells", type=_positive_int, default=1, metavar="N",
                         help="simulate N identical copies as one batch (default 1)")
     parser.add_argument("--backend", default="auto",
-                        help="backend: auto (default), serial, multicore; without --mechanism "
-                             "also gpu and the other solver backends")
+                        help="backend: auto (default), serial, multicore, gpu; without "
+                             "--mechanism also the other solver backends")
     parser.add_argument("--clamp", type=_location, default=DEFAULT_LOCATION,
                         metavar="SECTION(X)",
                         help="where a clamp without @SECTION(X) sits (default soma[0](0.5))")

@@ -263,8 +263,6 @@ class GpuRunner:
             k += n
         self.structs, self.struct_ids = structures(lay)
         roles = {m.name: field_roles(m, sim._data[m.name], sim.tables) for m in lay.mechs}
-        self.source = kernel_source(lay.mechs, roles, precision=self.precision,
-                                    tables=sim.tables, dt=sim.dt, celsius=sim.celsius)
         args = kernel_args(lay.mechs, sim.tables)
         self.arg_names = [a.name for a in args]
         self.arg_kinds = [a.kind for a in args]
@@ -272,11 +270,14 @@ class GpuRunner:
         self.parts = [_Part(self, d, c0, c1) for d, (c0, c1)
                       in zip(self.devices, _split(lay, len(self.devices)))]
         self.parts = [p for p in self.parts if p.n_cells > 0]
+        self.block = _block_threads(max(p.n_max for p in self.parts),
+                                    options.get("block_threads"))
+        self.source = kernel_source(lay.mechs, roles, precision=self.precision,
+                                    tables=sim.tables, dt=sim.dt, celsius=sim.celsius,
+                                    block_threads=self.block)
         self.kernels = {id(p.device): p.device.compile(self.source, self.precision)
                         for p in self.parts}
-        self.block = {}
         for p in self.parts:
-            self.block[id(p)] = _block_threads(p.n_max, options.get("block_threads"))
             p.shared = 3 * p.n_max * np.dtype(self.real).itemsize
             p.use_shared = p.shared <= p.device.max_shared
             if not p.use_shared:
@@ -312,7 +313,7 @@ class GpuRunner:
         for p in self.parts:
             where = "shared memory" if p.use_shared else "device memory (too large for " \
                 "shared memory)"
-            lines.append(f"  {p.device!r}: cells {p.c0}..{p.c1 - 1}, {self.block[id(p)]} "
+            lines.append(f"  {p.device!r}: cells {p.c0}..{p.c1 - 1}, {self.block} "
                          f"threads per cell, up to {p.n_max} nodes and {p.n_levels} chain levels; "
                          f"v, d, rhs in {where}")
         return "\n".join(lines)
@@ -391,7 +392,7 @@ class GpuRunner:
                        "detect_first": detect, "use_shared": int(p.use_shared),
                        "n_max": p.n_max, "spike_cap": p.spike_cap}
             args = [scalars[a] if a in scalars else p.arrays[a] for a in self.arg_names]
-            p.device.launch(self.kernels[id(p.device)], p.n_cells, self.block[id(p)],
+            p.device.launch(self.kernels[id(p.device)], p.n_cells, self.block,
                             p.shared, args, self.arg_kinds)
 
     def _collect_spikes(self) -> None:
@@ -451,7 +452,7 @@ def _block_threads(n_max: int, requested) -> int:
         if t < 32 or t > 1024 or t % 32:
             raise ValueError(f"block_threads must be a multiple of 32 in [32, 1024], got {t}")
         return t
-    return int(min(256, max(32, 32 * math.ceil(n_max / 4 / 32))))
+    return int(min(128, max(32, 32 * math.ceil(n_max / 6 / 32))))
 
 
 del REAL_TYPES

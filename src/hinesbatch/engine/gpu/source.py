@@ -359,11 +359,12 @@ _WRITTEN = {"v_glob", "scratch", "src_flag", "spike_n", "spike_t", "rec_buf", "b
 
 
 def kernel_source(mechs, roles: dict, *, precision: str, tables: bool, dt: float,
-                  celsius: float) -> str:
+                  celsius: float, block_threads: int = 1024) -> str:
     """The full source of ``hb_epoch`` for ``mechs`` (NEURON's type order) with the field
     roles ``{name: (constants, transient)}`` (:func:`field_roles`). ``dt`` and ``celsius``
     are compiled in as literals, so that what depends on them only (hh's q10) is computed
-    once by the compiler instead of at every node and step."""
+    once by the compiler instead of at every node and step; ``block_threads`` is the
+    kernel's launch bound (the registers a thread may use follow from it)."""
     real = REAL_TYPES[precision]
     for mech in mechs:
         if tables and sum(p.table is not None for p in mech.procedures) > 1:
@@ -377,7 +378,8 @@ def kernel_source(mechs, roles: dict, *, precision: str, tables: bool, dt: float
     args = kernel_args(mechs, tables)
     signature = ",\n    ".join(f"{a.ctype} {a.name}" for a in args)
     parts.append(_kernel_body(mechs, tables, signature)
-                 .replace("@DT@", repr(float(dt))).replace("@CELSIUS@", repr(float(celsius))))
+                 .replace("@DT@", repr(float(dt))).replace("@CELSIUS@", repr(float(celsius)))
+                 .replace("@THREADS@", str(int(block_threads))))
     parts.append(_host_launcher(args))
     return "".join(parts)
 
@@ -441,7 +443,7 @@ def _recorded_value(mechs) -> str:
 
 def _kernel_body(mechs, tables, signature) -> str:
     return f"""
-extern "C" __global__ void __launch_bounds__(1024) hb_epoch(
+extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
     {signature})
 {{
 #ifdef HB_HOST
