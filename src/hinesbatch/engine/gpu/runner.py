@@ -41,31 +41,36 @@ _INT = np.int32
 def _structure(lay, cl) -> dict:
     """The arrays of one cell's structure (local node indices).
 
-    The solve works on *chains*: maximal runs of nodes each of which (but the last) has one
-    child, listed top (nearest the root) to bottom. Elimination takes the chains by height
-    (a chain after every chain below it), back substitution by depth from the root; one
-    thread runs a whole chain, so a step needs a barrier per chain level, not per node.
+    Per node: ``info`` (parent, first child entry, child count, 0) and a, b, cm/dt; per
+    child entry (children ascending): the child and its a. The solve works on *chains*:
+    maximal runs of nodes each of which (but the last) has one child. Elimination takes
+    the chains by height (a chain after every chain below it), back substitution by depth
+    from the root; one thread runs a whole chain, so a step needs a barrier per chain
+    level, not per node. A chain's work is a contiguous run of *records*: elimination
+    records (parent, child, a of the child, b of the child), from the chain's bottom up and,
+    per node, children in NEURON's (decreasing) order; back-substitution records (node,
+    parent, b), top down. ``*_range`` holds (first, end) record of each chain, in level
+    order, and ``*_lev`` where each level starts in it.
     """
-    a, n = slice(cl.start, cl.stop), cl.stop - cl.start
-    parent = np.where(lay.parent[a] < 0, -1, lay.parent[a] - cl.start).astype(_INT)
-    order = np.argsort(parent[1:], kind="stable") + 1          # children by parent, ascending
-    counts = np.bincount(parent[1:], minlength=n).astype(_INT)
-    start = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(_INT)
-    kids = order.astype(_INT)
-    # chains, top to bottom
+    sl, n = slice(cl.start, cl.stop), cl.stop - cl.start
+    parent = np.where(lay.parent[sl] < 0, -1, lay.parent[sl] - cl.start).astype(np.int64)
+    a, b = lay.a[sl], lay.b[sl]
+    kids = np.argsort(parent[1:], kind="stable") + 1          # children by parent, ascending
+    counts = np.bincount(parent[1:], minlength=n)
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
     tops = [0] + [i for i in range(1, n) if counts[parent[i]] != 1]
     chain_of = np.empty(n, dtype=np.int64)
-    nodes, off = [], [0]
+    chains = []
     for c, top in enumerate(tops):
-        i = top
+        i, nodes = top, []
         while True:
             nodes.append(i)
             chain_of[i] = c
             if counts[i] != 1:
                 break
             i = int(kids[start[i]])
-        off.append(len(nodes))
-    n_chains = len(tops)
+        chains.append(nodes)
+    n_chains = len(chains)
     chain_parent = np.array([-1] + [int(chain_of[parent[t]]) for t in tops[1:]])
     depth = np.zeros(n_chains, dtype=np.int64)
     for c in range(1, n_chains):            # parents' chains come first: tops ascend
@@ -74,21 +79,36 @@ def _structure(lay, cl) -> dict:
     for c in range(n_chains - 1, 0, -1):
         p = chain_parent[c]
         height[p] = max(height[p], height[c] + 1)
-    by_height = np.argsort(height, kind="stable")
-    by_depth = np.argsort(depth, kind="stable")
-    return {"n": n, "parent": parent, "a": lay.a[a], "b": lay.b[a], "capd": lay.capd[a],
-            "child_start": start, "child_count": counts, "child_idx": kids,
-            "chain_nodes": np.array(nodes, dtype=_INT), "chain_off": np.array(off, dtype=_INT),
-            "elim_chain": by_height.astype(_INT),
-            "elim_lev": np.searchsorted(height[by_height],
-                                        np.arange(height.max() + 2)).astype(_INT),
-            "back_chain": by_depth.astype(_INT),
-            "back_lev": np.searchsorted(depth[by_depth],
-                                        np.arange(depth.max() + 2)).astype(_INT)}
+    el, el_range = [], []
+    for c in np.argsort(height, kind="stable"):
+        first = len(el)
+        for i in reversed(chains[c]):
+            for k in reversed(kids[start[i]:start[i] + counts[i]]):
+                el.append((i, k, a[k], b[k]))
+        el_range.append((first, len(el)))
+    bs, bs_range = [], []
+    for c in np.argsort(depth, kind="stable"):
+        first = len(bs)
+        for i in chains[c]:
+            bs.append((i, parent[i], b[i]))
+        bs_range.append((first, len(bs)))
+    el = np.array(el, dtype=np.float64).reshape(-1, 4)
+    bs = np.array(bs, dtype=np.float64).reshape(-1, 3)
+    levels = lambda key: np.searchsorted(np.sort(key), np.arange(key.max() + 2))
+    info = np.zeros((n, 4), dtype=_INT)
+    info[:, 0], info[:, 1], info[:, 2] = parent, start, counts
+    return {"n": n, "info": info, "a": a, "b": b, "capd": lay.capd[sl],
+            "child_idx": kids.astype(_INT), "child_a": a[kids],
+            "el_pc": el[:, :2].astype(_INT), "el_ab": el[:, 2:],
+            "el_range": np.array(el_range, dtype=_INT).reshape(-1, 2),
+            "el_lev": levels(height).astype(_INT),
+            "bs_ip": bs[:, :2].astype(_INT), "bs_b": bs[:, 2],
+            "bs_range": np.array(bs_range, dtype=_INT).reshape(-1, 2),
+            "bs_lev": levels(depth).astype(_INT)}
 
 
-#: Per-structure entries of ``s_meta`` (the offsets of each structure's arrays).
-META = ("node0", "n", "chain_off0", "chain0", "elim_lev0", "n_elim", "back_lev0", "n_back")
+#: Per-structure entries of ``s_meta``: where its arrays start in the device's arrays.
+META = ("node0", "n", "range0", "el_lev0", "n_el", "bs_lev0", "n_bs", "unused")
 
 
 def structures(lay) -> tuple[list, np.ndarray]:
@@ -98,7 +118,7 @@ def structures(lay) -> tuple[list, np.ndarray]:
         a = slice(cl.start, cl.stop)
         h = hashlib.sha1()
         local = np.where(lay.parent[a] < 0, -1, lay.parent[a] - cl.start)
-        for arr in (local, lay.a[a], lay.b[a], lay.capd[a]):
+        for arr in (local, lay.a[a], lay.b[a], lay.capd[a]):   # what _structure reads
             h.update(np.ascontiguousarray(arr).tobytes())
         key = h.hexdigest()
         if key not in keys:
@@ -125,31 +145,32 @@ class _Part:
         structs = [runner.structs[s] for s in used]
 
         def base(key):
-            sizes = [st[key].size for st in structs]
+            sizes = [len(st[key]) for st in structs]
             return np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(_INT)
 
-        meta = np.stack([base("parent"), [st["n"] for st in structs], base("chain_off"),
-                         base("elim_chain"), base("elim_lev"),
-                         [st["elim_lev"].size - 1 for st in structs], base("back_lev"),
-                         [st["back_lev"].size - 1 for st in structs]], axis=1)
+        meta = np.stack([base("a"), [st["n"] for st in structs], base("el_range"),
+                         base("el_lev"), [st["el_lev"].size - 1 for st in structs],
+                         base("bs_lev"), [st["bs_lev"].size - 1 for st in structs],
+                         np.zeros(len(structs))], axis=1)
         self.n_max = int(max(st["n"] for st in structs))
-        self.n_levels = int(meta[:, 5].max() + meta[:, 7].max())
-        cat = lambda key, dtype: np.concatenate([st[key] for st in structs]).astype(dtype)
+        self.n_levels = int(meta[:, 4].max() + meta[:, 6].max())
+        cat = lambda key, dtype: np.ascontiguousarray(
+            np.concatenate([st[key] for st in structs]), dtype=dtype)
+        info = cat("info", _INT)
+        info[:, 1] += np.repeat(base("child_idx"), [st["n"] for st in structs])
+        shifted = lambda key, rec: cat(key, _INT) + np.repeat(
+            base(rec), [len(st[key]) for st in structs])[:, None]
         put = device.put
         self.arrays = {
             "cell_struct": put(np.array([local[int(s)] for s in sid], dtype=_INT)),
             "cell_node0": put(np.array([cl.start - self.node0 for cl in cells], dtype=_INT)),
             "s_meta": put(np.ascontiguousarray(meta, dtype=_INT)),
-            "parent": put(cat("parent", _INT)), "ca": put(cat("a", real)),
-            "cb": put(cat("b", real)), "capd": put(cat("capd", real)),
-            "child_start": put(np.concatenate([st["child_start"] + b for st, b
-                                               in zip(structs, base("child_idx"))]
-                                              ).astype(_INT)),
-            "child_count": put(cat("child_count", _INT)),
-            "child_idx": put(cat("child_idx", _INT)),
-            "chain_nodes": put(cat("chain_nodes", _INT)), "chain_off": put(cat("chain_off", _INT)),
-            "elim_chain": put(cat("elim_chain", _INT)), "elim_lev": put(cat("elim_lev", _INT)),
-            "back_chain": put(cat("back_chain", _INT)), "back_lev": put(cat("back_lev", _INT)),
+            "info": put(info), "cb": put(cat("b", real)), "capd": put(cat("capd", real)),
+            "child_idx": put(cat("child_idx", _INT)), "child_a": put(cat("child_a", real)),
+            "el_pc": put(cat("el_pc", _INT)), "el_ab": put(cat("el_ab", real)),
+            "el_range": put(shifted("el_range", "el_pc")), "el_lev": put(cat("el_lev", _INT)),
+            "bs_ip": put(cat("bs_ip", _INT)), "bs_b": put(cat("bs_b", real)),
+            "bs_range": put(shifted("bs_range", "bs_ip")), "bs_lev": put(cat("bs_lev", _INT)),
             "v_glob": put(sim._v[self.node0:self.node0 + n_nodes].astype(real)),
         }
         # mechanisms: the instances of cells c0..c1 are contiguous

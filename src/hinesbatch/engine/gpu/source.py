@@ -67,6 +67,13 @@ static inline int __syncthreads_or(int x) { return x; }
 #define HB_BID ((int)blockIdx.x)
 #endif
 typedef REAL real;
+#ifdef HB_HOST
+struct int2 { int x, y; };
+struct int4 { int x, y, z, w; };
+struct double2 { double x, y; };
+struct float2 { float x, y; };
+#endif
+#define real2 REAL2
 #define R(x) ((real)(x))
 /* NEURON's hoc_Exp: 0 below -700, exp(700) above 700, else exp. */
 __device__ __forceinline__ real hoc_Exp(real x) {
@@ -305,11 +312,11 @@ _COMMON = (
     ("n_steps", "i32"), ("step0", "i64"), ("t0", "f64"), ("dt_d", "f64"),
     ("detect_first", "i32"), ("use_shared", "i32"), ("n_max", "i32"),
     ("cell_struct", "ptr:int"), ("cell_node0", "ptr:int"), ("s_meta", "ptr:int"),
-    ("parent", "ptr:int"), ("ca", "ptr:real"), ("cb", "ptr:real"),
-    ("capd", "ptr:real"), ("child_start", "ptr:int"), ("child_count", "ptr:int"),
-    ("child_idx", "ptr:int"), ("chain_nodes", "ptr:int"), ("chain_off", "ptr:int"),
-    ("elim_chain", "ptr:int"), ("elim_lev", "ptr:int"), ("back_chain", "ptr:int"),
-    ("back_lev", "ptr:int"),
+    ("info", "ptr:int4"), ("cb", "ptr:real"), ("capd", "ptr:real"),
+    ("child_idx", "ptr:int"), ("child_a", "ptr:real"),
+    ("el_pc", "ptr:int2"), ("el_ab", "ptr:real2"), ("el_range", "ptr:int2"),
+    ("el_lev", "ptr:int"), ("bs_ip", "ptr:int2"), ("bs_b", "ptr:real"),
+    ("bs_range", "ptr:int2"), ("bs_lev", "ptr:int"),
     ("v_glob", "ptr:real"), ("scratch", "ptr:real"),
     ("src_off", "ptr:int"), ("src_node", "ptr:int"), ("src_thr", "ptr:real"),
     ("src_flag", "ptr:int"), ("spike_n", "ptr:int"), ("spike_t", "ptr:double"),
@@ -370,7 +377,7 @@ def kernel_source(mechs, roles: dict, *, precision: str, tables: bool, dt: float
         if tables and sum(p.table is not None for p in mech.procedures) > 1:
             raise CodegenError(f"mechanism {mech.name}: the GPU engine takes one TABLE per "
                                "mechanism")
-    parts = [f"#define REAL {real}\n", _PRELUDE]
+    parts = [f"#define REAL {real}\n#define REAL2 {real}2\n", _PRELUDE]
     for mech in mechs:
         constants, transient = roles[mech.name]
         parts.append(f"\n/* ---- {mech.name} ---- */\n")
@@ -455,14 +462,12 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
     const int cell = HB_BID, tid = HB_TID, nt = HB_NT;
     const int* __restrict__ meta = s_meta + 8*cell_struct[cell];
     const int sn0 = meta[0], n = meta[1];
-    const int* __restrict__ CO = chain_off + meta[2];
-    const int* __restrict__ CN = chain_nodes + sn0;
-    const int* __restrict__ EC = elim_chain + meta[3];
-    const int* __restrict__ BC = back_chain + meta[3];
-    const int* __restrict__ EL = elim_lev + meta[4];
-    const int n_elim = meta[5];
-    const int* __restrict__ BL = back_lev + meta[6];
-    const int n_back = meta[7];
+    const int2* __restrict__ ER = el_range + meta[2];
+    const int2* __restrict__ BR = bs_range + meta[2];
+    const int* __restrict__ EL = el_lev + meta[3];
+    const int n_elim = meta[4];
+    const int* __restrict__ BL = bs_lev + meta[5];
+    const int n_back = meta[6];
     const int node0 = cell_node0[cell];
     real* __restrict__ V = use_shared ? smem : scratch + (size_t)cell*3*n_max;
     real* __restrict__ Dg = V + n_max;
@@ -515,54 +520,43 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
             const real vi = V[i];
             real rhs = R(0.0), d = R(0.0);
 {_assembly(mechs, tables)}            d += capd[sn0 + i];
-            const int p = parent[sn0 + i];
-            if (p >= 0) {{
-                const real dv = V[p] - vi;
+            const int4 nd = info[sn0 + i];          /* parent, first child, children */
+            if (nd.x >= 0) {{
+                const real dv = V[nd.x] - vi;
                 rhs -= cb[sn0 + i]*dv;
                 d -= cb[sn0 + i];
             }}
-            const int c0 = child_start[sn0 + i], c1 = c0 + child_count[sn0 + i];
-            for (int q = c0; q < c1; ++q) {{
-                const int ch = child_idx[q];
-                const real dv = vi - V[ch];
-                rhs += ca[sn0 + ch]*dv;
-                d -= ca[sn0 + ch];
+            for (int q = nd.y; q < nd.y + nd.z; ++q) {{
+                const real dv = vi - V[child_idx[q]];
+                rhs += child_a[q]*dv;
+                d -= child_a[q];
             }}
             Dg[i] = d;
             B[i] = rhs;
         }}
         __syncthreads();
-        /* 4. elimination by chains, lowest first; each node takes its children's terms
-              in NEURON's (decreasing) order */
+        /* 4. elimination by chains, lowest first (records: parent, child, a, b) */
         for (int h = 0; h < n_elim; ++h) {{
             for (int q = EL[h] + tid; q < EL[h + 1]; q += nt) {{
-                const int ch = EC[q];
-                for (int k = CO[ch + 1] - 1; k >= CO[ch]; --k) {{
-                    const int i = CN[k];
-                    const int c0 = child_start[sn0 + i], c1 = c0 + child_count[sn0 + i];
-                    if (c1 == c0) continue;
-                    real d = Dg[i], rhs = B[i];
-                    for (int r = c1 - 1; r >= c0; --r) {{
-                        const int c = child_idx[r];
-                        const real pp = ca[sn0 + c]/Dg[c];
-                        d -= pp*cb[sn0 + c];
-                        rhs -= pp*B[c];
-                    }}
-                    Dg[i] = d;
-                    B[i] = rhs;
+                const int2 rg = ER[q];
+                for (int r = rg.x; r < rg.y; ++r) {{
+                    const int2 pc = el_pc[r];
+                    const real2 ab = el_ab[r];
+                    const real pp = ab.x/Dg[pc.y];
+                    Dg[pc.x] -= pp*ab.y;
+                    B[pc.x] -= pp*B[pc.y];
                 }}
             }}
             __syncthreads();
         }}
-        /* 5. back substitution by chains, root first */
+        /* 5. back substitution by chains, root first (records: node, parent, b) */
         for (int h = 0; h < n_back; ++h) {{
             for (int q = BL[h] + tid; q < BL[h + 1]; q += nt) {{
-                const int ch = BC[q];
-                for (int k = CO[ch]; k < CO[ch + 1]; ++k) {{
-                    const int i = CN[k];
-                    const int p = parent[sn0 + i];
-                    const real x = p < 0 ? B[i] : B[i] - cb[sn0 + i]*B[p];
-                    B[i] = x/Dg[i];
+                const int2 rg = BR[q];
+                for (int r = rg.x; r < rg.y; ++r) {{
+                    const int2 ip = bs_ip[r];
+                    const real x = ip.y < 0 ? B[ip.x] : B[ip.x] - bs_b[r]*B[ip.y];
+                    B[ip.x] = x/Dg[ip.x];
                 }}
             }}
             __syncthreads();
