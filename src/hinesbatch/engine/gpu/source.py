@@ -539,7 +539,18 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
         for (int h = 0; h < n_elim; ++h) {{
             for (int q = EL[h] + tid; q < EL[h + 1]; q += nt) {{
                 const int2 rg = ER[q];
-                for (int r = rg.x; r < rg.y; ++r) {{
+                int r = rg.x;
+                for (; r + 4 <= rg.y; r += 4) {{     /* four records' loads in flight */
+                    int2 pc[4];
+                    real2 ab[4];
+                    for (int u = 0; u < 4; ++u) {{ pc[u] = el_pc[r + u]; ab[u] = el_ab[r + u]; }}
+                    for (int u = 0; u < 4; ++u) {{
+                        const real pp = ab[u].x/Dg[pc[u].y];
+                        Dg[pc[u].x] -= pp*ab[u].y;
+                        B[pc[u].x] -= pp*B[pc[u].y];
+                    }}
+                }}
+                for (; r < rg.y; ++r) {{
                     const int2 pc = el_pc[r];
                     const real2 ab = el_ab[r];
                     const real pp = ab.x/Dg[pc.y];
@@ -553,7 +564,17 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
         for (int h = 0; h < n_back; ++h) {{
             for (int q = BL[h] + tid; q < BL[h + 1]; q += nt) {{
                 const int2 rg = BR[q];
-                for (int r = rg.x; r < rg.y; ++r) {{
+                int r = rg.x;
+                for (; r + 4 <= rg.y; r += 4) {{
+                    int2 ip[4];
+                    real bb[4];
+                    for (int u = 0; u < 4; ++u) {{ ip[u] = bs_ip[r + u]; bb[u] = bs_b[r + u]; }}
+                    for (int u = 0; u < 4; ++u) {{
+                        const real x = ip[u].y < 0 ? B[ip[u].x] : B[ip[u].x] - bb[u]*B[ip[u].y];
+                        B[ip[u].x] = x/Dg[ip[u].x];
+                    }}
+                }}
+                for (; r < rg.y; ++r) {{
                     const int2 ip = bs_ip[r];
                     const real x = ip.y < 0 ? B[ip.x] : B[ip.x] - bs_b[r]*B[ip.y];
                     B[ip.x] = x/Dg[ip.x];
