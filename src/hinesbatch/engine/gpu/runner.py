@@ -29,7 +29,7 @@ import numpy as np
 from ...errors import DeviceMemoryError
 from ...network import SPIKE_OFFSET, deliver
 from .devices import cuda_devices
-from .source import REAL_TYPES, field_roles, kernel_args, kernel_source
+from .source import field_roles, kernel_args, kernel_source
 
 __all__ = ["GpuRunner", "MAX_EPOCH", "META", "structures"]
 
@@ -292,7 +292,7 @@ class GpuRunner:
                       in zip(self.devices, _split(lay, len(self.devices)))]
         self.parts = [p for p in self.parts if p.n_cells > 0]
         self.block = _block_threads(max(p.n_max for p in self.parts),
-                                    options.get("block_threads"))
+                                    options.get("block_threads"), self.precision)
         self.source = kernel_source(lay.mechs, roles, precision=self.precision,
                                     tables=sim.tables, dt=sim.dt, celsius=sim.celsius,
                                     block_threads=self.block)
@@ -467,13 +467,15 @@ def _split(lay, parts: int) -> list:
     return [(cuts[k], cuts[k + 1]) for k in range(parts)]
 
 
-def _block_threads(n_max: int, requested) -> int:
+def _block_threads(n_max: int, requested, precision: str = "float64") -> int:
+    """The block size: ``requested``, or about 6 nodes per thread up to 128 threads in
+    float64 and 12 up to 64 in float32 (docs/decisions/018-gpu-engine.md)."""
     if requested is not None:
         t = int(requested)
         if t < 32 or t > 1024 or t % 32:
             raise ValueError(f"block_threads must be a multiple of 32 in [32, 1024], got {t}")
         return t
-    return int(min(128, max(32, 32 * math.ceil(n_max / 6 / 32))))
+    per, cap = (6, 128) if precision == "float64" else (12, 64)
+    return int(min(cap, max(32, 32 * math.ceil(n_max / per / 32))))
 
 
-del REAL_TYPES
