@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gpu_engine_cases import cell, clamped_cells, compare, network, wire
 
 import hinesbatch as hb
-from gpu_engine_cases import cell, clamped_cells, compare, network, wire
 
 pytestmark = pytest.mark.gpu
 
@@ -24,8 +24,8 @@ def _runs(build, tstop, **gpu):
     out = {}
     for backend in ("serial", "gpu"):
         kw = gpu if backend == "gpu" else {}
-        sim, keys, spikes = build(lambda cells, **x: hb.Simulation(cells, backend=backend,
-                                                                  **x, **kw))
+        sim, keys, spikes = build(lambda cells, backend=backend, kw=kw, **x: hb.Simulation(
+            cells, backend=backend, **x, **kw))
         out[backend] = sim.run(tstop)
     return out["serial"], out["gpu"], keys, spikes
 
@@ -120,7 +120,7 @@ def test_several_devices_equal_one(seed):
     build = _clamped(seed)
     res = []
     for devices in (1, n):
-        sim, keys, spikes = build(lambda cells, **x: hb.Simulation(
+        sim, keys, spikes = build(lambda cells, devices=devices, **x: hb.Simulation(
             cells, backend="gpu", devices=devices, **x))
         res.append(sim.run(40.0))
     worst, same = compare(res[0], res[1], keys, spikes)

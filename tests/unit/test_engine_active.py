@@ -263,8 +263,8 @@ def test_errors_name_what_and_where(soma20):
     with pytest.raises(ValueError, match=r"cannot record 'm_hh' at soma\[0\]\(0.5\) of cell 0: "
                                          "hh is not inserted there"):
         sim.run(1.0)
-    with pytest.raises(ValueError, match="unknown backend 'gpu'; valid backends"):
-        hb.Simulation(cell, backend="gpu")
+    with pytest.raises(ValueError, match="unknown backend 'tpu'; valid backends"):
+        hb.Simulation(cell, backend="tpu")
     with pytest.raises(ValueError, match="noise"):
         sim.net_stim(noise=0.5)
     with pytest.raises(ValueError, match="VecStim times"):

@@ -13,9 +13,9 @@ import shutil
 
 import numpy as np
 import pytest
+from gpu_engine_cases import REAL, clamped_cells, compare, network, wire
 
 import hinesbatch as hb
-from gpu_engine_cases import REAL, clamped_cells, compare, network, wire
 from hinesbatch.engine.gpu.devices import host_devices
 from hinesbatch.engine.gpu.source import field_roles
 from hinesbatch.errors import DeviceMemoryError

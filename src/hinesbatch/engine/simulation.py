@@ -14,9 +14,15 @@ import numpy as np
 
 from .. import mechanisms as _mechanisms
 from ..model.cell import Cell, PointProcess, format_location
+from ..network import (
+    INIT_LIMIT,
+    NetConTable,
+    NetStimGenerator,
+    VecStimGenerator,
+    deliver,
+    prime_generators,
+)
 from ..sim.errors import NonFiniteStateError
-from ..network import (INIT_LIMIT, NetConTable, NetStimGenerator, VecStimGenerator, deliver,
-                       prime_generators)
 from .events import SPIKE_OFFSET, EventQueue, NetCon, SpikeSource
 from .kernels import COMMON_ARRAYS, kernel_module
 from .layout import Layout
@@ -221,8 +227,13 @@ class Simulation:
         return lay
 
     def _gpu_options(self) -> dict:
-        return {"precision": self.precision, "devices": self.devices,
-                "block_threads": self.block_threads, "factory": self._device_factory}
+        """The GPU runner's options, with the devices found (or refused) before any work."""
+        from .gpu.devices import cuda_devices
+
+        factory = self._device_factory
+        devices = factory() if factory is not None else cuda_devices(self.devices)
+        return {"precision": self.precision, "devices": devices,
+                "block_threads": self.block_threads}
 
     def describe(self) -> str:
         """How the batch is laid out and run (for ``gpu``: devices, threads per cell, where
@@ -286,6 +297,7 @@ class Simulation:
             Write the simulated time to stderr as the run goes.
         """
         tstop = _finite(tstop, "tstop")
+        gpu = self._gpu_options() if self.backend == "gpu" else None
         lay = self._prepare()
         km, dt, celsius = self._km, self.dt, self.celsius
         if self.threads is not None and self.backend == "multicore":
@@ -344,7 +356,7 @@ class Simulation:
         if self.backend == "gpu":
             from .gpu.runner import GpuRunner
 
-            self._gpu = GpuRunner(self, lay, run, self._gpu_options())
+            self._gpu = GpuRunner(self, lay, run, gpu)
             self._gpu.run(progress=progress)
         else:
             self._run_cpu(lay, run, progress)
@@ -353,7 +365,7 @@ class Simulation:
             _progress(tgrid[n_steps], tgrid[n_steps], end=True)
         return self._results(rows, rec_buf, tgrid, n_steps)
 
-    def _run_cpu(self, lay, run: "_RunArrays", progress: bool) -> None:
+    def _run_cpu(self, lay, run: _RunArrays, progress: bool) -> None:
         """The CPU time loop: epochs of the generated kernels between events."""
         dt, celsius = self.dt, self.celsius
         n_steps = run.tgrid.size - 1

@@ -17,10 +17,10 @@ import os
 import shutil
 import subprocess
 
-
 import numpy as np
 
 from ...errors import BackendUnavailableError
+from ...solvers.gpu.device import availability, cupy_module, device_properties
 from ..kernels import cache_dir
 
 __all__ = ["CupyDevice", "HostDevice", "cuda_devices", "host_devices"]
@@ -35,14 +35,10 @@ class CupyDevice:
     kind = "cuda"
 
     def __init__(self, index: int):
-        import cupy
-
-        self.cp, self.index = cupy, int(index)
-        self.device = cupy.cuda.Device(self.index)
-        props = cupy.cuda.runtime.getDeviceProperties(self.index)
-        self.name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
-        # cudaDevAttrMaxSharedMemoryPerBlockOptin
-        self.max_shared = int(cupy.cuda.runtime.deviceGetAttribute(97, self.index))
+        self.cp, self.index = cupy_module(), int(index)
+        self.device = self.cp.cuda.Device(self.index)
+        props = device_properties(self.index)
+        self.name, self.max_shared = props["name"], props["smem_per_block_optin"]
 
     def __repr__(self) -> str:
         return f"cuda:{self.index} ({self.name})"
@@ -141,15 +137,10 @@ class HostDevice:
 
 def cuda_devices(spec) -> list:
     """The CUDA devices ``spec`` names: None (all visible), a count, or indices."""
-    try:
-        import cupy
-
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as err:  # no CuPy, no driver, no device
-        raise BackendUnavailableError(f"backend 'gpu' needs CuPy and a CUDA device: {err}") \
-            from None
-    if count == 0:
-        raise BackendUnavailableError("backend 'gpu': no CUDA device is visible")
+    ok, why = availability()
+    if not ok:
+        raise BackendUnavailableError(f"backend 'gpu' cannot run here: {why}")
+    count = int(cupy_module().cuda.runtime.getDeviceCount())
     if spec is None:
         ids = list(range(count))
     elif isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):

@@ -28,10 +28,9 @@ import numpy as np
 
 from ...errors import DeviceMemoryError
 from ...network import SPIKE_OFFSET, deliver
-from .devices import cuda_devices
 from .source import field_roles, kernel_args, kernel_source
 
-__all__ = ["GpuRunner", "MAX_EPOCH", "META", "structures"]
+__all__ = ["MAX_EPOCH", "META", "GpuRunner", "structures"]
 
 #: Longest epoch of one launch [steps].
 MAX_EPOCH = 8192
@@ -140,7 +139,7 @@ class _Part:
         self.node0 = cells[0].start
         n_nodes = cells[-1].stop - self.node0
         sid = runner.struct_ids[c0:c1]
-        used = sorted(set(int(x) for x in sid))
+        used = sorted({int(x) for x in sid})
         local = {s: k for k, s in enumerate(used)}
         structs = [runner.structs[s] for s in used]
 
@@ -274,8 +273,7 @@ class GpuRunner:
         self.sim, self.lay, self.run_arrays = sim, lay, run_arrays
         self.precision = options["precision"]
         self.real = np.float64 if self.precision == "float64" else np.float32
-        factory = options.get("factory")
-        self.devices = factory() if factory is not None else cuda_devices(options["devices"])
+        self.devices = options["devices"]
         self.tables = {}
         k = 0
         for code in sim._km.codes:
@@ -329,11 +327,11 @@ class GpuRunner:
                     "free: use more devices, fewer cells, or record less (every=k)")
 
     def describe(self) -> str:
-        lines = [f"gpu, {self.precision}: {len(self.structs)} distinct cell structure(s), "
-                 f"one thread block per cell"]
+        lines = [(f"gpu, {self.precision}: {len(self.structs)} distinct cell structure(s), "
+                  "one thread block per cell")]
         for p in self.parts:
-            where = "shared memory" if p.use_shared else "device memory (too large for " \
-                "shared memory)"
+            where = ("shared memory" if p.use_shared
+                     else "device memory (too large for shared memory)")
             lines.append(f"  {p.device!r}: cells {p.c0}..{p.c1 - 1}, {self.block} "
                          f"threads per cell, up to {p.n_max} nodes and {p.n_levels} chain levels; "
                          f"v, d, rhs in {where}")
