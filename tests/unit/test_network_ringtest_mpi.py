@@ -1,0 +1,71 @@
+"""NEURON's ringtest under ``mpiexec -n 2`` and ``-n 4``: the raster of one process, bit for bit.
+
+Runs ``tests/mpi/ringtest_check.py`` (the launcher and timeouts of
+``test_network_parallel_mpi.py``). The one-process raster is itself NEURON 9.0.2's
+(``tests/validation/test_neuron_ringtest.py``), so the split runs match NEURON too.
+"""
+import importlib.util
+import json
+import time
+
+import numpy as np
+import pytest
+from test_network_parallel_mpi import MPIEXEC, TIMEOUT, mpirun
+
+from hinesbatch.network.ringtest import RingtestParameters, ringtest
+
+pytestmark = [
+    pytest.mark.mpi, pytest.mark.slow,
+    pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None,
+                       reason="mpi4py is not installed (pip install 'hinesbatch[mpi]')"),
+    pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec beside Python or on PATH "
+                                               "(pip install 'hinesbatch[mpi]')"),
+    pytest.mark.skipif(importlib.util.find_spec("h5py") is None,
+                       reason="h5py is not installed (pip install 'hinesbatch[sonata]')"),
+]
+
+
+@pytest.fixture(scope="module")
+def one_process():
+    """The default ringtest in this process: its cells' spikes sorted by (time, gid)."""
+    res = ringtest().run(100.0)
+    gids, times = res.spike_report()
+    keep = gids < RingtestParameters().n_cells
+    return gids[keep], times[keep]
+
+
+@pytest.mark.parametrize("n_ranks", [2, 4])
+def test_ringtest_on_n_ranks_gives_the_one_process_raster(one_process, tmp_path, n_ranks):
+    from hinesbatch.io.sonata import read_spike_report
+
+    out = tmp_path / f"spikes{n_ranks}.h5"
+    run = mpirun(n_ranks, "ringtest_check.py", "run", out)
+    assert run.returncode == 0, run.stderr
+    info = json.loads((tmp_path / f"spikes{n_ranks}.h5.json").read_text())
+    assert info["n_ranks"] == n_ranks
+    assert min(info["loads"]) > 0          # every rank stepped cells
+    gids, times = read_spike_report(out)
+    keep = gids < RingtestParameters().n_cells
+    want_gids, want_times = one_process
+    assert want_gids.size == 688
+    assert gids[keep].tobytes() == want_gids.tobytes(), f"{n_ranks} ranks: gids differ"
+    assert times[keep].tobytes() == want_times.tobytes(), f"{n_ranks} ranks: times differ"
+
+
+@pytest.mark.parametrize("mode, message", [
+    ("bad-synapse", "ValueError: connection 144: cell 127 has no synapse 'Exp2Syn[0]'"),
+    ("unknown-gid", "NetworkCheckError: connection 144: source gid 1000000 is not a gid"),
+    ("short-delay", "NetworkCheckError: connection 144: delay 0.01 ms is below dt = 0.025"),
+])
+def test_a_bad_network_stops_every_rank_with_its_message(tmp_path, mode, message):
+    net = ringtest()
+    owner = int(net.distribute(2).rank_of_cell[127])
+    start = time.perf_counter()
+    run = mpirun(2, "ringtest_check.py", mode, tmp_path / "spikes.h5")
+    assert run.returncode != 0
+    assert message in run.stderr
+    if mode == "bad-synapse":   # only the owner of cell 127 builds it
+        assert f"[rank {owner} of 2]" in run.stderr
+    assert "finished" not in run.stdout
+    assert not (tmp_path / "spikes.h5").exists()
+    assert time.perf_counter() - start < TIMEOUT
