@@ -8,7 +8,6 @@ import importlib.util
 import json
 import time
 
-import numpy as np
 import pytest
 from test_network_parallel_mpi import MPIEXEC, TIMEOUT, mpirun
 

@@ -21,8 +21,13 @@ import numpy as np
 import pytest
 
 from hinesbatch.network.random123 import Random123Stream
-from hinesbatch.network.ringtest import (RingtestParameters, cell_shape, cell_types,
-                                         ringtest, ringtest_cell)
+from hinesbatch.network.ringtest import (
+    RingtestParameters,
+    cell_shape,
+    cell_types,
+    ringtest,
+    ringtest_cell,
+)
 
 pytestmark = [pytest.mark.validation, pytest.mark.neuron]
 

@@ -105,4 +105,4 @@ class Random123Stream:
 
     def _pick(self) -> int:
         low, high = self._last
-        return int(math.floor(low + float(high - low + 1) * self.uniform01()))
+        return math.floor(low + float(high - low + 1) * self.uniform01())

@@ -91,9 +91,9 @@ def run_network(net, tstop: float, *, comm: Communicator | None = None, dt: floa
     """
     comm = world() if comm is None else comm
     with abort_on_error(comm):
-        return _run(net, float(tstop), comm, dict(dt=dt, celsius=celsius, v_init=v_init,
-                                                  tables=tables, backend=backend,
-                                                  threads=threads))
+        options = {"dt": dt, "celsius": celsius, "v_init": v_init, "tables": tables,
+                   "backend": backend, "threads": threads}
+        return _run(net, float(tstop), comm, options)
 
 
 def _run(net, tstop: float, comm, options: dict) -> NetworkResults:
@@ -200,7 +200,7 @@ def _gather(net, comm, local, cell_gids, gids, times, dist, tstop, options, min_
     """Spikes by gid on every rank; traces (renamed to global gids) on rank 0."""
     traces, trace_times, units = {}, {}, {}
     if local is not None:
-        for key in local.keys():
+        for key in local:
             variable, rest = key.split("@", 1)
             i, location = rest.split(":", 1)
             new = f"{variable}@{cell_gids[int(i)]}:{location}"
