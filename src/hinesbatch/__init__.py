@@ -41,16 +41,18 @@ _PUBLIC = {
     "simulate_passive": "sim",
     "Cell": "model", "PointProcess": "model",
     "Results": "engine", "Simulation": "engine",
+    "Network": "network", "NetworkResults": "engine", "run_network": "engine",
     "load_results": "io",
 }
 
 if TYPE_CHECKING:  # the same names for type checkers and the API docs
     from . import mechanisms
     from .discretize import CellGeometry
-    from .engine import Results, Simulation
+    from .engine import NetworkResults, Results, Simulation, run_network
     from .errors import BackendUnavailableError, SingularSystemError
     from .io import load_results
     from .model import Cell, PointProcess
+    from .network import Network
     from .morphology import (Morphology, SWCError, SWCStrictError, SWCWarning, check_radii,
                              read_swc)
     from .sim import simulate_passive

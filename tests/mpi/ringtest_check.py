@@ -12,6 +12,7 @@ only the rank that owns the target finds out, and must stop every rank. MODE
 import json
 import sys
 
+from hinesbatch import run_network
 from hinesbatch.network.parallel import world
 from hinesbatch.network.ringtest import RingtestParameters, ringtest
 
@@ -30,7 +31,7 @@ def main(argv):
     elif mode != "run":
         raise ValueError(f"unknown mode {mode!r}")
     comm = world()
-    res = net.run(params.tstop, comm=comm)
+    res = run_network(net, params.tstop, comm=comm)
     res.save_spikes(out)
     if comm.rank == 0:
         with open(out + ".json", "w") as f:

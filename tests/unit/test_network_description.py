@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from hinesbatch import run_network
 from hinesbatch.network import Network, NetworkCheckError
 from hinesbatch.network.ringtest import RingtestParameters, ringtest
 
@@ -65,7 +66,7 @@ def test_a_network_that_cannot_run_is_refused_before_the_run(change, message):
     with pytest.raises(NetworkCheckError, match=message):
         net.check(0.025)
     with pytest.raises(NetworkCheckError, match=message):
-        net.run(5.0)
+        run_network(net, 5.0)
     assert built == []            # refused before any cell was built
 
 

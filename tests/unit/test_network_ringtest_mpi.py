@@ -11,6 +11,7 @@ import time
 import pytest
 from test_network_parallel_mpi import MPIEXEC, TIMEOUT, mpirun
 
+from hinesbatch import run_network
 from hinesbatch.network.ringtest import RingtestParameters, ringtest
 
 pytestmark = [
@@ -27,7 +28,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def one_process():
     """The default ringtest in this process: its cells' spikes sorted by (time, gid)."""
-    res = ringtest().run(100.0)
+    res = run_network(ringtest(), 100.0)
     gids, times = res.spike_report()
     keep = gids < RingtestParameters().n_cells
     return gids[keep], times[keep]

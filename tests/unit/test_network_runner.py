@@ -6,7 +6,8 @@ import pytest
 
 import hinesbatch as hb
 from hinesbatch.engine.epochs import EpochSimulation
-from hinesbatch.network import Network, run_network
+from hinesbatch import run_network
+from hinesbatch.network import Network
 from hinesbatch.network.parallel import LateSpikeError, SerialCommunicator, epoch_steps
 from hinesbatch.network.ringtest import RingtestParameters, ringtest, ringtest_cell
 
@@ -77,7 +78,7 @@ def test_results_write_the_sonata_report_and_raster(tmp_path):
     pytest.importorskip("matplotlib")
     from hinesbatch.io.sonata import read_spike_report
 
-    res = mixed_network().run(20.0)
+    res = run_network(mixed_network(), 20.0)
     path = res.save_spikes(tmp_path / "spikes.h5")
     gids, times = read_spike_report(path)
     want_g, want_t = res.spike_report()
@@ -94,7 +95,7 @@ def test_a_missing_synapse_names_the_connection_and_the_cell():
     net.connect(0, 1, "Exp2Syn[0]", weight=0.01)
     with pytest.raises(ValueError, match="connection 3: cell 1 has no synapse 'Exp2Syn\\[0\\]'; "
                                          "its point processes: ExpSyn\\[0\\], ExpSyn\\[1\\]"):
-        net.run(5.0)
+        run_network(net, 5.0)
 
 
 def epoch_sim(times):

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hinesbatch import run_network
 from hinesbatch.network.random123 import Random123Stream
 from hinesbatch.network.ringtest import (
     RingtestParameters,
@@ -83,7 +84,7 @@ def test_ringtest_cells_have_neurons_area_and_ri(case):
 
 def test_ringtest_raster_is_neurons(case):
     params, nrn = case
-    res = ringtest(params).run(params.tstop)
+    res = run_network(ringtest(params), params.tstop)
     gids, times = res.spike_report()
     cells = gids < params.n_cells           # ringtest records the cells, not the NetStims
     got_g, got_t = _sorted(gids[cells], times[cells])

@@ -7,9 +7,9 @@ Modules::
     sources.py       ThresholdDetector, threshold_check, NetStimGenerator, VecStimGenerator
     netcon.py        NetConTable               source -> (target, weight, delay) fan-out
     description.py   Network                   cells by gid, generators, connections
+                                               (run by hinesbatch.run_network, docs/networks.md)
     distribution.py  distribute, check_network  LPT by compartments; checks before a run
     parallel.py      world, exchange_spikes    communicators, spike exchange, aborts
-    runner.py        run_network               epochs over the ranks (docs/networks.md)
     ringtest.py      ringtest                  NEURON's ringtest as a Network
     random123.py     Random123Stream           NEURON's Random123 draws
 
@@ -58,15 +58,5 @@ __all__ = [
     # connections
     "NetConTable",
     # networks over ranks
-    "Network", "NetworkCheckError", "NetworkResults", "run_network",
+    "Network", "NetworkCheckError",
 ]
-
-
-def __getattr__(name: str):
-    """``run_network`` and ``NetworkResults`` on first use (the runner imports the engine,
-    which imports this package)."""
-    if name in ("run_network", "NetworkResults"):
-        from . import runner
-
-        return getattr(runner, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

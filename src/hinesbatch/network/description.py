@@ -12,7 +12,7 @@ build* a cell (a function of its gid) rather than the cell itself::
         net.connect(i, (i + 1) % 8, "ExpSyn[0]", weight=0.01, delay=1.0)
     net.connect(stim, 0, "ExpSyn[0]", weight=0.01, delay=1.0)
     net.record("v", 0, "soma[0](0.5)")
-    res = net.run(100.0)          # one process, or every rank of mpiexec
+    res = run_network(net, 100.0)     # hinesbatch.run_network: one process or mpiexec
 
 What each part means
     Cells
@@ -359,13 +359,6 @@ class Network:
             rank[g] = rank[t] if t is not None and t < self.n_gids and \
                 self._kinds[t] == "cell" else 0
         return Distribution(rank, dist.loads)
-
-    def run(self, tstop: float, **options):
-        """Run the network to ``tstop`` [ms] on this job's ranks: see
-        :func:`hinesbatch.network.runner.run_network` for the options."""
-        from .runner import run_network
-
-        return run_network(self, tstop, **options)
 
     def _check_gid(self, gid, what: str) -> int:
         if isinstance(gid, bool) or not isinstance(gid, Integral):

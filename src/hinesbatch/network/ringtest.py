@@ -37,13 +37,11 @@ Run
     dt 0.025 ms, celsius 6.3 degC, v_init -65 mV, tstop 100 ms, fixed step. The default
     case fires 688 spikes.
 
-``python -m hinesbatch.network.ringtest [-nring N] [-ncell N] ... [-o spikes.h5]`` runs it
-in one process or under ``mpiexec`` and prints the spike count.
+``hinesbatch.run_network(ringtest(), 100.0)`` runs it, in one process or on every rank of
+``mpiexec``; ``hinesbatch bench network`` times it against NEURON.
 """
 from __future__ import annotations
 
-import argparse
-import sys
 from dataclasses import dataclass
 
 from ..model.sections import SectionCell
@@ -173,35 +171,3 @@ def ringtest(params: RingtestParameters | None = None, **options) -> Network:
         net.connect(stim, r * params.ncell, "ExpSyn[0]", weight=WEIGHT_US, delay=DELAY_MS)
     return net
 
-
-def main(argv=None) -> int:
-    """``python -m hinesbatch.network.ringtest``: run the ringtest, print the spike count."""
-    p = argparse.ArgumentParser(prog="python -m hinesbatch.network.ringtest",
-                                description="NEURON's ringtest with hinesbatch's CPU engine.")
-    p.add_argument("-nring", type=int, default=16)
-    p.add_argument("-ncell", type=int, default=8)
-    p.add_argument("-npt", type=int, default=8)
-    p.add_argument("-branch", type=int, nargs=2, default=[10, 20])
-    p.add_argument("-compart", type=int, nargs=2, default=[1, 1])
-    p.add_argument("-tstop", type=float, default=100.0)
-    p.add_argument("-o", "--out", help="SONATA spike report (.h5) to write")
-    p.add_argument("--raster", help="raster plot (.png) to write")
-    args = p.parse_args(argv)
-    params = RingtestParameters(args.nring, args.ncell, args.npt, tuple(args.branch),
-                                tuple(args.compart), args.tstop)
-    res = ringtest(params).run(params.tstop)
-    cells = set(range(params.n_cells))
-    n = sum(ts.size for k, ts in res.spikes.items() if res.spike_gids[k] in cells)
-    if args.out:
-        res.save_spikes(args.out)
-    if args.raster:
-        res.raster(args.raster)
-    if res.rank == 0:
-        print(f"ringtest: {params.n_cells} cells, {n} spikes on {res.meta['n_ranks']} "
-              f"rank(s), compute {max(res.meta['compute_s']):.3f} s, exchange "
-              f"{max(res.meta['exchange_s']):.3f} s")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,26 +1,26 @@
-"""Run a :class:`~.description.Network` in one process or over the ranks of ``mpiexec``.
+"""Run a :class:`~hinesbatch.network.Network` in one process or over the ranks of ``mpiexec``.
 
-The same call runs either way (:func:`~.parallel.world` picks the communicator)::
+The same call runs either way (:func:`~hinesbatch.network.parallel.world` picks the
+communicator)::
 
-    res = run_network(net, 100.0)           # python script.py, or mpiexec -n 4 python script.py
-    res.save_spikes("spikes.h5")            # one SONATA report, written by rank 0
+    res = run_network(net, 100.0)    # python script.py, or mpiexec -n 4 python script.py
+    res.save_spikes("spikes.h5")     # one SONATA report, written by rank 0
     res.raster("raster.png")
 
-What every rank does
-    1. :meth:`Network.check` (unknown gids, delays below dt: refused before anything is
-       built), then :meth:`Network.distribute` (LPT by compartments).
+What every rank does (``hinesbatch.network.parallel`` has the pieces)
+    1. ``Network.check`` (unknown gids, delays below dt: refused before anything is
+       built), then ``Network.distribute`` (LPT by compartments).
     2. Builds its own cells, their spike sources, its generators, and the NetCons that
-       end on its cells (:class:`~hinesbatch.engine.epochs.EpochSimulation`).
-    3. Runs epochs of at most the network's smallest delay
-       (:func:`~.parallel.epoch_steps`); after each, exchanges the epoch's spikes
-       (:func:`~.parallel.exchange_spikes`: counts, then gids and times, sorted by
-       (time, gid)) and queues the local NetCons' events of every spike.
+       end on its cells (:class:`~.epochs.EpochSimulation`).
+    3. Runs epochs of at most the network's smallest delay (``epoch_steps``); after
+       each, exchanges the epoch's spikes (``exchange_spikes``: counts, then gids and
+       times, sorted by (time, gid)) and queues the local NetCons' events of every spike.
     4. Gathers the recordings on rank 0.
 
 Any exception on one rank, a bad synapse name on a cell only that rank builds included,
-stops every rank with its message (:class:`~.parallel.abort_on_error`). The spikes are
-the same, bit for bit, for any number of ranks: each cell is stepped alone, and events
-reach each queue in (time, gid) order whatever the split.
+stops every rank with its message (``abort_on_error``). The spikes are the same, bit for
+bit, for any number of ranks: each cell is stepped alone, and events reach each queue in
+(time, gid) order whatever the split.
 """
 from __future__ import annotations
 
@@ -28,8 +28,10 @@ import time
 
 import numpy as np
 
-from ..engine.results import Results
-from .parallel import Communicator, abort_on_error, epoch_steps, exchange_spikes, world
+from ..network.parallel import (Communicator, abort_on_error, epoch_steps, exchange_spikes,
+                                world)
+from .epochs import EpochSimulation
+from .results import Results
 
 __all__ = ["NetworkResults", "run_network"]
 
@@ -75,7 +77,7 @@ def run_network(net, tstop: float, *, comm: Communicator | None = None, dt: floa
     tstop : float
         End time [ms].
     comm : Communicator, optional
-        :func:`~.parallel.world` by default: MPI under ``mpiexec``, else one process.
+        :func:`~hinesbatch.network.parallel.world` by default: MPI under ``mpiexec``, else one process.
     dt, celsius, v_init, tables, backend, threads
         As for :class:`hinesbatch.Simulation` (dt [ms], celsius [degC], v_init [mV]);
         ``backend`` is the CPU engine's within a rank.
@@ -97,8 +99,6 @@ def run_network(net, tstop: float, *, comm: Communicator | None = None, dt: floa
 
 
 def _run(net, tstop: float, comm, options: dict) -> NetworkResults:
-    from ..engine.epochs import EpochSimulation
-
     dt = float(options["dt"])
     net.check(dt)
     if net.cell_gids.size == 0:
