@@ -1,7 +1,7 @@
 """NEURON's ringtest rebuilt in hinesbatch against NEURON 9.0.2 running the same model.
 
 NEURON builds the model with ``neuron.h`` as neuronsimulator/ringtest does
-(``neuron_ringtest.py``, in a fresh process); hinesbatch builds it with
+(:mod:`hinesbatch.bench.neuron_ringtest`, in a fresh process); hinesbatch builds it with
 :func:`hinesbatch.network.ringtest.ringtest` and runs it with the network runner (epochs of
 the minimum delay, spikes exchanged between them, here in one process; the same raster
 under ``mpiexec -n 2`` and ``-n 4`` is checked by ``tests/unit/test_network_ringtest_mpi.py``).
@@ -32,7 +32,6 @@ from hinesbatch.network.ringtest import (
 
 pytestmark = [pytest.mark.validation, pytest.mark.neuron]
 
-HERE = Path(__file__).resolve().parent
 DEFAULT = RingtestParameters()
 #: Branches of 1..3 segments (dend[0] too, whose 3-D points decide its geometry).
 SEGMENTED = RingtestParameters(nring=3, ncell=5, npt=2, branch=(4, 12), compart=(1, 3),
@@ -43,7 +42,7 @@ CASES = {"default": DEFAULT, "segmented": SEGMENTED}
 def _neuron(params: RingtestParameters, out: Path) -> dict:
     args = [params.nring, params.ncell, params.npt, *params.branch, *params.compart,
             params.tstop]
-    proc = subprocess.run([sys.executable, str(HERE / "neuron_ringtest.py"), str(out),
+    proc = subprocess.run([sys.executable, "-m", "hinesbatch.bench.neuron_ringtest", str(out),
                            *map(str, args)], capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, MPLBACKEND="Agg"), check=False)
     if proc.returncode != 0:

@@ -1,7 +1,9 @@
-"""NEURON's ringtest built with ``neuron.h`` as ringtest builds it, for the validation tests.
+"""NEURON's ringtest built with ``neuron.h`` as ringtest builds it: the reference of
+``hinesbatch bench network`` and of the validation tests.
 
-Usage: ``python neuron_ringtest.py OUT.npz [NRING NCELL NPT BRANCH_LO BRANCH_HI COMPART_LO
-COMPART_HI TSTOP]`` (ringtest's defaults: 16 8 8 10 20 1 1 100).
+Usage: ``python -m hinesbatch.bench.neuron_ringtest OUT.npz [NRING NCELL NPT BRANCH_LO
+BRANCH_HI COMPART_LO COMPART_HI TSTOP [NTHREAD]]`` (ringtest's defaults: 16 8 8 10 20 1 1
+100, one thread). Run it in a fresh process: NEURON keeps global state.
 
 The model follows neuronsimulator/ringtest (``ringtest.py``, ``ring.py``, ``cell.hoc``,
 ``commonutils.py``) step by step, in Python and without its files:
@@ -20,16 +22,27 @@ The model follows neuronsimulator/ringtest (``ringtest.py``, ``ring.py``, ``cell
 
 Written to OUT.npz: ``gids``, ``times`` (the raster, in recording order), ``types`` (the
 type of every gid), per cell of the first ring ``area<i>``, ``ri<i>`` (``seg.area()`` and
-``seg.ri()`` of every segment and x = 1 node, section by section) and ``draws`` (the first
-20 ``discunif(0, 1000)`` draws of stream (6, 2), as a check of Random123).
+``seg.ri()`` of every segment and x = 1 node, section by section), ``draws`` (the first
+20 ``discunif(0, 1000)`` draws of stream (6, 2), as a check of Random123) and
+``psolve_s`` (wall seconds of ``pc.psolve(tstop)``, with ``pc.nthread(NTHREAD)``).
 """
 import sys
+import time
 
 import numpy as np
-from neuron import h
+
+__all__ = ["BallStick", "celltypeinfo", "main", "ringtest"]
+
+
+def _h():
+    from neuron import h
+
+    return h
 
 
 def celltypeinfo(cell_type, nbranch, ncompart):
+    """ringtest's ``celltypeinfo``: (secpar, segvec) of a type, from stream (type, 2)."""
+    h = _h()
     r = h.Random()
     r.Random123(cell_type, 2)
     nb = int(r.discunif(nbranch[0], nbranch[1]))
@@ -49,7 +62,10 @@ def celltypeinfo(cell_type, nbranch, ncompart):
 
 
 class BallStick:
+    """ringtest's ``B_BallStick`` with dendrites ``secpar`` and their ``segvec`` nseg."""
+
     def __init__(self, secpar, segvec):
+        h = _h()
         self.soma = h.Section(name="soma", cell=self)
         self.dend = [h.Section(name=f"dend[{i}]", cell=self) for i in range(len(secpar))]
         self.dend[0].connect(self.soma(1), 0)
@@ -84,6 +100,7 @@ class BallStick:
         self.synlist[1].e = -80
 
     def geometry(self):
+        """``seg.area()`` and ``seg.ri()`` of every segment and x = 1 node, in section order."""
         area, ri = [], []
         for sec in [self.soma, *self.dend]:
             for seg in sec:
@@ -94,9 +111,13 @@ class BallStick:
         return np.array(area), np.array(ri)
 
 
-def ringtest(nring=16, ncell=8, npt=8, branch=(10, 20), compart=(1, 1), tstop=100.0):
+def ringtest(nring=16, ncell=8, npt=8, branch=(10, 20), compart=(1, 1), tstop=100.0,
+             nthread=1):
+    """Build and run the ringtest in this process; returns the arrays of OUT.npz."""
+    h = _h()
     h.load_file("stdrun.hoc")
     pc = h.ParallelContext()
+    pc.nthread(int(nthread), 1)
     ntype = (nring * ncell - 1) // npt + 1
     ran = h.Random()
     ran.Random123(0, 1)
@@ -132,21 +153,27 @@ def ringtest(nring=16, ncell=8, npt=8, branch=(10, 20), compart=(1, 1), tstop=10
     h.cvode.cache_efficient(1)
     pc.set_maxstep(10)
     h.stdinit()
+    start = time.perf_counter()
     pc.psolve(tstop)
-    out = {"gids": np.array(idvec, dtype=np.int64), "times": np.array(tvec), "types": types}
+    seconds = time.perf_counter() - start
+    out = {"gids": np.array(idvec, dtype=np.int64), "times": np.array(tvec), "types": types,
+           "psolve_s": seconds}
     for i in range(ncell):
         out[f"area{i}"], out[f"ri{i}"] = cells[i].geometry()
     return out
 
 
 def main(argv):
+    """``python -m hinesbatch.bench.neuron_ringtest OUT.npz [...]`` (module docstring)."""
     out = argv[1]
     nums = [float(a) for a in argv[2:]]
     if nums:
         nring, ncell, npt, b0, b1, c0, c1 = (int(x) for x in nums[:7])
-        result = ringtest(nring, ncell, npt, (b0, b1), (c0, c1), nums[7])
+        nthread = int(nums[8]) if len(nums) > 8 else 1
+        result = ringtest(nring, ncell, npt, (b0, b1), (c0, c1), nums[7], nthread)
     else:
         result = ringtest()
+    h = _h()
     r = h.Random()
     r.Random123(6, 2)
     result["draws"] = [int(r.discunif(0, 1000))] + [int(r.repick()) for _ in range(19)]
