@@ -52,9 +52,9 @@ if TYPE_CHECKING:  # the same names for type checkers and the API docs
     from .errors import BackendUnavailableError, SingularSystemError
     from .io import load_results
     from .model import Cell, PointProcess
-    from .network import Network
     from .morphology import (Morphology, SWCError, SWCStrictError, SWCWarning, check_radii,
                              read_swc)
+    from .network import Network
     from .sim import simulate_passive
     from .solvers.plan import Plan, plan, solve
     from .solvers.tridiagonal import TridiagonalPlan, plan_tridiagonal, solve_tridiagonal

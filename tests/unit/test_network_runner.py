@@ -5,8 +5,8 @@ Under ``mpiexec`` the same runner is checked by ``test_network_ringtest_mpi.py``
 import pytest
 
 import hinesbatch as hb
-from hinesbatch.engine.epochs import EpochSimulation
 from hinesbatch import run_network
+from hinesbatch.engine.epochs import EpochSimulation
 from hinesbatch.network import Network
 from hinesbatch.network.parallel import LateSpikeError, SerialCommunicator, epoch_steps
 from hinesbatch.network.ringtest import RingtestParameters, ringtest, ringtest_cell

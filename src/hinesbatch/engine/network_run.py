@@ -28,8 +28,13 @@ import time
 
 import numpy as np
 
-from ..network.parallel import (Communicator, abort_on_error, epoch_steps, exchange_spikes,
-                                world)
+from ..network.parallel import (
+    Communicator,
+    abort_on_error,
+    epoch_steps,
+    exchange_spikes,
+    world,
+)
 from .epochs import EpochSimulation
 from .results import Results
 
