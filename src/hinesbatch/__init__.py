@@ -95,6 +95,8 @@ __all__ = [
     "simulate_passive",
     # simulator
     "Cell", "PointProcess", "Simulation", "Results", "load_results", "mechanisms",
+    # networks over MPI ranks
+    "Network", "run_network", "NetworkResults",
 ]
 
 
