@@ -98,6 +98,23 @@ def test_a_missing_synapse_names_the_connection_and_the_cell():
         run_network(net, 5.0)
 
 
+def test_a_cell_that_blows_up_is_named_by_its_gid():
+    from hinesbatch.sim.errors import NonFiniteStateError
+
+    def build(gid):
+        cell = ringtest_cell([0, 0], [1, 1])
+        if gid == 3:
+            cell.place("IClamp", "soma[0](0.5)", delay=1.0, dur=1.0, amp=1.7e308)
+        return cell
+
+    net = Network()
+    net.net_stim()                                   # gid 0: the cells are gids 1, 2, 3
+    net.add_cells(3, build=build, compartments=9)    # gid 3 is the engine's cell 2
+    with pytest.raises(NonFiniteStateError, match=r"cell of gid 3 at soma\[0\]") as err:
+        run_network(net, 3.0, comm=SerialCommunicator())
+    assert err.value.cell == 3
+
+
 def epoch_sim(times):
     """One ringtest cell (gid 7) and a VecStim (gid 9) onto it, delay 1 ms."""
     sim = EpochSimulation([ringtest_cell([0, 0], [1, 1])], gids=[7])

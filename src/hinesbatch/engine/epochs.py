@@ -33,6 +33,7 @@ import numpy as np
 
 from ..network import INIT_LIMIT, NetConTable, NetStimGenerator, VecStimGenerator
 from ..network.parallel import deliver_remote
+from ..sim.errors import NonFiniteStateError
 from .events import SpikeSource
 from .simulation import Simulation, _finite
 
@@ -219,6 +220,17 @@ class EpochSimulation(Simulation):
         m, j = self._layout.pp_index[id(self._input_targets[event.target])]
         getattr(self._km.module, f"_net_receive_{m}")(self._data[m], j, event.weight,
                                                        event.te, self.dt, self.celsius)
+
+    def _non_finite(self, lay, gid: int, t: float):
+        """The engine's error, naming the cell by its global gid."""
+        try:
+            super()._non_finite(lay, gid, t)
+        except NonFiniteStateError as exc:
+            g = int(self.global_gids[gid])
+            raise NonFiniteStateError(
+                f"the membrane potential became non-finite in the cell of gid {g} at "
+                f"{exc.location} at t = {exc.t_ms:g} ms", cell=g, location=exc.location,
+                t_ms=exc.t_ms) from None
 
     def _take_outbox(self) -> tuple[np.ndarray, np.ndarray]:
         gids = np.array(self._outbox_gids, dtype=np.int64)
