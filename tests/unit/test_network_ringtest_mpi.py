@@ -1,15 +1,16 @@
-"""NEURON's ringtest under ``mpiexec -n 2`` and ``-n 4``: the raster of one process, bit for bit.
+"""Networks under ``mpiexec -n 2`` and ``-n 4``: the spikes of one process, bit for bit.
 
-Runs ``tests/mpi/ringtest_check.py`` (the launcher and timeouts of
-``test_network_parallel_mpi.py``). The one-process raster is itself NEURON 9.0.2's
-(``tests/validation/test_neuron_ringtest.py``), so the split runs match NEURON too.
+Runs ``tests/mpi/ringtest_check.py`` and ``tests/mpi/random_network_check.py`` (the
+launcher and timeouts of ``test_network_parallel_mpi.py``). The one-process ringtest raster
+is itself NEURON 9.0.2's (``tests/validation/test_neuron_ringtest.py``), so the split runs
+match NEURON too.
 """
 import importlib.util
 import json
 import time
 
 import pytest
-from test_network_parallel_mpi import MPIEXEC, TIMEOUT, mpirun
+from test_network_parallel_mpi import MPIEXEC, SCRIPTS, TIMEOUT, mpirun
 
 from hinesbatch import run_network
 from hinesbatch.network.ringtest import RingtestParameters, ringtest
@@ -69,3 +70,36 @@ def test_a_bad_network_stops_every_rank_with_its_message(tmp_path, mode, message
     assert "finished" not in run.stdout
     assert not (tmp_path / "spikes.h5").exists()
     assert time.perf_counter() - start < TIMEOUT
+
+
+def _load_random_network():
+    spec = importlib.util.spec_from_file_location("random_network",
+                                                  SCRIPTS / "random_network.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("grid", [False, True], ids=["continuum", "dt-grid"])
+def test_a_random_network_gives_the_same_spikes_and_traces_on_1_2_4_ranks(seed, tmp_path,
+                                                                          grid):
+    """Mixed cells (stylized and SWC, ExpSyn and Exp2Syn), NetStim drive, delays in
+    [1, 5] ms; the one-process run of the same description is the reference."""
+    from hinesbatch import load_results
+
+    net = _load_random_network().build(seed, grid=grid)
+    want = run_network(net, 30.0)
+    cells = net.cell_gids.size
+    assert sum(want.spikes[f"spikes@{g}"].size for g in range(cells)) > 50
+    for n_ranks in (1, 2, 4):
+        out = tmp_path / f"net{n_ranks}.npz"
+        run = mpirun(n_ranks, "random_network_check.py", seed, int(grid), 30.0, out)
+        assert run.returncode == 0, run.stderr
+        got = load_results(out)
+        assert got.meta["n_ranks"] == n_ranks
+        assert list(got.spikes) == list(want.spikes)
+        for key, times in want.spikes.items():
+            assert got.spikes[key].tobytes() == times.tobytes(), f"{n_ranks} ranks: {key}"
+        assert got.keys() == want.keys() and len(want.keys()) == 3
+        for key in want.keys():
+            assert got[key].tobytes() == want[key].tobytes(), f"{n_ranks} ranks: {key}"
