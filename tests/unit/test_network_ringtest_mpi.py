@@ -101,5 +101,5 @@ def test_a_random_network_gives_the_same_spikes_and_traces_on_1_2_4_ranks(seed, 
         for key, times in want.spikes.items():
             assert got.spikes[key].tobytes() == times.tobytes(), f"{n_ranks} ranks: {key}"
         assert got.keys() == want.keys() and len(want.keys()) == 3
-        for key in want.keys():
+        for key in want:
             assert got[key].tobytes() == want[key].tobytes(), f"{n_ranks} ranks: {key}"
