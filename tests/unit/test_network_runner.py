@@ -118,7 +118,7 @@ def test_a_cell_that_blows_up_is_named_by_its_gid():
 def epoch_sim(times):
     """One ringtest cell (gid 7) and a VecStim (gid 9) onto it, delay 1 ms."""
     sim = EpochSimulation([ringtest_cell([0, 0], [1, 1])], gids=[7])
-    sim.spike_source(0, "soma[0](1)", 10.0)
+    sim.cell_source(0, "soma[0](1)", 10.0)
     sim.vec_stim(times, gid=9)
     sim.add_input(9, sim.cells[0].point_processes[0], weight=0.01, delay=1.0)
     return sim
@@ -141,6 +141,8 @@ def test_a_generator_spike_due_at_an_epochs_end_leaves_with_that_epoch():
 
 def test_the_epoch_engine_refuses_late_events_and_bad_epochs():
     sim = epoch_sim([0.0])
+    with pytest.raises(ValueError, match="the cell of gid 7 already has its spike source"):
+        sim.cell_source(0, "soma[0](0.5)", 0.0)
     with pytest.raises(RuntimeError, match="call begin\\(tstop\\) first"):
         sim.advance(1)
     gids, times = sim.begin(3.0)

@@ -34,6 +34,7 @@ import numpy as np
 from ..network import INIT_LIMIT, NetConTable, NetStimGenerator, VecStimGenerator
 from ..network.parallel import deliver_remote
 from ..sim.errors import NonFiniteStateError
+from ..model.cell import format_location
 from .events import SpikeSource
 from .simulation import Simulation, _finite
 
@@ -64,6 +65,7 @@ class EpochSimulation(Simulation):
         self._inputs = NetConTable()                 # source gid -> local target id
         self._input_targets: list = []               # local target id -> PointProcess
         self._input_ids: dict[int, int] = {}         # id(PointProcess) -> target id
+        self._cell_sources: set[int] = set()
         self._outbox_gids: list[int] = []
         self._outbox_times: list[float] = []
         self._run = None
@@ -79,6 +81,21 @@ class EpochSimulation(Simulation):
         """A VecStim with global ``gid`` playing ``times`` [ms]."""
         source = self._stimulator("VecStim", VecStimGenerator(np.ravel(times)))
         self._generator_gid[id(source)] = int(gid)
+        return source
+
+    def cell_source(self, cell: int, location: str, threshold: float) -> SpikeSource:
+        """The one threshold source of local cell ``cell`` (its gid's, as NEURON's
+        ``pc.cell``); each cell gets at most one, so none is searched for (the search of
+        :meth:`Simulation.spike_source` grows with the sources already made)."""
+        if cell in self._cell_sources:
+            raise ValueError(f"the cell of gid {int(self.global_gids[cell])} already has "
+                             "its spike source")
+        c = self.cells[cell]
+        sec, x = c.check_location(location)
+        source = SpikeSource("threshold", cell, f"{cell}:{format_location(sec, x)}",
+                             c.geometry.node(sec, x), _finite(threshold, "threshold"))
+        self._cell_sources.add(cell)
+        self.sources.append(source)
         return source
 
     def add_input(self, source_gid: int, target, *, weight: float, delay: float) -> int:

@@ -165,7 +165,7 @@ def _build(net, cell_gids: list[int], generator_gids: list[int], options: dict, 
     local = {g: i for i, g in enumerate(cell_gids)}
     for i, g in enumerate(cell_gids):
         location, threshold = net.source_of(g)
-        sim.spike_source(i, location, threshold)
+        sim.cell_source(i, location, threshold)
     for g in generator_gids:
         kind, params = net.generator(g)
         if kind == "NetStim":
