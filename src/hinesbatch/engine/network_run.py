@@ -212,8 +212,7 @@ def _gather(net, comm, local, cell_gids, gids, times, dist, tstop, options, min_
             traces[new], trace_times[new], units[new] = local[key], local.time(key), \
                 local.units[key]
     timing = comm.allgather((compute, exchange))
-    parts = comm.allgather((traces, trace_times, units)) if comm.size > 1 else \
-        [(traces, trace_times, units)]
+    parts = comm.gather((traces, trace_times, units), root=0)
     wanted = [f"{v}@{g}:{loc}" for v, g, loc in net.records]
     if comm.rank == 0:
         merged = [{}, {}, {}]
