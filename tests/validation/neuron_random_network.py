@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mpi"))
-import random_network  # noqa: E402
+import random_network
 
 
 def main(argv):
