@@ -30,7 +30,7 @@ def test_quick_run_writes_json_and_markdown(tmp_path, capsys, neuron):
     doc = json.loads((tmp_path / "network.json").read_text())
     (row,) = doc["tables"]["ringtest: hinesbatch ranks vs NEURON threads"]
     assert row["cells"] == 16 and row["ranks_or_threads"] == 1 and row["spikes"] > 0
-    assert row["hinesbatch_s"] > 0 and row["epochs"] > 0
+    assert row["hinesbatch_s"] > 0 and row["setup_s"] > 0 and row["epochs"] > 0
     assert doc["machine"]["hinesbatch"] and "ringtest" in doc["machine"]["model"]
     if neuron:
         assert row["same_raster"] is True and row["neuron_s"] > 0

@@ -71,6 +71,7 @@ def test_epochs_give_the_one_process_engines_spikes_and_traces():
         epochs += 1
     assert res.meta["epochs"] == epochs and res.meta["min_delay"] == 1.0
     assert res.meta["n_ranks"] == 1 and len(res.meta["compute_s"]) == 1
+    assert res.meta["setup_s"][0] > 0 and res.meta["exchange_s"][0] >= 0
 
 
 def test_results_write_the_sonata_report_and_raster(tmp_path):

@@ -6,9 +6,10 @@ BRANCH_LO BRANCH_HI COMPART_LO COMPART_HI TSTOP``
 Builds the ringtest (:mod:`hinesbatch.network.ringtest`), runs it once for 1 ms (the
 kernels load from Numba's cache, or compile), then runs it to TSTOP and rank 0 writes
 OUT.npz: ``gids``, ``times`` (the cells' spikes, sorted by (time, gid)), ``run_s`` (the
-slowest rank's engine plus exchange time, the part NEURON's ``psolve`` timing covers),
-``compute_s`` and ``exchange_s`` (per rank), ``wall_s`` (the whole ``run_network`` call on
-rank 0, building the cells included), ``epochs`` and ``n_ranks``.
+slowest rank's stepping plus exchange time after ``finitialize``, the part NEURON's
+``psolve`` timing covers), ``setup_s``, ``compute_s`` and ``exchange_s`` (per rank),
+``wall_s`` (the whole ``run_network`` call on rank 0, building the cells included),
+``epochs`` and ``n_ranks``.
 """
 import sys
 import time
@@ -34,7 +35,8 @@ def main(argv) -> None:
         gids, times = res.spike_report()
         keep = gids < params.n_cells
         compute, exchange = res.meta["compute_s"], res.meta["exchange_s"]
-        np.savez(out, gids=gids[keep], times=times[keep], compute_s=compute,
+        np.savez(out, gids=gids[keep], times=times[keep], setup_s=res.meta["setup_s"],
+                 compute_s=compute,
                  exchange_s=exchange, run_s=max(c + e for c, e in zip(compute, exchange)),
                  wall_s=wall, epochs=res.meta["epochs"], n_ranks=res.meta["n_ranks"])
 
