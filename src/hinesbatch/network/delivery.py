@@ -36,17 +36,8 @@ import numpy as np
 from .events import Event, EventQueue, finite_number
 from .netcon import NetConTable
 
-__all__ = [
-    "INIT_LIMIT",
-    "acting_step",
-    "advance_time",
-    "deliver",
-    "end_of_step_limit",
-    "keeps_stepping",
-    "prime_generators",
-    "start_of_step_limit",
-    "time_grid",
-]
+__all__ = ["INIT_LIMIT", "advance_time", "start_of_step_limit", "end_of_step_limit",
+           "keeps_stepping", "time_grid", "acting_step", "prime_generators", "deliver"]
 
 #: ``finitialize`` delivers the events with ``te <= INIT_LIMIT`` [ms] before the t = 0 sample.
 INIT_LIMIT = 0.0

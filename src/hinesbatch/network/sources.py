@@ -25,13 +25,8 @@ from numba import njit
 
 from .events import finite_number
 
-__all__ = [
-    "SPIKE_OFFSET",
-    "NetStimGenerator",
-    "ThresholdDetector",
-    "VecStimGenerator",
-    "threshold_check",
-]
+__all__ = ["SPIKE_OFFSET", "ThresholdDetector", "threshold_check", "NetStimGenerator",
+           "VecStimGenerator"]
 
 #: Added to the time of the first sample above threshold to give the spike time ts [ms].
 SPIKE_OFFSET = 1e-10
