@@ -7,7 +7,8 @@ instead, and the events of every spike of the network, local ones included, come
 through :meth:`EpochSimulation.receive` after the exchange::
 
     sim = EpochSimulation(cells, gids=[3, 7], dt=0.025)
-    sim.add_input(source_gid=5, target=cells[0].point_processes[0], weight=0.01, delay=1.0)
+    sim.cell_source(0, "soma[0](0.5)", 10.0)       # gid 3's spike source
+    sim.add_input(5, cells[0].point_processes[0], weight=0.01, delay=1.0)  # gid 5 -> gid 3
     gids, times = sim.begin(tstop)          # finitialize; spikes at t = 0
     ...exchange...; sim.receive(all_gids, all_times)
     while (steps := epoch_steps(sim.t, min_delay, dt, tstop=tstop)):
