@@ -32,10 +32,10 @@ import math
 
 import numpy as np
 
+from ..model.cell import format_location
 from ..network import INIT_LIMIT, NetConTable, NetStimGenerator, VecStimGenerator
 from ..network.parallel import deliver_remote
 from ..sim.errors import NonFiniteStateError
-from ..model.cell import format_location
 from .events import SpikeSource
 from .simulation import Simulation, _finite
 
