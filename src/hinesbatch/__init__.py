@@ -41,18 +41,20 @@ _PUBLIC = {
     "simulate_passive": "sim",
     "Cell": "model", "PointProcess": "model",
     "Results": "engine", "Simulation": "engine",
+    "Network": "network", "NetworkResults": "engine", "run_network": "engine",
     "load_results": "io",
 }
 
 if TYPE_CHECKING:  # the same names for type checkers and the API docs
     from . import mechanisms
     from .discretize import CellGeometry
-    from .engine import Results, Simulation
+    from .engine import NetworkResults, Results, Simulation, run_network
     from .errors import BackendUnavailableError, SingularSystemError
     from .io import load_results
     from .model import Cell, PointProcess
     from .morphology import (Morphology, SWCError, SWCStrictError, SWCWarning, check_radii,
                              read_swc)
+    from .network import Network
     from .sim import simulate_passive
     from .solvers.plan import Plan, plan, solve
     from .solvers.tridiagonal import TridiagonalPlan, plan_tridiagonal, solve_tridiagonal
@@ -93,6 +95,8 @@ __all__ = [
     "simulate_passive",
     # simulator
     "Cell", "PointProcess", "Simulation", "Results", "load_results", "mechanisms",
+    # networks over MPI ranks
+    "Network", "run_network", "NetworkResults",
 ]
 
 

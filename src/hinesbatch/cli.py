@@ -26,6 +26,7 @@ examples:
   hinesbatch run model.json             run the model a file describes
   hinesbatch bench cpu --quick          a quick CPU benchmark, results in this folder
   hinesbatch bench sim --quick          the hh simulation against NEURON, quickly
+  hinesbatch bench network --quick      NEURON's ringtest against NEURON, quickly
 
 'hinesbatch COMMAND --help' describes each command."""
 
@@ -39,6 +40,7 @@ COMMANDS = {
 BENCHMARKS = {
     "cpu": ("bench.cpu", "serial vs multicore CPU solves, and simulate vs NEURON"),
     "sim": ("bench.sim", "the Hodgkin-Huxley simulation on the CPU against NEURON"),
+    "network": ("bench.network", "NEURON's ringtest over MPI ranks against NEURON's threads"),
     "hines": ("bench.hines", "the cuHinesBatch figures: every GPU layout against the CPU"),
     "multi": ("bench.multi", "multi-morphology batches: levels, fine, dhs against one thread per cell"),
     "tridiagonal": ("bench.tridiagonal",

@@ -4,7 +4,7 @@ Usage: ``mpiexec -n N python exchange_check.py SEED``
 
 Every rank draws the same random spikes (many at equal times, some ranks with none), keeps
 a random share of them, exchanges its share, and checks that the result equals, bit for
-bit, the one-process exchange of all of them. It also checks ``bcast`` and ``allgather``.
+bit, the one-process exchange of all of them. It also checks ``bcast``, ``allgather`` and ``gather``.
 Rank 0 prints ``exchange ok on N ranks``.
 """
 import sys
@@ -31,6 +31,9 @@ def main(argv):
             raise AssertionError(f"bcast from rank {root} failed on rank {comm.rank}")
         if comm.allgather(comm.rank * 10) != [10 * r for r in range(comm.size)]:
             raise AssertionError(f"allgather failed on rank {comm.rank}")
+        got = comm.gather(comm.rank * 10, root=root)
+        if got != ([10 * r for r in range(comm.size)] if comm.rank == root else None):
+            raise AssertionError(f"gather to rank {root} failed on rank {comm.rank}")
         rng = np.random.default_rng(seed)
         for epoch in range(20):
             k = int(rng.integers(0, 400)) if epoch else 0  # the first epoch is empty

@@ -44,9 +44,12 @@ def test_serial_communicator_has_the_interface():
     assert (comm.rank, comm.size) == (0, 1)
     assert comm.allgather(("a", 1)) == [("a", 1)]
     assert comm.bcast({"x": 2}) == {"x": 2}
+    assert comm.gather({"y": 3}) == [{"y": 3}]
     assert comm.barrier() is None
     with pytest.raises(ValueError, match="root must be a rank in 0 .. 0, got 1"):
         comm.bcast(3, root=1)
+    with pytest.raises(ValueError, match="root must be a rank in 0 .. 0, got 1"):
+        comm.gather(3, root=1)
 
 
 def test_serial_allgather_spikes_copies_and_converts():

@@ -1,11 +1,17 @@
-"""Events in one process: the event queue, spike sources and NetCons, with NEURON's rules.
+"""Networks: NEURON's event rules in one process, and networks split over MPI ranks.
 
 Modules::
 
-    events.py    EventQueue, Event         time-ordered, FIFO among equal times
-    delivery.py  acting_step, deliver, ...  NEURON's accumulated t and delivery points
-    sources.py   ThresholdDetector, threshold_check, NetStimGenerator, VecStimGenerator
-    netcon.py    NetConTable               source -> (target, weight, delay) fan-out
+    events.py        EventQueue, Event         time-ordered, FIFO among equal times
+    delivery.py      acting_step, deliver, ...  NEURON's accumulated t and delivery points
+    sources.py       ThresholdDetector, threshold_check, NetStimGenerator, VecStimGenerator
+    netcon.py        NetConTable               source -> (target, weight, delay) fan-out
+    description.py   Network                   cells by gid, generators, connections
+                                               (run by hinesbatch.run_network, docs/networks.md)
+    distribution.py  distribute, check_network  LPT by compartments; checks before a run
+    parallel.py      world, exchange_spikes    communicators, spike exchange, aborts
+    ringtest.py      ringtest                  NEURON's ringtest as a Network
+    random123.py     Random123Stream           NEURON's Random123 draws
 
 A step of an engine, with these pieces (NEURON 9.0.2's ``nrn_fixed_step``)::
 
@@ -28,6 +34,8 @@ from .delivery import (
     start_of_step_limit,
     time_grid,
 )
+from .description import Network
+from .distribution import NetworkCheckError
 from .events import EVENT_KINDS, Event, EventQueue
 from .netcon import NetConTable
 from .sources import (
@@ -49,4 +57,6 @@ __all__ = [
     "VecStimGenerator",
     # connections
     "NetConTable",
+    # networks over ranks
+    "Network", "NetworkCheckError",
 ]

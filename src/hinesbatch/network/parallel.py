@@ -18,7 +18,7 @@ steps its own cells alone; at the epoch's end the ranks trade the spikes they pr
 What is built here
     - :class:`SerialCommunicator` (one process) and :class:`MPICommunicator` (mpi4py's
       ``COMM_WORLD``), with one interface: ``rank``, ``size``, ``allgather_spikes``,
-      ``allgather``, ``bcast``, ``barrier``, ``abort``; :func:`world` picks one.
+      ``allgather``, ``gather``, ``bcast``, ``barrier``, ``abort``; :func:`world` picks one.
     - :func:`exchange_spikes`: counts with ``Allgather``, then gids and times with one
       ``Allgatherv`` each; the result is sorted by (time, gid), so it is the same, bit for
       bit, on every rank and for any number of ranks.
@@ -112,6 +112,8 @@ class Communicator(Protocol):
 
     def allgather(self, obj: Any) -> list: ...
 
+    def gather(self, obj: Any, root: int = 0) -> list | None: ...
+
     def bcast(self, obj: Any, root: int = 0) -> Any: ...
 
     def barrier(self) -> None: ...
@@ -145,6 +147,11 @@ class SerialCommunicator:
 
     def allgather(self, obj: Any) -> list:
         """``[obj]``."""
+        return [obj]
+
+    def gather(self, obj: Any, root: int = 0) -> list:
+        """``[obj]`` (``root`` must be 0)."""
+        _check_root(root, 1)
         return [obj]
 
     def bcast(self, obj: Any, root: int = 0) -> Any:
@@ -206,6 +213,11 @@ class MPICommunicator:
     def allgather(self, obj: Any) -> list:
         """Every rank's ``obj`` (pickled), in rank order."""
         return self.comm.allgather(obj)
+
+    def gather(self, obj: Any, root: int = 0) -> list | None:
+        """Every rank's ``obj`` (pickled), in rank order, on rank ``root``; None elsewhere."""
+        _check_root(root, self.size)
+        return self.comm.gather(obj, root=root)
 
     def bcast(self, obj: Any, root: int = 0) -> Any:
         """Rank ``root``'s ``obj`` on every rank (pickled)."""

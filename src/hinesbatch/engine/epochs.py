@@ -1,0 +1,263 @@
+"""``EpochSimulation``: the CPU engine run one epoch at a time, for networks split over ranks.
+
+:class:`~.simulation.Simulation` fans a spike out to its NetCons the moment it happens.
+A rank of a split network cannot: the NetCons of a spike may live on other ranks. Here
+every spike of a local source (threshold sources and generators alike) goes to an outbox
+instead, and the events of every spike of the network, local ones included, come back
+through :meth:`EpochSimulation.receive` after the exchange::
+
+    sim = EpochSimulation(cells, gids=[3, 7], dt=0.025)
+    sim.cell_source(0, "soma[0](0.5)", 10.0)       # gid 3's spike source
+    sim.add_input(5, cells[0].point_processes[0], weight=0.01, delay=1.0)  # gid 5 -> gid 3
+    gids, times = sim.begin(tstop)          # finitialize; spikes at t = 0
+    ...exchange...; sim.receive(all_gids, all_times)
+    while (steps := epoch_steps(sim.t, min_delay, dt, tstop=tstop)):
+        gids, times = sim.advance(steps)    # the epoch's spikes
+        ...exchange...; sim.receive(all_gids, all_times)
+    results = sim.finish()
+
+Within an epoch the steps, the event delivery and the kernels are the one-process
+engine's (the same generated code); an epoch ends with the delivery of every event due by
+its last ``t``, as NEURON's step does. ``receive`` queues ``te = ts + delay`` for the
+local NetCons of each spike in the order given ((time, gid) from
+:func:`hinesbatch.network.parallel.exchange_spikes`), so events at equal times act in the
+same order whatever the split.
+
+Gids: the cells' gids are given (``gids[i]`` is ``cells[i]``'s); generators get theirs
+from :meth:`EpochSimulation.net_stim` and :meth:`EpochSimulation.vec_stim`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..model.cell import format_location
+from ..network import INIT_LIMIT, NetConTable, NetStimGenerator, VecStimGenerator
+from ..network.parallel import deliver_remote
+from ..sim.errors import NonFiniteStateError
+from .events import SpikeSource
+from .simulation import Simulation, _finite
+
+__all__ = ["EpochSimulation"]
+
+
+class EpochSimulation(Simulation):
+    """A :class:`~.simulation.Simulation` stepped epoch by epoch (module docstring).
+
+    Parameters
+    ----------
+    cells : list of Cell
+        The cells of this rank.
+    gids : sequence of int
+        Global gid of each cell.
+    **options
+        ``dt``, ``celsius``, ``v_init``, ``backend``, ``tables``, ``threads`` as for
+        :class:`~.simulation.Simulation`.
+    """
+
+    def __init__(self, cells, *, gids, **options):
+        super().__init__(cells, **options)
+        gids = np.asarray(gids, dtype=np.int64)
+        if gids.shape != (len(self.cells),):
+            raise ValueError(f"gids has {gids.size} entries for {len(self.cells)} cells")
+        self.global_gids = gids
+        self._generator_gid: dict[int, int] = {}     # id(SpikeSource) -> gid
+        self._inputs = NetConTable()                 # source gid -> local target id
+        self._input_targets: list = []               # local target id -> PointProcess
+        self._input_ids: dict[int, int] = {}         # id(PointProcess) -> target id
+        self._cell_sources: set[int] = set()
+        self._outbox_gids: list[int] = []
+        self._outbox_times: list[float] = []
+        self._run = None
+
+    # ---- the network's side -----------------------------------------------------------
+    def net_stim(self, *, gid: int, **params) -> SpikeSource:
+        """A NetStim with global ``gid`` (parameters as :meth:`Simulation.net_stim`)."""
+        source = self._stimulator("NetStim", NetStimGenerator(**params))
+        self._generator_gid[id(source)] = int(gid)
+        return source
+
+    def vec_stim(self, times, *, gid: int) -> SpikeSource:
+        """A VecStim with global ``gid`` playing ``times`` [ms]."""
+        source = self._stimulator("VecStim", VecStimGenerator(np.ravel(times)))
+        self._generator_gid[id(source)] = int(gid)
+        return source
+
+    def cell_source(self, cell: int, location: str, threshold: float) -> SpikeSource:
+        """The one threshold source of local cell ``cell`` (its gid's, as NEURON's
+        ``pc.cell``); each cell gets at most one, so none is searched for (the search of
+        :meth:`Simulation.spike_source` grows with the sources already made)."""
+        if cell in self._cell_sources:
+            raise ValueError(f"the cell of gid {int(self.global_gids[cell])} already has "
+                             "its spike source")
+        c = self.cells[cell]
+        sec, x = c.check_location(location)
+        source = SpikeSource("threshold", cell, f"{cell}:{format_location(sec, x)}",
+                             c.geometry.node(sec, x), _finite(threshold, "threshold"))
+        self._cell_sources.add(cell)
+        self.sources.append(source)
+        return source
+
+    def add_input(self, source_gid: int, target, *, weight: float, delay: float) -> int:
+        """A NetCon from ``source_gid`` (anywhere in the network) to the synapse
+        ``target`` of a local cell; returns its index among this rank's inputs."""
+        self._gid(target.cell)
+        if id(target) not in self._input_ids:
+            self._input_ids[id(target)] = len(self._input_targets)
+            self._input_targets.append(target)
+        return self._inputs.add(int(source_gid), self._input_ids[id(target)],
+                                weight=weight, delay=delay)
+
+    @property
+    def inputs(self) -> NetConTable:
+        """This rank's NetCons: source gid -> local target id (weight, delay)."""
+        return self._inputs
+
+    @property
+    def t(self) -> float:
+        """The accumulated time [ms] reached (0 before :meth:`begin`)."""
+        return 0.0 if self._run is None else float(self._tgrid[self._run["step"]])
+
+    # ---- running ----------------------------------------------------------------------
+    def begin(self, tstop: float) -> tuple[np.ndarray, np.ndarray]:
+        """``finitialize``: set up the run to ``tstop`` [ms]; returns the spikes at t = 0
+        (gids, times [ms]) of local generators."""
+        tstop = _finite(tstop, "tstop")
+        lay = self._prepare()
+        km, dt, celsius = self._km, self.dt, self.celsius
+        if self.threads is not None and self.backend == "multicore":
+            import numba
+
+            numba.set_num_threads(int(self.threads))
+        times = [0.0]
+        t = 0.0
+        while t < tstop - dt / 2:
+            t = (t + 0.5 * dt) + 0.5 * dt
+            times.append(t)
+        tgrid = np.array(times)
+        self._tgrid = tgrid
+        n_steps = tgrid.size - 1
+        n = lay.n_nodes
+        self._v = np.full(n, self.v_init)
+        self._d = np.zeros(n)
+        self._rhs = np.zeros(n)
+        self._data = {m: d.copy() for m, d in lay.initial_data.items()}
+        tables, mech_tables = [], {}
+        for code in km.codes:
+            own = [getattr(km.module, f"_build_{code.mech.name}_{p.name}")(celsius)
+                   for p in code.table_procedures] if self.tables else []
+            mech_tables[code.mech.name] = own
+            tables += own
+        for m in lay.mechs:
+            getattr(km.module, f"_initial_{m.name}")(self._data[m.name], lay.nodes[m.name],
+                                                     self._v, 0.0, dt, celsius,
+                                                     *mech_tables[m.name])
+        sources = sorted(self.sources, key=lambda s: s.gid)
+        src_node = np.array([lay.cells[s.gid].global_node(s.node) for s in sources],
+                            dtype=np.int64)
+        src_thr = np.array([s.threshold for s in sources], dtype=np.float64)
+        src_flag = np.zeros(len(sources), dtype=np.int64)
+        src_off = np.searchsorted(np.array([s.gid for s in sources], dtype=np.int64),
+                                  np.arange(len(lay.cells) + 1)).astype(np.int64)
+        self._events(sources)
+        self._deliver(INIT_LIMIT)
+        model = self._model_args(lay, tables)
+        km.assemble_all(len(lay.cells), 0.0, dt, celsius, *model)
+        rows = sorted(self._resolve_recordings(lay), key=lambda r: r[6])
+        rec_m = np.array([r[1] for r in rows], dtype=np.int64)
+        rec_f = np.array([r[2] for r in rows], dtype=np.int64)
+        rec_i = np.array([r[3] for r in rows], dtype=np.int64)
+        rec_every = np.array([r[4] for r in rows], dtype=np.int64)
+        rec_off = np.searchsorted(np.array([r[6] for r in rows], dtype=np.int64),
+                                  np.arange(len(lay.cells) + 1)).astype(np.int64)
+        rec_buf = np.full((len(rows), n_steps + 1), np.nan)
+        for r in range(len(rows)):
+            rec_buf[r, 0] = km._value(rec_m[r], rec_f[r], rec_i[r], self._v,
+                                      *[self._data[m.name] for m in lay.mechs])
+        self._run = {"lay": lay, "sources": sources, "src": (src_node, src_thr, src_flag),
+                     "src_off": src_off, "rec": (rec_m, rec_f, rec_i, rec_every),
+                     "rec_off": rec_off, "rec_buf": rec_buf, "rows": rows, "model": model,
+                     "step": 0, "n_steps": n_steps}
+        return self._take_outbox()
+
+    def advance(self, steps: int) -> tuple[np.ndarray, np.ndarray]:
+        """Take ``steps`` steps (an epoch) and deliver the events due by its end; returns
+        the epoch's spikes of local sources (gids, times [ms], in the order they fired)."""
+        run = self._require_run()
+        stop = run["step"] + int(steps)
+        if not run["step"] < stop <= run["n_steps"]:
+            raise ValueError(f"an epoch of {steps} steps from step {run['step']} does not "
+                             f"fit the run's {run['n_steps']} steps")
+        tgrid, half = self._tgrid, 0.5 * self.dt
+        step = run["step"]
+        while step < stop:
+            n = self._free_steps(tgrid, step, stop, math.inf, self.MAX_EPOCH)
+            if n > 0:
+                step = self._epoch(self._km, run["lay"], step, n, run["sources"], run["src"],
+                                   run["src_off"], run["rec"], run["rec_off"],
+                                   run["rec_buf"], run["model"])
+            else:   # an event is due at this step's start
+                self._deliver(tgrid[step] + half)
+        self._deliver(tgrid[stop])   # the end of the epoch's last step
+        run["step"] = stop
+        return self._take_outbox()
+
+    def receive(self, gids, times) -> int:
+        """Queue the local NetCons' events of the network's spikes (all ranks', sorted by
+        (time, gid)); returns how many. An event already due raises
+        :class:`~hinesbatch.network.parallel.LateSpikeError`."""
+        self._require_run()
+        return deliver_remote(gids, times, self._inputs, self._queue, t_delivered=self.t)
+
+    def finish(self):
+        """The local recordings (:class:`~.results.Results`, keys with local indices)."""
+        run = self._require_run()
+        if run["step"] != run["n_steps"]:
+            raise RuntimeError(f"the run stopped at step {run['step']} of {run['n_steps']}")
+        return self._results(run["rows"], run["rec_buf"], self._tgrid, run["n_steps"])
+
+    @property
+    def n_steps(self) -> int:
+        """Steps of the run :meth:`begin` set up."""
+        return self._require_run()["n_steps"]
+
+    # ---- where spikes go --------------------------------------------------------------
+    def _fire(self, source: SpikeSource, ts: float) -> None:
+        self._spikes[id(source)].append(ts)
+        self._outbox_gids.append(int(self.global_gids[source.gid]))
+        self._outbox_times.append(ts)
+
+    def _generator_spike(self, source: int, te: float) -> None:
+        s = self._all_sources[source]
+        self._spikes[id(s)].append(te)
+        self._outbox_gids.append(self._generator_gid[id(s)])
+        self._outbox_times.append(te)
+
+    def _net_receive(self, event) -> None:
+        m, j = self._layout.pp_index[id(self._input_targets[event.target])]
+        getattr(self._km.module, f"_net_receive_{m}")(self._data[m], j, event.weight,
+                                                       event.te, self.dt, self.celsius)
+
+    def _non_finite(self, lay, gid: int, t: float):
+        """The engine's error, naming the cell by its global gid."""
+        try:
+            super()._non_finite(lay, gid, t)
+        except NonFiniteStateError as exc:
+            g = int(self.global_gids[gid])
+            raise NonFiniteStateError(
+                f"the membrane potential became non-finite in the cell of gid {g} at "
+                f"{exc.location} at t = {exc.t_ms:g} ms", cell=g, location=exc.location,
+                t_ms=exc.t_ms) from None
+
+    def _take_outbox(self) -> tuple[np.ndarray, np.ndarray]:
+        gids = np.array(self._outbox_gids, dtype=np.int64)
+        times = np.array(self._outbox_times, dtype=np.float64)
+        self._outbox_gids.clear()
+        self._outbox_times.clear()
+        return gids, times
+
+    def _require_run(self) -> dict:
+        if self._run is None:
+            raise RuntimeError("call begin(tstop) first")
+        return self._run
