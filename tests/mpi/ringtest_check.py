@@ -2,7 +2,7 @@
 
 Usage: ``mpiexec -n N python ringtest_check.py MODE OUT [NRING NCELL TSTOP]``
 
-MODE ``run``: run the ringtest (ringtest's defaults unless NRING NCELL TSTOP are given) and
+MODE ``run`` (``run-gpu``: with the GPU engine, one device per rank): run the ringtest (ringtest's defaults unless NRING NCELL TSTOP are given) and
 write its spikes as one SONATA report to OUT (rank 0 writes), and the loads and ranks to
 OUT + ``.json``. MODE ``bad-synapse``: one connection names a synapse the target cell lacks;
 only the rank that owns the target finds out, and must stop every rank. MODE
@@ -28,10 +28,11 @@ def main(argv):
         net.connect(10**6, 0, "ExpSyn[0]", weight=0.01, delay=1.0)
     elif mode == "short-delay":
         net.connect(0, 1, "ExpSyn[0]", weight=0.01, delay=0.01)
-    elif mode != "run":
+    elif mode not in ("run", "run-gpu"):
         raise ValueError(f"unknown mode {mode!r}")
     comm = world()
-    res = run_network(net, params.tstop, comm=comm)
+    res = run_network(net, params.tstop, comm=comm,
+                      backend="gpu" if mode == "run-gpu" else "serial")
     res.save_spikes(out)
     if comm.rank == 0:
         with open(out + ".json", "w") as f:

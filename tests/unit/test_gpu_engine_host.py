@@ -16,7 +16,7 @@ import pytest
 from gpu_engine_cases import REAL, clamped_cells, compare, network, wire
 
 import hinesbatch as hb
-from hinesbatch.engine.gpu.devices import host_devices
+from hinesbatch.engine.gpu.devices import EMULATION_ENV, HostDevice
 from hinesbatch.engine.gpu.source import field_roles
 from hinesbatch.errors import DeviceMemoryError
 from hinesbatch.sim.errors import NonFiniteStateError
@@ -25,11 +25,16 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c+
                                 reason="the host build of the GPU kernel needs g++")
 
 
+@pytest.fixture(autouse=True)
+def emulated_devices(monkeypatch):
+    """Two emulated devices; ``devices=1`` picks one."""
+    monkeypatch.setenv(EMULATION_ENV, "2")
+
+
 def _sim(cells, backend, n_devices=1, **kw):
-    sim = hb.Simulation(cells, backend=backend, **kw)
     if backend == "gpu":
-        sim._device_factory = lambda: host_devices(n_devices)
-    return sim
+        kw["devices"] = n_devices
+    return hb.Simulation(cells, backend=backend, **kw)
 
 
 @pytest.mark.parametrize("tables", [True, False])
@@ -96,17 +101,13 @@ def test_non_finite_state_names_cell_and_time():
         sim.run(5.0)
 
 
-def test_memory_refused_before_copying():
+def test_memory_refused_before_copying(monkeypatch):
     cell = hb.Cell(REAL / "ko20x-07.CNG.swc", nseg=1)
     cell.insert("hh")
-
-    class Small(type(host_devices(1)[0])):
-        def free_bytes(self):
-            return 1000
-
+    monkeypatch.setattr(HostDevice, "free_bytes", lambda self: 1000)
     sim = hb.Simulation([cell], backend="gpu")
-    sim._device_factory = lambda: [Small(0)]
-    with pytest.raises(DeviceMemoryError, match=r"GiB on each of 1 device\(s\).*record less"):
+    with pytest.raises(DeviceMemoryError, match=r"needs about [0-9.]+ MiB on each of 2 device\(s\), and host:0 has "
+                       r"0\.00 MiB free: .*record less"):
         sim.run(1.0)
 
 
@@ -138,3 +139,13 @@ def test_field_roles_of_the_builtins():
     syn = hb.mechanisms.get("ExpSyn")
     _, transient = field_roles(syn, np.array([[f.default] for f in syn.fields]), True)
     assert "g" not in transient
+
+
+def test_emulation_variable_is_checked(monkeypatch):
+    cell = hb.Cell(REAL / "ko20x-07.CNG.swc", nseg=1)
+    monkeypatch.setenv(EMULATION_ENV, "two")
+    with pytest.raises(ValueError, match="HINESBATCH_GPU_EMULATION='two'"):
+        hb.Simulation([cell], backend="gpu").run(1.0)
+    monkeypatch.setenv(EMULATION_ENV, "1")
+    with pytest.raises(ValueError, match=r"devices=2: 1 CUDA device\(s\) are visible"):
+        hb.Simulation([cell], backend="gpu", devices=2).run(1.0)

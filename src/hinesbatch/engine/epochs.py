@@ -33,7 +33,7 @@ import math
 import numpy as np
 
 from ..model.cell import format_location
-from ..network import INIT_LIMIT, NetConTable, NetStimGenerator, VecStimGenerator
+from ..network import NetConTable, NetStimGenerator, VecStimGenerator
 from ..network.parallel import deliver_remote
 from ..sim.errors import NonFiniteStateError
 from .events import SpikeSource
@@ -52,8 +52,8 @@ class EpochSimulation(Simulation):
     gids : sequence of int
         Global gid of each cell.
     **options
-        ``dt``, ``celsius``, ``v_init``, ``backend``, ``tables``, ``threads`` as for
-        :class:`~.simulation.Simulation`.
+        ``dt``, ``celsius``, ``v_init``, ``backend`` (``gpu`` included), ``tables``,
+        ``threads``, ``precision``, ``devices`` as for :class:`~.simulation.Simulation`.
     """
 
     def __init__(self, cells, *, gids, **options):
@@ -123,62 +123,8 @@ class EpochSimulation(Simulation):
     def begin(self, tstop: float) -> tuple[np.ndarray, np.ndarray]:
         """``finitialize``: set up the run to ``tstop`` [ms]; returns the spikes at t = 0
         (gids, times [ms]) of local generators."""
-        tstop = _finite(tstop, "tstop")
-        lay = self._prepare()
-        km, dt, celsius = self._km, self.dt, self.celsius
-        if self.threads is not None and self.backend == "multicore":
-            import numba
-
-            numba.set_num_threads(int(self.threads))
-        times = [0.0]
-        t = 0.0
-        while t < tstop - dt / 2:
-            t = (t + 0.5 * dt) + 0.5 * dt
-            times.append(t)
-        tgrid = np.array(times)
-        self._tgrid = tgrid
-        n_steps = tgrid.size - 1
-        n = lay.n_nodes
-        self._v = np.full(n, self.v_init)
-        self._d = np.zeros(n)
-        self._rhs = np.zeros(n)
-        self._data = {m: d.copy() for m, d in lay.initial_data.items()}
-        tables, mech_tables = [], {}
-        for code in km.codes:
-            own = [getattr(km.module, f"_build_{code.mech.name}_{p.name}")(celsius)
-                   for p in code.table_procedures] if self.tables else []
-            mech_tables[code.mech.name] = own
-            tables += own
-        for m in lay.mechs:
-            getattr(km.module, f"_initial_{m.name}")(self._data[m.name], lay.nodes[m.name],
-                                                     self._v, 0.0, dt, celsius,
-                                                     *mech_tables[m.name])
-        sources = sorted(self.sources, key=lambda s: s.gid)
-        src_node = np.array([lay.cells[s.gid].global_node(s.node) for s in sources],
-                            dtype=np.int64)
-        src_thr = np.array([s.threshold for s in sources], dtype=np.float64)
-        src_flag = np.zeros(len(sources), dtype=np.int64)
-        src_off = np.searchsorted(np.array([s.gid for s in sources], dtype=np.int64),
-                                  np.arange(len(lay.cells) + 1)).astype(np.int64)
-        self._events(sources)
-        self._deliver(INIT_LIMIT)
-        model = self._model_args(lay, tables)
-        km.assemble_all(len(lay.cells), 0.0, dt, celsius, *model)
-        rows = sorted(self._resolve_recordings(lay), key=lambda r: r[6])
-        rec_m = np.array([r[1] for r in rows], dtype=np.int64)
-        rec_f = np.array([r[2] for r in rows], dtype=np.int64)
-        rec_i = np.array([r[3] for r in rows], dtype=np.int64)
-        rec_every = np.array([r[4] for r in rows], dtype=np.int64)
-        rec_off = np.searchsorted(np.array([r[6] for r in rows], dtype=np.int64),
-                                  np.arange(len(lay.cells) + 1)).astype(np.int64)
-        rec_buf = np.full((len(rows), n_steps + 1), np.nan)
-        for r in range(len(rows)):
-            rec_buf[r, 0] = km._value(rec_m[r], rec_f[r], rec_i[r], self._v,
-                                      *[self._data[m.name] for m in lay.mechs])
-        self._run = {"lay": lay, "sources": sources, "src": (src_node, src_thr, src_flag),
-                     "src_off": src_off, "rec": (rec_m, rec_f, rec_i, rec_every),
-                     "rec_off": rec_off, "rec_buf": rec_buf, "rows": rows, "model": model,
-                     "step": 0, "n_steps": n_steps}
+        lay, run = self._initialize(_finite(tstop, "tstop"))
+        self._run = {"lay": lay, "arrays": run, "step": 0, "n_steps": run.tgrid.size - 1}
         return self._take_outbox()
 
     def advance(self, steps: int) -> tuple[np.ndarray, np.ndarray]:
@@ -191,12 +137,19 @@ class EpochSimulation(Simulation):
                              f"fit the run's {run['n_steps']} steps")
         tgrid, half = self._tgrid, 0.5 * self.dt
         step = run["step"]
+        if self.backend == "gpu":
+            self._gpu.advance(step, stop)
+            self._gpu.deliver_until(tgrid[stop], stop)   # the end of the epoch's last step
+            run["step"] = stop
+            return self._take_outbox()
+        a = run["arrays"]
         while step < stop:
             n = self._free_steps(tgrid, step, stop, math.inf, self.MAX_EPOCH)
             if n > 0:
-                step = self._epoch(self._km, run["lay"], step, n, run["sources"], run["src"],
-                                   run["src_off"], run["rec"], run["rec_off"],
-                                   run["rec_buf"], run["model"])
+                step = self._epoch(self._km, run["lay"], step, n, a.sources,
+                                   (a.src_node, a.src_thr, a.src_flag), a.src_off,
+                                   (a.rec_m, a.rec_f, a.rec_i, a.rec_every), a.rec_off,
+                                   a.rec_buf, a.model)
             else:   # an event is due at this step's start
                 self._deliver(tgrid[step] + half)
         self._deliver(tgrid[stop])   # the end of the epoch's last step
@@ -215,7 +168,10 @@ class EpochSimulation(Simulation):
         run = self._require_run()
         if run["step"] != run["n_steps"]:
             raise RuntimeError(f"the run stopped at step {run['step']} of {run['n_steps']}")
-        return self._results(run["rows"], run["rec_buf"], self._tgrid, run["n_steps"])
+        if self.backend == "gpu":
+            self._gpu.finish()
+        a = run["arrays"]
+        return self._results(a.rows, a.rec_buf, self._tgrid, run["n_steps"])
 
     @property
     def n_steps(self) -> int:
@@ -234,10 +190,8 @@ class EpochSimulation(Simulation):
         self._outbox_gids.append(self._generator_gid[id(s)])
         self._outbox_times.append(te)
 
-    def _net_receive(self, event) -> None:
-        m, j = self._layout.pp_index[id(self._input_targets[event.target])]
-        getattr(self._km.module, f"_net_receive_{m}")(self._data[m], j, event.weight,
-                                                       event.te, self.dt, self.celsius)
+    def _event_target(self, event):
+        return self._input_targets[event.target]
 
     def _non_finite(self, lay, gid: int, t: float):
         """The engine's error, naming the cell by its global gid."""

@@ -24,6 +24,7 @@ bit, for any number of ranks: each cell is stepped alone, and events reach each 
 """
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -75,7 +76,8 @@ class NetworkResults(Results):
 
 def run_network(net, tstop: float, *, comm: Communicator | None = None, dt: float = 0.025,
                 celsius: float = 6.3, v_init: float = -65.0, tables: bool = True,
-                backend: str = "serial", threads: int | None = None) -> NetworkResults:
+                backend: str = "serial", threads: int | None = None,
+                precision: str = "float64") -> NetworkResults:
     """Run ``net`` to ``tstop`` [ms] with NEURON's fixed step, split over ``comm``'s ranks.
 
     Parameters
@@ -85,9 +87,12 @@ def run_network(net, tstop: float, *, comm: Communicator | None = None, dt: floa
         End time [ms].
     comm : Communicator, optional
         :func:`~hinesbatch.network.parallel.world` by default: MPI under ``mpiexec``, else one process.
-    dt, celsius, v_init, tables, backend, threads
-        As for :class:`hinesbatch.Simulation` (dt [ms], celsius [degC], v_init [mV]);
-        ``backend`` is the CPU engine's within a rank.
+    dt, celsius, v_init, tables, backend, threads, precision
+        As for :class:`hinesbatch.Simulation` (dt [ms], celsius [degC], v_init [mV]).
+        ``backend`` is the engine within a rank. With ``"gpu"`` each rank takes one GPU:
+        rank r the device r mod (devices visible to it), so ranks spread over a machine's
+        GPUs by themselves, or each sees its own through ``CUDA_VISIBLE_DEVICES``. A rank
+        that sees no GPU runs the ``multicore`` CPU engine and says so on stderr.
 
     Returns
     -------
@@ -102,6 +107,8 @@ def run_network(net, tstop: float, *, comm: Communicator | None = None, dt: floa
     with abort_on_error(comm):
         options = {"dt": dt, "celsius": celsius, "v_init": v_init, "tables": tables,
                    "backend": backend, "threads": threads}
+        if backend == "gpu":
+            options.update(_rank_device(comm.rank, precision), threads=None)
         return _run(net, float(tstop), comm, options)
 
 
@@ -158,6 +165,18 @@ def _advance_clock(t: float, steps: int, dt: float) -> float:
     for _ in range(steps):
         t = (t + 0.5 * dt) + 0.5 * dt
     return t
+
+
+def _rank_device(rank: int, precision: str) -> dict:
+    """The engine options of a GPU rank: its device, or the CPU engine where none is."""
+    from .gpu.devices import device_count
+
+    count, why = device_count()
+    if count == 0:
+        sys.stderr.write(f"hinesbatch: rank {rank}: no GPU ({why}); this rank runs the "
+                         "multicore CPU engine\n")
+        return {"backend": "multicore"}
+    return {"devices": [rank % count], "precision": precision}
 
 
 def _build(net, cell_gids: list[int], generator_gids: list[int], options: dict, cls):

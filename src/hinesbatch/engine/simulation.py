@@ -93,7 +93,6 @@ class Simulation:
         if (devices is not None or block_threads is not None) and backend != "gpu":
             raise ValueError("devices and block_threads apply to backend='gpu' only")
         self.precision, self.devices, self.block_threads = precision, devices, block_threads
-        self._device_factory = None
         self.cells = cells
         self.dt, self.celsius, self.v_init = float(dt), float(celsius), float(v_init)
         self.tables = bool(tables)
@@ -230,9 +229,7 @@ class Simulation:
         """The GPU runner's options, with the devices found (or refused) before any work."""
         from .gpu.devices import cuda_devices
 
-        factory = self._device_factory
-        devices = factory() if factory is not None else cuda_devices(self.devices)
-        return {"precision": self.precision, "devices": devices,
+        return {"precision": self.precision, "devices": cuda_devices(self.devices),
                 "block_threads": self.block_threads}
 
     def describe(self) -> str:
@@ -297,6 +294,23 @@ class Simulation:
             Write the simulated time to stderr as the run goes.
         """
         tstop = _finite(tstop, "tstop")
+        lay, run = self._initialize(tstop)
+        tgrid, rows, rec_buf = run.tgrid, run.rows, run.rec_buf
+        n_steps = tgrid.size - 1
+        if self.backend == "gpu":
+            self._gpu.run(progress=progress)
+        else:
+            self._run_cpu(lay, run, progress)
+        self._deliver(tgrid[n_steps])
+        if progress:
+            _progress(tgrid[n_steps], tgrid[n_steps], end=True)
+        return self._results(rows, rec_buf, tgrid, n_steps)
+
+    def _initialize(self, tstop: float) -> tuple:
+        """NEURON's ``finitialize(v_init)`` for a run to ``tstop`` [ms]: the layout, the
+        time grid, the states, the event queue (generators started), the t = 0 samples;
+        for ``gpu`` also the runner with the state on the devices. Returns
+        ``(layout, run arrays)``."""
         gpu = self._gpu_options() if self.backend == "gpu" else None
         lay = self._prepare()
         km, dt, celsius = self._km, self.dt, self.celsius
@@ -357,13 +371,7 @@ class Simulation:
             from .gpu.runner import GpuRunner
 
             self._gpu = GpuRunner(self, lay, run, gpu)
-            self._gpu.run(progress=progress)
-        else:
-            self._run_cpu(lay, run, progress)
-        self._deliver(tgrid[n_steps])
-        if progress:
-            _progress(tgrid[n_steps], tgrid[n_steps], end=True)
-        return self._results(rows, rec_buf, tgrid, n_steps)
+        return lay, run
 
     def _run_cpu(self, lay, run: _RunArrays, progress: bool) -> None:
         """The CPU time loop: epochs of the generated kernels between events."""
@@ -466,8 +474,12 @@ class Simulation:
         deliver(self._queue, limit, netcons=self._netcon_table, on_net=self._net_receive,
                 generators=self._generators, on_spike=self._generator_spike)
 
+    def _event_target(self, event):
+        """The synapse (PointProcess) an event of the queue is for."""
+        return self._targets[event.target]
+
     def _net_receive(self, event) -> None:
-        m, j = self._layout.pp_index[id(self._targets[event.target])]
+        m, j = self._layout.pp_index[id(self._event_target(event))]
         getattr(self._km.module, f"_net_receive_{m}")(self._data[m], j, event.weight,
                                                        event.te, self.dt, self.celsius)
 

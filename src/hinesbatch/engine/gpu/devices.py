@@ -8,6 +8,8 @@ onto the device), ``zeros``, ``get`` (back to NumPy), ``compile`` (the kernel so
 contraction) and runs the blocks one after another with one thread each, so that every
 barrier is trivially met. It exists to test the engine's logic (layout, events, recordings,
 several devices) on machines without a GPU; it says nothing about races between threads.
+Setting :data:`EMULATION_ENV` (``HINESBATCH_GPU_EMULATION=2``) makes ``backend="gpu"`` use
+it, in this process and in the processes it starts.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from ...errors import BackendUnavailableError
 from ...solvers.gpu.device import availability, cupy_module, device_properties
 from ..kernels import cache_dir
 
-__all__ = ["CupyDevice", "HostDevice", "cuda_devices", "host_devices"]
+__all__ = ["EMULATION_ENV", "CupyDevice", "HostDevice", "cuda_devices", "device_count"]
 
 _SCALARS = {"i32": (np.int32, ctypes.c_int), "i64": (np.int64, ctypes.c_longlong),
             "f64": (np.float64, ctypes.c_double)}
@@ -135,12 +137,36 @@ class HostDevice:
         pass
 
 
-def cuda_devices(spec) -> list:
-    """The CUDA devices ``spec`` names: None (all visible), a count, or indices."""
+#: Set to a count N, backend ``"gpu"`` runs the kernel built as host C++ on N emulated
+#: devices (:class:`HostDevice`): how the GPU engine's logic is tested without a GPU.
+EMULATION_ENV = "HINESBATCH_GPU_EMULATION"
+
+
+def _emulated() -> int:
+    value = os.environ.get(EMULATION_ENV, "").strip()
+    if not value:
+        return 0
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{EMULATION_ENV}={value!r}: give a device count >= 1")
+    return int(value)
+
+
+def device_count() -> tuple[int, str]:
+    """CUDA devices visible here (emulated ones when :data:`EMULATION_ENV` is set), and
+    why there are none."""
+    if _emulated():
+        return _emulated(), ""
     ok, why = availability()
     if not ok:
+        return 0, why
+    return int(cupy_module().cuda.runtime.getDeviceCount()), ""
+
+
+def cuda_devices(spec) -> list:
+    """The devices ``spec`` names: None (all visible), a count, or indices."""
+    count, why = device_count()
+    if count == 0:
         raise BackendUnavailableError(f"backend 'gpu' cannot run here: {why}")
-    count = int(cupy_module().cuda.runtime.getDeviceCount())
     if spec is None:
         ids = list(range(count))
     elif isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
@@ -152,11 +178,5 @@ def cuda_devices(spec) -> list:
         bad = [i for i in ids if not 0 <= i < count]
         if bad or not ids or len(set(ids)) != len(ids):
             raise ValueError(f"devices={list(spec)}: give distinct indices in [0, {count})")
-    return [CupyDevice(i) for i in ids]
-
-
-def host_devices(count: int = 1) -> list:
-    return [HostDevice(i) for i in range(count)]
-
-
-
+    kind = HostDevice if _emulated() else CupyDevice
+    return [kind(i) for i in ids]

@@ -305,6 +305,7 @@ class GpuRunner:
             else:
                 p.arrays["scratch"] = p.device.zeros(1, self.real)
         self.step_seconds = None
+        self.pending = {id(p): [] for p in self.parts}   # events due before a coming step
 
     # ---- layout -----------------------------------------------------------------------
     def _check_memory(self) -> None:
@@ -322,8 +323,8 @@ class GpuRunner:
             free = d.free_bytes()
             if per_device > free:
                 raise DeviceMemoryError(
-                    f"the batch needs about {per_device / 2**30:.2f} GiB on each of "
-                    f"{len(self.devices)} device(s), and {d!r} has {free / 2**30:.2f} GiB "
+                    f"the batch needs about {_size(per_device)} on each of "
+                    f"{len(self.devices)} device(s), and {d!r} has {_size(free)} "
                     "free: use more devices, fewer cells, or record less (every=k)")
 
     def describe(self) -> str:
@@ -339,6 +340,12 @@ class GpuRunner:
 
     # ---- the epoch loop ---------------------------------------------------------------
     def run(self, *, progress: bool = False) -> None:
+        """The whole run: every step, then the results copied back."""
+        self.advance(0, self.run_arrays.tgrid.size - 1, progress=progress)
+        self.finish()
+
+    def advance(self, step: int, stop: int, *, progress: bool = False) -> None:
+        """Steps ``[step, stop)`` in epochs (module docstring)."""
         sim, run = self.sim, self.run_arrays
         tgrid = run.tgrid
         n_steps = tgrid.size - 1
@@ -346,16 +353,15 @@ class GpuRunner:
         delays = [nc.delay for s in run.sources for nc in s.netcons]
         min_delay = min(delays) if delays else math.inf
         chunk = max(1, n_steps // 50) if progress else MAX_EPOCH
-        start = time.perf_counter()
-        step = 0
-        while step < n_steps:
+        begin = time.perf_counter()
+        while step < stop:
             if progress:
                 from ..simulation import _progress
 
                 _progress(tgrid[step], tgrid[n_steps])
-            stop = min(n_steps, step + chunk)
+            end = min(stop, step + chunk)
             bound = (tgrid[step] + SPIKE_OFFSET) + min_delay
-            n = int(np.searchsorted(tgrid[step:stop] + half, bound, side="left"))
+            n = int(np.searchsorted(tgrid[step:end] + half, bound, side="left"))
             if n == 0:      # a delay below dt/2: detect, deliver, then step
                 self._launch(step, 0, detect=2)
                 self._collect_spikes()
@@ -370,7 +376,20 @@ class GpuRunner:
             step += n
         for p in self.parts:
             p.device.sync()
-        self.step_seconds = time.perf_counter() - start
+        self.step_seconds = (self.step_seconds or 0.0) + time.perf_counter() - begin
+
+    def deliver_until(self, limit: float, step: int) -> None:
+        """Deliver the host queue's events with ``te <= limit`` [ms] now (NEURON's delivery
+        at the end of a step); those for synapses act before step ``step``."""
+        sim = self.sim
+        deliver(sim._queue, limit, netcons=sim._netcon_table,
+                on_net=lambda e: self._collect_event(e, step, self.pending),
+                generators=sim._generators, on_spike=sim._generator_spike)
+
+    def finish(self) -> None:
+        """Copy the recordings and the final state back."""
+        for p in self.parts:
+            p.device.sync()
         self._copy_back()
 
     def _events(self, step: int, n: int) -> None:
@@ -378,7 +397,8 @@ class GpuRunner:
         collected with its step for the kernel."""
         sim, tgrid = self.sim, self.run_arrays.tgrid
         half = 0.5 * sim.dt
-        found = {id(p): [] for p in self.parts}
+        found = self.pending
+        self.pending = {id(p): [] for p in self.parts}
         queue = sim._queue
         last = tgrid[step + n - 1] + half
         while queue.next_time() <= last:
@@ -392,7 +412,7 @@ class GpuRunner:
 
     def _collect_event(self, event, step: int, found: dict) -> None:
         sim, lay = self.sim, self.lay
-        target = sim._targets[event.target]
+        target = sim._event_target(event)
         m, j = lay.pp_index[id(target)]
         gid = sim._gid(target.cell)
         k = next(i for i, mech in enumerate(lay.mechs) if mech.name == m)
@@ -453,6 +473,10 @@ class GpuRunner:
                 data = p.device.get(p.arrays[f"D_{m}"])
                 i0 = p.inst0[m]
                 sim._data[m][:, i0:i0 + data.shape[1]] = data
+
+
+def _size(n: float) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.2f} MiB"
 
 
 def _split(lay, parts: int) -> list:
