@@ -143,3 +143,18 @@ def test_large_cell_falls_back_to_device_memory(seed):
     assert np.max(np.abs(n - out["gpu"].traces[key])) <= FP64_MV
     if "device memory" not in text:
         pytest.skip(f"the cell fits shared memory here: {text}")
+
+
+def test_ringtest_raster_on_the_gpu():
+    """NEURON's ringtest (688 spikes; the CPU engine's raster is NEURON's) on the GPU."""
+    from hinesbatch import run_network
+    from hinesbatch.network.ringtest import RingtestParameters, ringtest
+
+    rasters = []
+    for backend in ("serial", "gpu"):
+        gids, times = run_network(ringtest(), 100.0, backend=backend).spike_report()
+        keep = gids < RingtestParameters().n_cells
+        rasters.append((gids[keep], times[keep]))
+    assert rasters[0][0].size == 688
+    assert np.array_equal(rasters[0][0], rasters[1][0])
+    assert np.array_equal(rasters[0][1], rasters[1][1])

@@ -17,6 +17,10 @@ cores, and does it give NEURON's raster?
 * NEURON: ``python -m hinesbatch.bench.neuron_ringtest`` builds the same model with
   ``neuron.h`` as ringtest does, with ``pc.nthread(N)`` (N threads on the same N cores),
   and times ``pc.psolve(tstop)``.
+* ``--backend gpu``: one rank per GPU (``--ranks`` GPUs), the GPU engine within a rank;
+  ``--branch 32 64 --nring 128 --ncell 128 --tstop 10`` is the case of CoreNEURON's
+  published one-GPU time (16 384 cells, 0.431 s), which the goal for one GPU is measured
+  against: at least 10x faster.
 * Each pair is timed in turn (hinesbatch, NEURON, hinesbatch, ...), ``--repeats`` times;
   medians. The rasters are compared (gids and times, float equality): a speed-up of a run
   that differs from NEURON meets no goal.
@@ -46,6 +50,9 @@ TSTOP = 100.0
 RANKS = (1, 2)
 QUICK = {"nring": (4,), "tstop": 10.0, "ranks": (1,), "repeats": 1}
 SPEEDUP_GOAL = 2.0
+#: CoreNEURON's published one-GPU ringtest: (nring, ncell, branch, tstop) -> seconds.
+CORENEURON_GPU = {(128, 128, (32, 64), 10.0): 0.431}
+CORENEURON_GOAL = 10.0
 TIMEOUT = 1800  # [s] per subprocess
 
 
@@ -66,6 +73,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              f"{' '.join(map(str, RANKS))})")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs (median; default 3)")
     parser.add_argument("--no-neuron", action="store_true", help="skip NEURON")
+    parser.add_argument("--backend", choices=("serial", "gpu"), default="serial",
+                        help="engine within a rank: serial (one core per rank, default) or "
+                             "gpu (one GPU per rank)")
+    parser.add_argument("--branch", type=int, nargs=2, default=(10, 20), metavar=("LO", "HI"),
+                        help="ringtest's -branch: dendrite compartments (default 10 20)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,24 +106,31 @@ def run(args: argparse.Namespace) -> int:
         for nring in nrings:
             for n in ranks:
                 rows.append(_row(nring, args.ncell, tstop, n, repeats, Path(tmp), mpiexec,
-                                 use_neuron=use_neuron))
+                                 use_neuron=use_neuron, backend=args.backend,
+                                 branch=tuple(args.branch)))
     notes += _goals(rows)
     for note in notes:
         print(note)
-    extra = {"model": f"ringtest, {args.ncell} cells per ring, branch 10-20, compart 1-1, "
-                      f"{tstop:g} ms, dt 0.025 ms",
-             "hinesbatch_setup": "one rank per core (mpiexec), serial engine per rank",
+    notes += _coreneuron_goals(rows, args.ncell, tuple(args.branch), tstop)
+    per_rank = ("one rank per GPU (mpiexec), the GPU engine per rank" if args.backend == "gpu"
+                else "one rank per core (mpiexec), serial engine per rank")
+    extra = {"model": f"ringtest, {args.ncell} cells per ring, branch {args.branch[0]}-"
+                      f"{args.branch[1]}, compart 1-1, {tstop:g} ms, dt 0.025 ms",
+             "hinesbatch_setup": per_rank,
              "neuron_setup": "pc.nthread(N) threads, pc.psolve timed"}
+    name = "network" if args.backend == "serial" else "network_gpu"
     json_path, md_path = write_results({"ringtest: hinesbatch ranks vs NEURON threads": rows},
-                                       args.out, "network", question=QUESTION, notes=notes,
+                                       args.out, name, question=QUESTION, notes=notes,
                                        machine=machine_info(extra))
     print(f"wrote {json_path} and {md_path}")
     return 0
 
 
-def _row(nring, ncell, tstop, n, repeats, tmp: Path, mpiexec, *, use_neuron: bool) -> dict:
-    shape = [nring, ncell, 8, 10, 20, 1, 1, tstop]
-    ours_cmd = [sys.executable, "-m", "hinesbatch.bench.network_worker", None, *shape]
+def _row(nring, ncell, tstop, n, repeats, tmp: Path, mpiexec, *, use_neuron: bool,
+         backend: str = "serial", branch=(10, 20)) -> dict:
+    shape = [nring, ncell, 8, branch[0], branch[1], 1, 1, tstop]
+    ours_cmd = [sys.executable, "-m", "hinesbatch.bench.network_worker", None, *shape,
+                backend]
     if n > 1:
         ours_cmd = [mpiexec, "-n", str(n), *ours_cmd]
     theirs_cmd = [sys.executable, "-m", "hinesbatch.bench.neuron_ringtest", None, *shape, n]
@@ -124,7 +143,8 @@ def _row(nring, ncell, tstop, n, repeats, tmp: Path, mpiexec, *, use_neuron: boo
             theirs.append(_load(_call(theirs_cmd, out)))
     run_s = float(np.median([r["run_s"] for r in ours]))
     last = ours[-1]
-    row = {"cells": nring * ncell, "ranks_or_threads": n, "spikes": int(last["gids"].size),
+    row = {"cells": nring * ncell, "nring": nring, "backend": backend,
+           "ranks_or_threads": n, "spikes": int(last["gids"].size),
            "hinesbatch_s": run_s,
            "setup_s": float(np.median([max(r["setup_s"]) for r in ours])),
            "compute_s": float(np.median([max(r["compute_s"]) for r in ours])),
@@ -174,6 +194,20 @@ def _neuron_missing() -> str | None:
     except Exception as exc:  # ImportError, or a broken install
         return str(exc) or type(exc).__name__
     return None
+
+
+def _coreneuron_goals(rows, ncell: int, branch: tuple, tstop: float) -> list[str]:
+    notes = []
+    for r in rows:
+        ref = CORENEURON_GPU.get((r["nring"], ncell, branch, tstop))
+        if ref is None or r["backend"] != "gpu" or r["ranks_or_threads"] != 1:
+            continue
+        ratio = ref / r["hinesbatch_s"]
+        notes.append(f"CoreNEURON's published one-GPU ringtest ({r['cells']} cells, "
+                     f"{tstop:g} ms): {ref} s; hinesbatch on one GPU {r['hinesbatch_s']:.3f} s "
+                     f"= {ratio:.1f}x; goal >= {CORENEURON_GOAL:g}x -> "
+                     f"{'met' if ratio >= CORENEURON_GOAL else 'NOT met'}")
+    return notes
 
 
 def _goals(rows) -> list[str]:

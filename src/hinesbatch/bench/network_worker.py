@@ -1,7 +1,8 @@
 """One timed ringtest run of hinesbatch, on every rank of ``mpiexec`` (``bench network``).
 
 Usage: ``[mpiexec -n N] python -m hinesbatch.bench.network_worker OUT.npz NRING NCELL NPT
-BRANCH_LO BRANCH_HI COMPART_LO COMPART_HI TSTOP``
+BRANCH_LO BRANCH_HI COMPART_LO COMPART_HI TSTOP [BACKEND]`` (BACKEND ``serial``, the
+default, or ``gpu``: one GPU per rank)
 
 Builds the ringtest (:mod:`hinesbatch.network.ringtest`), runs it once for 1 ms (the
 kernels load from Numba's cache, or compile), then runs it to TSTOP and rank 0 writes
@@ -25,11 +26,12 @@ def main(argv) -> None:
     out = argv[1]
     nring, ncell, npt, b0, b1, c0, c1 = (int(a) for a in argv[2:9])
     tstop = float(argv[9])
+    backend = argv[10] if len(argv) > 10 else "serial"
     params = RingtestParameters(nring, ncell, npt, (b0, b1), (c0, c1), tstop)
     comm = world()
-    run_network(ringtest(params), 1.0, comm=comm)           # warm-up: kernels loaded
+    run_network(ringtest(params), 1.0, comm=comm, backend=backend)   # warm-up: kernels loaded
     start = time.perf_counter()
-    res = run_network(ringtest(params), tstop, comm=comm)
+    res = run_network(ringtest(params), tstop, comm=comm, backend=backend)
     wall = time.perf_counter() - start
     if comm.rank == 0:
         gids, times = res.spike_report()
