@@ -52,6 +52,9 @@ def test_clamped_cells_equal_serial(seed, tables, n_devices):
     worst, same = compare(out["serial"], out["gpu"], keys, spikes)
     assert sum(out["serial"].spikes[k].size for k in spikes) > 0
     assert worst == 0.0 and same
+    meta = out["gpu"].meta
+    assert meta["precision"] == "float64" and meta["step_seconds"] > 0
+    assert meta["devices"] == [f"host:{k}" for k in range(n_devices)]
 
 
 @pytest.mark.parametrize("min_delay", [1.0, 0.0])

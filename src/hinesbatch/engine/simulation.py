@@ -298,7 +298,7 @@ class Simulation:
         tgrid, rows, rec_buf = run.tgrid, run.rows, run.rec_buf
         n_steps = tgrid.size - 1
         if self.backend == "gpu":
-            self._gpu.run(progress=progress)
+            self._gpu.run(progress=_progress if progress else None)
         else:
             self._run_cpu(lay, run, progress)
         self._deliver(tgrid[n_steps])
@@ -513,6 +513,9 @@ class Simulation:
         meta = {"dt": self.dt, "celsius": self.celsius, "v_init": self.v_init,
                 "tables": self.tables, "backend": self.backend, "n_cells": len(self.cells),
                 "tstop": float(tgrid[-1]), "steps": int(n_steps)}
+        if self.backend == "gpu":
+            meta.update(precision=self.precision, step_seconds=self._gpu.step_seconds,
+                        devices=[repr(p.device) for p in self._gpu.parts])
         return Results(traces, times, units, spikes, gids, meta)
 
 

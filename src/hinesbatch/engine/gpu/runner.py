@@ -339,26 +339,26 @@ class GpuRunner:
         return "\n".join(lines)
 
     # ---- the epoch loop ---------------------------------------------------------------
-    def run(self, *, progress: bool = False) -> None:
-        """The whole run: every step, then the results copied back."""
+    def run(self, *, progress=None) -> None:
+        """The whole run: every step, then the results copied back. ``progress``: called
+        with (t, tstop) [ms] before each epoch."""
         self.advance(0, self.run_arrays.tgrid.size - 1, progress=progress)
         self.finish()
 
-    def advance(self, step: int, stop: int, *, progress: bool = False) -> None:
-        """Steps ``[step, stop)`` in epochs (module docstring)."""
+    def advance(self, step: int, stop: int, *, progress=None) -> None:
+        """Steps ``[step, stop)`` in epochs (module docstring); ``progress`` as in
+        :meth:`run`."""
         sim, run = self.sim, self.run_arrays
         tgrid = run.tgrid
         n_steps = tgrid.size - 1
         half = 0.5 * sim.dt
         delays = [nc.delay for s in run.sources for nc in s.netcons]
         min_delay = min(delays) if delays else math.inf
-        chunk = max(1, n_steps // 50) if progress else MAX_EPOCH
+        chunk = max(1, n_steps // 50) if progress is not None else MAX_EPOCH
         begin = time.perf_counter()
         while step < stop:
-            if progress:
-                from ..simulation import _progress
-
-                _progress(tgrid[step], tgrid[n_steps])
+            if progress is not None:
+                progress(tgrid[step], tgrid[n_steps])
             end = min(stop, step + chunk)
             bound = (tgrid[step] + SPIKE_OFFSET) + min_delay
             n = int(np.searchsorted(tgrid[step:end] + half, bound, side="left"))
