@@ -16,10 +16,14 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from queue import Empty
 
 from . import _sim_gpu_work as work
 
 __all__ = ["engine_rows", "neuron_rows", "usable_cores"]
+
+#: Seconds to wait for each NEURON process's result.
+RESULT_TIMEOUT = 300
 
 
 def usable_cores() -> int:
@@ -113,9 +117,16 @@ def neuron_rows(path, *, processes: int, repeats: int, nodes: int,
                                    barrier, queue), daemon=True) for a in amps]
         for p in procs:
             p.start()
-        results = [queue.get(timeout=900) for _ in procs]
-        for p in procs:
-            p.join(timeout=60)
+        try:
+            results = [queue.get(timeout=RESULT_TIMEOUT) for _ in procs]
+        except Empty:
+            raise RuntimeError(f"a NEURON process gave no result within {RESULT_TIMEOUT} s "
+                               "(it crashed or hangs)") from None
+        finally:
+            for p in procs:
+                p.join(timeout=30)
+                if p.is_alive():
+                    p.terminate()
         errors = [e for _, e in results if e]
         if errors:
             raise RuntimeError(f"NEURON process failed: {errors[0]}")

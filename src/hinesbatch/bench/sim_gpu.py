@@ -40,7 +40,8 @@ from . import _sim_gpu_analysis as analysis
 from . import _sim_gpu_work as work
 from .common import machine_info, write_results
 
-__all__ = ["QUESTION", "add_arguments", "gpu_present", "run", "engine_options"]
+__all__ = ["QUESTION", "add_arguments", "gpu_present", "run", "engine_options",
+           "device_facts", "free_device_memory"]
 
 QUESTION = ("Does hinesbatch's GPU engine run Jaxley's Fig. 2 workload (one 217-branch cell "
             "x 4 compartments, HH, 800 steps, N simulations at once) at least 20x faster than "
@@ -153,6 +154,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _now() -> float:
+    """The clock of the budget [s]."""
+    return time.perf_counter()
+
+
 def _row_text(row: dict) -> str:
     return "  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                      for k, v in row.items() if k != "describe")
@@ -170,7 +176,7 @@ class _Bench:
         self.tables = {key: [] for key in TITLES}
         self.notes: list[str] = []
         self.device = None
-        self.start = time.perf_counter()
+        self.start = _now()
         self.skipped: list[str] = []
         self._jaxley = {}
         self._reference = {}
@@ -180,7 +186,7 @@ class _Bench:
         self.device = self._probe_device()
         self.machine = machine_info(self._machine_extra())
         for name, case in self._cases():
-            if time.perf_counter() - self.start > self.s["budget"]:
+            if _now() - self.start > self.s["budget"]:
                 self.skipped.append(name)
                 continue
             try:
@@ -227,37 +233,18 @@ class _Bench:
     def _free(self) -> None:
         gc.collect()
         if self.device is not None:
-            import cupy
+            free_device_memory()
 
-            from ._gpu_timing import free_memory
-
-            free_memory(cupy)
-
-    # ---- the device and the machine ---------------------------------------------------
     def _probe_device(self):
-        """Device count, facts, copy bandwidth and peaks; None without CuPy or a GPU."""
         if not gpu_present():
             self.note("no GPU here: no floors, no scaling" + (
                 f"; hinesbatch's rows run on its {self.s['backend']} backend (a dry run)"
                 if self.s["backend"] != "gpu" else ""))
             return None
-        import cupy
-
-        from ._gpu_timing import copy_bandwidth, gpu_info
-
-        rt = cupy.cuda.runtime
-        props = rt.getDeviceProperties(0)
-        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-        clock = props.get("clockRate") or _attribute(rt, 13)  # cudaDevAttrClockRate [kHz]
-        cc = (int(props["major"]), int(props["minor"]))
-        sms = int(props["multiProcessorCount"])
-        bandwidth = copy_bandwidth(cupy, nbytes=2 * 2**30)
-        peaks = {p: analysis.peak_flops(cc, sms, clock or 0, p) for p in PRECISIONS}
-        print(f"GPU: {name}, {rt.getDeviceCount()} device(s), copy "
-              f"{bandwidth['TB_per_s']:.2f} TB/s", flush=True)
-        return {"count": int(rt.getDeviceCount()), "name": name, "info": gpu_info(cupy),
-                "bandwidth": bandwidth, "bandwidth_Bps": bandwidth["TB_per_s"] * 1e12,
-                "peaks": peaks, "cc": cc, "sms": sms, "clock_khz": clock}
+        facts = device_facts()
+        print(f"GPU: {facts['name']}, {facts['count']} device(s), copy "
+              f"{facts['bandwidth']['TB_per_s']:.2f} TB/s", flush=True)
+        return facts
 
     def _machine_extra(self) -> dict:
         import numba
@@ -499,6 +486,45 @@ class _Bench:
             return
         if path is not None:
             print(f"wrote {path}")
+
+
+def device_facts() -> dict:
+    """Device 0's facts for the floors, measured and read with CuPy.
+
+    Returns
+    -------
+    dict
+        ``count`` (devices), ``name``, ``info`` (:func:`._gpu_timing.gpu_info`),
+        ``bandwidth`` (:func:`._gpu_timing.copy_bandwidth` of 2 GiB), ``bandwidth_Bps``
+        [bytes read + written per s], ``peaks`` (precision -> flops/s or None), ``cc``
+        (compute capability), ``sms``, ``clock_khz``.
+    """
+    import cupy
+
+    from ._gpu_timing import copy_bandwidth, gpu_info
+
+    rt = cupy.cuda.runtime
+    props = rt.getDeviceProperties(0)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    clock = props.get("clockRate") or _attribute(rt, 13)  # cudaDevAttrClockRate [kHz]
+    cc = (int(props["major"]), int(props["minor"]))
+    sms = int(props["multiProcessorCount"])
+    bandwidth = copy_bandwidth(cupy, nbytes=2 * 2**30)
+    peaks = {p: analysis.peak_flops(cc, sms, clock or 0, p) for p in PRECISIONS}
+    return {"count": int(rt.getDeviceCount()), "name": name, "info": gpu_info(cupy),
+            "bandwidth": bandwidth, "bandwidth_Bps": bandwidth["TB_per_s"] * 1e12,
+            "peaks": peaks, "cc": cc, "sms": sms, "clock_khz": clock}
+
+
+def free_device_memory() -> None:
+    """Return CuPy's cached device memory (nothing without CuPy)."""
+    try:
+        import cupy
+    except ImportError:
+        return
+    from ._gpu_timing import free_memory
+
+    free_memory(cupy)
 
 
 def _attribute(runtime, attribute: int):
