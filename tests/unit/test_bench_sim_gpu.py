@@ -371,6 +371,26 @@ def test_a_failing_case_is_a_note_and_the_others_run(fake_gpu, tmp_path, monkeyp
                       "mixed batch float32: failed: RuntimeError: float32 is not built"]
 
 
+def test_non_finite_traces_are_counted_and_noted(fake_gpu, tmp_path, monkeypatch):
+    def run(self, tstop):
+        res = _Results(self.keys, int(round(tstop / work.DT)))
+        if self.precision == "float32":
+            res._v = res._v.copy()
+            res._v[-1] = np.nan
+        return res
+
+    monkeypatch.setattr(_GpuSimulation, "run", run)
+    doc = _run(tmp_path, "--part", "gpu", "--cells", "3", "--morph-cells", "2",
+               "--workloads", "fig2", "batch", "--gpu-repeats", "1")
+    t = _tables(doc)
+    assert [r["nonfinite_cells"] for r in t["fig2"] if r["tool"] == "hinesbatch"] == [0, 0, 3, 3]
+    assert [r["nonfinite_cells"] for r in t["batch"]] == [0, 0, 2, 2]
+    notes = [n for n in doc["notes"] if "non-finite" in n]
+    assert notes[0] == ("hinesbatch exact float32, 3 cells: 3 simulation(s) reached a "
+                        "non-finite v; the throughput counts work that went wrong")
+    assert len(notes) == 4
+
+
 def test_the_budget_skips_the_remaining_cases(fake_gpu, tmp_path, monkeypatch):
     clock = iter(range(0, 10_000, 100))  # every reading 100 s after the last
     monkeypatch.setattr(sim_gpu, "_now", lambda: float(next(clock)))

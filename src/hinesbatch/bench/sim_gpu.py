@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
 import sys
 import time
@@ -335,6 +336,10 @@ class _Bench:
                "mean_spikes_per_cell": float(spikes.mean()),
                "nonfinite_cells": int(np.count_nonzero(~finite)),
                "max_abs_dv_cell0_vs_cpu_mV": None}
+        if row["nonfinite_cells"]:
+            self.note(f"{tool} {rates} {precision}, {cells} cells: {row['nonfinite_cells']} "
+                      "simulation(s) reached a non-finite v; the throughput counts work "
+                      "that went wrong")
         return row
 
     # ---- the workloads ----------------------------------------------------------------
@@ -419,6 +424,9 @@ class _Bench:
                **self._floors(rate, precision, membrane / nodes, False),
                "nonfinite_cells": int(np.count_nonzero(~np.isfinite(t["v"]).all(axis=1)))}
         print(_row_text(row), flush=True)
+        if row["nonfinite_cells"]:
+            self.note(f"{kind} batch {precision}: {row['nonfinite_cells']} cell(s) reached a "
+                      "non-finite v; the throughput counts work that went wrong")
         self.tables["batch"].append(row)
 
     def _scaling(self) -> None:
@@ -455,6 +463,7 @@ class _Bench:
         n = self.s["cpu_cells"] or 2 * cores
         rows = cpu.engine_rows(self.hb, path, cells=n, repeats=self.s["repeats"])
         if self.s["neuron"]:
+            os.environ.setdefault("NEURON_MODULE_OPTIONS", "-nogui")  # no note on a display
             try:
                 import neuron  # noqa: F401
             except Exception as exc:  # not installed, or broken
