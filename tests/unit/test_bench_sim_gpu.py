@@ -296,7 +296,8 @@ def fake_gpu(monkeypatch):
         "clock_khz": 1_980_000})
     monkeypatch.setattr(jaxley_workload, "JaxleyFig2", _Jaxley)
     monkeypatch.setattr(jaxley_workload, "jaxley_missing", lambda: None)
-    monkeypatch.setattr(jaxley_workload, "jaxley_versions", lambda: {"jaxley": "stand-in"})
+    monkeypatch.setattr(jaxley_workload, "jaxley_versions", lambda: {
+        "jaxley": "stand-in", "jax_device": "cuda:0", "jax_platform": "gpu"})
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
@@ -350,7 +351,7 @@ def test_gpu_path_with_stand_ins(fake_gpu, tmp_path):
     assert "goal: mixed batch within 1.5x of the single-morphology batch, float32: " \
            f"single/mixed throughput {3909 / 2289:.2f} -> NOT met" in notes
     machine = doc["machine"]
-    assert machine["jaxley"] == {"jaxley": "stand-in"} and machine["copy_bandwidth"]
+    assert machine["jaxley"]["jaxley"] == "stand-in" and machine["copy_bandwidth"]
     assert "33.5 TFLOP/s" in machine["peak_assumed"]
 
 
@@ -369,6 +370,18 @@ def test_a_failing_case_is_a_note_and_the_others_run(fake_gpu, tmp_path, monkeyp
     failed = [n for n in doc["notes"] if "failed" in n]
     assert failed == ["single batch float32: failed: RuntimeError: float32 is not built",
                       "mixed batch float32: failed: RuntimeError: float32 is not built"]
+
+
+def test_jaxley_on_a_jax_without_gpu_is_skipped(fake_gpu, tmp_path, monkeypatch):
+    """JAX falls back to the CPU when its CUDA plugin is missing: Jaxley would then take
+    minutes per call on the CPU, and its ratios would compare other hardware."""
+    monkeypatch.setattr(jaxley_workload, "jaxley_versions", lambda: {
+        "jaxley": "stand-in", "jax_device": "TFRT_CPU_0", "jax_platform": "cpu"})
+    doc = _run(tmp_path, "--part", "gpu", "--cells", "2", "--workloads", "fig2",
+               "--precisions", "float64", "--gpu-repeats", "1")
+    assert {r["tool"] for r in _tables(doc)["fig2"]} == {"hinesbatch"} and _Jaxley.built == []
+    assert any(n.startswith("Jaxley is not available (JAX computes on TFRT_CPU_0, not a GPU")
+               for n in doc["notes"])
 
 
 def test_non_finite_traces_are_counted_and_noted(fake_gpu, tmp_path, monkeypatch):

@@ -46,7 +46,8 @@ def jaxley_missing() -> str | None:
 
 
 def jaxley_versions() -> dict:
-    """Versions of jax, jaxlib and jaxley, and the device JAX computes on."""
+    """Versions of jax, jaxlib and jaxley, and the device JAX computes on (``jax_device``,
+    ``jax_platform``: ``"gpu"``, ``"cpu"``...)."""
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
@@ -56,9 +57,10 @@ def jaxley_versions() -> dict:
         except PackageNotFoundError:
             out[name] = None
     try:
-        out["jax_device"] = str(_import_jax().devices()[0])
+        device = _import_jax().devices()[0]
+        out["jax_device"], out["jax_platform"] = str(device), str(device.platform)
     except Exception as exc:  # no backend at all
-        out["jax_device"] = f"none ({exc})"
+        out["jax_device"], out["jax_platform"] = f"none ({exc})", None
     return out
 
 

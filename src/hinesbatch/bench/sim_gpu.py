@@ -267,6 +267,10 @@ class _Bench:
 
             why = jaxley_missing()
             extra["jaxley"] = jaxley_versions() if why is None else f"unavailable: {why}"
+            if why is None and self.s["backend"] == "gpu" \
+                    and extra["jaxley"]["jax_platform"] != "gpu":
+                why = (f"JAX computes on {extra['jaxley']['jax_device']}, not a GPU (is jaxlib's "
+                       "CUDA plugin installed?)")
             if why is not None:
                 self.note(f"Jaxley is not available ({why}): no Jaxley rows, no ratios")
                 self.s["jaxley"] = False
