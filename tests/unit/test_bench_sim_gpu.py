@@ -133,8 +133,8 @@ def test_goals_met_not_met_and_not_measured():
         "Jaxley's Fig. 2 at 10000 cells, float64, exact rates: >= 20x Jaxley: 25.00x -> met",
         "Jaxley's Fig. 2 at 1000 cells, float64, exact rates: >= 10x Jaxley: 9.00x -> NOT met",
         "Jaxley's Fig. 2 at 100 cells, float64, exact rates: faster than Jaxley: 1.00x -> NOT met",
-        "mixed batch within 1.5x of the single-morphology batch, float64: single/mixed "
-        "throughput 1.43 -> met",
+        ("mixed batch within 1.5x of the single-morphology batch, float64: single/mixed "
+         "throughput 1.43 -> met"),
         "2 GPUs >= 1.9x one: 1.95x -> met",
         "4 GPUs >= 3.6x one -> not measured (2 GPUs here)"]
 
@@ -260,7 +260,7 @@ class _GpuSimulation:
         return self.keys[-1]
 
     def run(self, tstop):
-        return _Results(self.keys, int(round(tstop / work.DT)))
+        return _Results(self.keys, round(tstop / work.DT))
 
     def describe(self):
         return f"{len(self.cells)} cells\nstate in shared memory"
@@ -359,7 +359,7 @@ def test_a_failing_case_is_a_note_and_the_others_run(fake_gpu, tmp_path, monkeyp
     def run(self, tstop):
         if self.precision == "float32":
             raise RuntimeError("float32 is not built")
-        return _Results(self.keys, int(round(tstop / work.DT)))
+        return _Results(self.keys, round(tstop / work.DT))
 
     monkeypatch.setattr(_GpuSimulation, "run", run)
     doc = _run(tmp_path, "--part", "gpu", "--cells", "2", "--morph-cells", "2",
@@ -386,7 +386,7 @@ def test_jaxley_on_a_jax_without_gpu_is_skipped(fake_gpu, tmp_path, monkeypatch)
 
 def test_non_finite_traces_are_counted_and_noted(fake_gpu, tmp_path, monkeypatch):
     def run(self, tstop):
-        res = _Results(self.keys, int(round(tstop / work.DT)))
+        res = _Results(self.keys, round(tstop / work.DT))
         if self.precision == "float32":
             res._v = res._v.copy()
             res._v[-1] = np.nan

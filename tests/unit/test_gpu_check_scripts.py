@@ -77,6 +77,6 @@ def test_gpu_check_sim_installs_the_wheels_then_runs_the_gpu_part(tmp_path, whee
     else:
         assert pip == [] and "no wheels in .whl/" in run.stdout
     bench = [c for c in calls if "hinesbatch.cli" in c]
-    assert bench == [f"PYTHONPATH=/tmp/site:{repo}/src -m hinesbatch.cli bench sim --part gpu "
-                     f"--out {out}/h100 --quick --budget 60"]
+    assert bench == [(f"PYTHONPATH=/tmp/site:{repo}/src -m hinesbatch.cli bench sim --part gpu "
+                      f"--out {out}/h100 --quick --budget 60")]
     assert "bench: bench sim exit 0" in run.stdout

@@ -104,7 +104,7 @@ class JaxleyFig2:
         soma = np.flatnonzero(nodes["soma"].to_numpy()) if "soma" in nodes else np.array([0])
         target = cell.select(nodes=[int(soma[0]) if soma.size else 0])
         target.record("v", verbose=False)
-        self.compartments = int(len(nodes))
+        self.compartments = len(nodes)
         self.branches = int(cell.total_nbranches)
         dt = work.DT
         # Jaxley runs int(t_max // dt + 1) steps: half a step below steps * dt is safe from
