@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -370,6 +371,39 @@ def test_a_failing_case_is_a_note_and_the_others_run(fake_gpu, tmp_path, monkeyp
     failed = [n for n in doc["notes"] if "failed" in n]
     assert failed == ["single batch float32: failed: RuntimeError: float32 is not built",
                       "mixed batch float32: failed: RuntimeError: float32 is not built"]
+
+
+def test_a_failing_jaxley_leaves_hinesbatchs_rows(fake_gpu, tmp_path, monkeypatch):
+    def run(self, amps):
+        if len(amps) > 2:
+            raise MemoryError("RESOURCE_EXHAUSTED: out of memory")
+        return JAXLEY_SECONDS, np.full((len(amps), work.STEPS + 1), -65.0)
+
+    monkeypatch.setattr(_Jaxley, "run", run)
+    doc = _run(tmp_path, "--part", "gpu", "--cells", "2", "3", "--workloads", "fig2",
+               "--precisions", "float64", "--gpu-repeats", "1")
+    rows = _tables(doc)["fig2"]
+    assert [(r["tool"], r["cells"]) for r in rows] == [
+        ("Jaxley", 2), ("hinesbatch", 2), ("hinesbatch", 2), ("hinesbatch", 3),
+        ("hinesbatch", 3)]
+    assert [r["speedup_vs_jaxley"] is None for r in rows[1:]] == [False, False, True, True]
+    assert "fig2 3 cells float64: Jaxley failed: MemoryError: RESOURCE_EXHAUSTED: out of " \
+           "memory" in doc["notes"]
+
+
+def test_a_failing_neuron_leaves_the_engines_cpu_rows(fake_gpu, tmp_path, monkeypatch):
+    from hinesbatch.bench import _sim_gpu_cpu as cpu
+
+    def neuron_rows(path, **kw):
+        raise RuntimeError("NEURON process failed: boom")
+
+    row = {"tool": "hinesbatch multicore", "rates": "exact", "cells": 2, "nodes": 1101}
+    monkeypatch.setattr(cpu, "engine_rows", lambda hb, path, **kw: [dict(row)])
+    monkeypatch.setattr(cpu, "neuron_rows", neuron_rows)
+    monkeypatch.setitem(sys.modules, "neuron", object())  # importable
+    doc = _run(tmp_path, "--part", "gpu", "--workloads", "cpu", "--gpu-repeats", "1")
+    assert _tables(doc)["cpu"] == [row]
+    assert "cpu: NEURON failed: NEURON process failed: boom" in doc["notes"]
 
 
 def test_jaxley_on_a_jax_without_gpu_is_skipped(fake_gpu, tmp_path, monkeypatch):

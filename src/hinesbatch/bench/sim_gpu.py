@@ -372,12 +372,11 @@ class _Bench:
             self._reference[tables] = np.asarray(sim.run(work.tstop())[key])
         return self._reference[tables]
 
-    def _fig2(self, n: int, precision: str) -> None:
-        cells = self._fig2_cells(n)
-        nodes, membrane = work.compartments(cells[:1])
-        rows = []
-        jax_row = None
-        if self.s["jaxley"]:
+    def _fig2_jaxley(self, n: int, precision: str) -> dict | None:
+        """Jaxley's row, or None (not available, or failed: a note says why)."""
+        if not self.s["jaxley"]:
+            return None
+        try:
             model = self._jaxley_model(precision)
             amps = work.amplitudes(n)
             first, _ = model.run(amps)
@@ -385,29 +384,37 @@ class _Bench:
             for _ in range(self.s["repeats"]):
                 seconds, v = model.run(amps)
                 times.append(seconds)
-            t = {"seconds": _median(times), "timed": "wall", "wall_s": _median(times),
-                 "first_call_s": first, "steps": v.shape[1] - 1, "v": v}
-            jax_row = self._measured("Jaxley", "exact", precision, n, model.compartments, 1.0, t)
-            rows.append(jax_row)
+        except Exception as exc:  # hinesbatch's rows are still worth having
+            self.note(f"fig2 {n} cells {precision}: Jaxley failed: {type(exc).__name__}: {exc}")
+            return None
+        t = {"seconds": _median(times), "timed": "wall", "wall_s": _median(times),
+             "first_call_s": first, "steps": v.shape[1] - 1, "v": v}
+        return self._measured("Jaxley", "exact", precision, n, model.compartments, 1.0, t)
+
+    def _fig2(self, n: int, precision: str) -> None:
+        cells = self._fig2_cells(n)
+        nodes, membrane = work.compartments(cells[:1])
+        jax_row = self._fig2_jaxley(n, precision)
+        if jax_row is not None:
+            print(_row_text(jax_row), flush=True)
+            self.tables["fig2"].append(jax_row)
         if self.s["backend"] != "gpu" and precision != "float64":
             self.note(f"fig2 {n} cells {precision}: no hinesbatch rows on the "
                       f"{self.s['backend']} backend (float64 only)")
-        else:
-            for tables in (False, True):
-                label = f"fig2 {n} cells {precision} {'table' if tables else 'exact'}"
-                t = self._engine(cells, precision=precision, tables=tables, label=label)
-                row = self._measured("hinesbatch", "table" if tables else "exact", precision,
-                                     n, nodes, membrane / nodes, t)
-                ref = self._cpu_reference(cells[0], tables)
-                if ref.shape == t["v"][0].shape:
-                    row["max_abs_dv_cell0_vs_cpu_mV"] = float(np.max(np.abs(t["v"][0] - ref)))
-                if jax_row is not None:
-                    row["speedup_vs_jaxley"] = jax_row["seconds"] / row["seconds"]
-                    row["speedup_vs_jaxley_wall"] = jax_row["wall_s"] / row["wall_s"]
-                rows.append(row)
-        for row in rows:
+            return
+        for tables in (False, True):
+            label = f"fig2 {n} cells {precision} {'table' if tables else 'exact'}"
+            t = self._engine(cells, precision=precision, tables=tables, label=label)
+            row = self._measured("hinesbatch", "table" if tables else "exact", precision,
+                                 n, nodes, membrane / nodes, t)
+            ref = self._cpu_reference(cells[0], tables)
+            if ref.shape == t["v"][0].shape:
+                row["max_abs_dv_cell0_vs_cpu_mV"] = float(np.max(np.abs(t["v"][0] - ref)))
+            if jax_row is not None:
+                row["speedup_vs_jaxley"] = jax_row["seconds"] / row["seconds"]
+                row["speedup_vs_jaxley_wall"] = jax_row["wall_s"] / row["wall_s"]
             print(_row_text(row), flush=True)
-        self.tables["fig2"] += rows
+            self.tables["fig2"].append(row)
 
     def _batch(self, kind: str, precision: str) -> None:
         if self.s["backend"] != "gpu" and precision != "float64":
@@ -473,8 +480,11 @@ class _Bench:
             except Exception as exc:  # not installed, or broken
                 self.note(f"NEURON is not available ({type(exc).__name__}: {exc}): no NEURON rows")
             else:
-                rows += cpu.neuron_rows(path, processes=self.s["processes"] or cores,
-                                        repeats=self.s["repeats"], nodes=rows[0]["nodes"])
+                try:
+                    rows += cpu.neuron_rows(path, processes=self.s["processes"] or cores,
+                                            repeats=self.s["repeats"], nodes=rows[0]["nodes"])
+                except RuntimeError as exc:  # a process failed: keep the engine's rows
+                    self.note(f"cpu: NEURON failed: {exc}")
         for row in rows:
             print(_row_text(row), flush=True)
         self.tables["cpu"] += rows
