@@ -183,6 +183,9 @@ def test_dry_run_on_the_serial_backend(tmp_path, monkeypatch, capsys):
         assert 1 <= r["mean_spikes_per_cell"] <= 3 and r["speedup_vs_jaxley"] is None
     assert [r["batch"] for r in t["batch"]] == ["single", "mixed"]
     assert [r["morphologies"] for r in t["batch"]] == [1, 17]
+    single, mixed = t["batch"]
+    assert single["throughput_vs_single"] is None and mixed["throughput_vs_single"] == \
+        pytest.approx(mixed["G_comp_steps_per_s"] / single["G_comp_steps_per_s"])
     assert t["batch"][0]["nodes"] == 2 * 1303
     assert "scaling" not in t and "cpu" not in t
     notes = doc["notes"]
@@ -404,6 +407,19 @@ def test_a_failing_neuron_leaves_the_engines_cpu_rows(fake_gpu, tmp_path, monkey
     doc = _run(tmp_path, "--part", "gpu", "--workloads", "cpu", "--gpu-repeats", "1")
     assert _tables(doc)["cpu"] == [row]
     assert "cpu: NEURON failed: NEURON process failed: boom" in doc["notes"]
+
+
+def test_gpu_against_the_cpu_rows():
+    fig2 = [{"tool": "hinesbatch", "rates": "exact", "precision": "float64", "cells": n,
+             "G_comp_steps_per_s": g} for n, g in ((100, 2.0), (10000, 30.0))]
+    fig2.append({**fig2[1], "precision": "float32", "G_comp_steps_per_s": 90.0})
+    cpu = [{"tool": "hinesbatch multicore", "rates": "exact", "cores": 16,
+            "G_comp_steps_per_s": 0.6},
+           {"tool": "NEURON", "rates": "exact", "cores": 16, "G_comp_steps_per_s": 0.25},
+           {"tool": "NEURON", "rates": "table", "cores": 16, "G_comp_steps_per_s": 0.5}]
+    assert sim_gpu._against_cpu(fig2, cpu) == [
+        "hinesbatch on the GPU, 10000 cells, fp64, exact rates: 30 G compartment-steps/s = "
+        "50.0x hinesbatch multicore on 16 cores, 120.0x NEURON on 16 cores"]
 
 
 def test_jaxley_on_a_jax_without_gpu_is_skipped(fake_gpu, tmp_path, monkeypatch):

@@ -433,7 +433,12 @@ class _Bench:
                "seconds": t["seconds"], "timed": t["timed"], "wall_s": t["wall_s"],
                "first_call_s": t["first_call_s"], "G_comp_steps_per_s": rate / 1e9,
                **self._floors(rate, precision, membrane / nodes, False),
-               "nonfinite_cells": int(np.count_nonzero(~np.isfinite(t["v"]).all(axis=1)))}
+               "nonfinite_cells": int(np.count_nonzero(~np.isfinite(t["v"]).all(axis=1))),
+               "throughput_vs_single": None}
+        single = next((r for r in self.tables["batch"] if r["batch"] == "single"
+                       and r["precision"] == precision), None)
+        if kind == "mixed" and single is not None:
+            row["throughput_vs_single"] = row["G_comp_steps_per_s"] / single["G_comp_steps_per_s"]
         print(_row_text(row), flush=True)
         if row["nonfinite_cells"]:
             self.note(f"{kind} batch {precision}: {row['nonfinite_cells']} cell(s) reached a "
@@ -498,6 +503,8 @@ class _Bench:
                 precisions=self.s["precisions"], judged=judged,
                 devices=self.device["count"] if self.device else 0):
             self.note("goal: " + line)
+        for line in _against_cpu(self.tables["fig2"], self.tables["cpu"]):
+            self.note(line)
 
     def _plot(self) -> None:
         try:
@@ -509,6 +516,25 @@ class _Bench:
             return
         if path is not None:
             print(f"wrote {path}")
+
+
+def _against_cpu(fig2: list[dict], cpu: list[dict]) -> list[str]:
+    """hinesbatch's largest fp64 Fig. 2 batch on the GPU against the CPU rows of the same
+    rates, for the whole machine (a line per rate setting)."""
+    lines = []
+    for rates in ("exact", "table"):
+        gpu = [r for r in fig2 if r["tool"] == "hinesbatch" and r["rates"] == rates
+               and r["precision"] == "float64"]
+        here = [r for r in cpu if r["rates"] == rates]
+        if not gpu or not here:
+            continue
+        top = max(gpu, key=lambda r: r["cells"])
+        parts = [f"{top['G_comp_steps_per_s'] / r['G_comp_steps_per_s']:.1f}x {r['tool']} on "
+                 f"{r['cores']} cores" for r in here]
+        lines.append(f"hinesbatch on the GPU, {top['cells']} cells, fp64, {rates} rates: "
+                     f"{top['G_comp_steps_per_s']:.3g} G compartment-steps/s = "
+                     + ", ".join(parts))
+    return lines
 
 
 def device_facts() -> dict:
