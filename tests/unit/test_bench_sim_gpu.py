@@ -409,6 +409,19 @@ def test_a_failing_neuron_leaves_the_engines_cpu_rows(fake_gpu, tmp_path, monkey
     assert "cpu: NEURON failed: NEURON process failed: boom" in doc["notes"]
 
 
+def test_device_facts_failing_leave_the_floors_empty(fake_gpu, tmp_path, monkeypatch):
+    def facts():
+        raise RuntimeError("cudaErrorMemoryAllocation")
+
+    monkeypatch.setattr(sim_gpu, "device_facts", facts)
+    doc = _run(tmp_path, "--part", "gpu", "--cells", "2", "--workloads", "fig2",
+               "--precisions", "float64", "--gpu-repeats", "1")
+    t = _tables(doc)
+    assert all(r["vs_bytes_floor"] is None and r["vs_flops_floor"] is None for r in t["fig2"])
+    assert "floors" not in t and len(t["fig2"]) == 3
+    assert "no device facts (RuntimeError: cudaErrorMemoryAllocation): no floors" in doc["notes"]
+
+
 def test_gpu_against_the_cpu_rows():
     fig2 = [{"tool": "hinesbatch", "rates": "exact", "precision": "float64", "cells": n,
              "G_comp_steps_per_s": g} for n, g in ((100, 2.0), (10000, 30.0))]
