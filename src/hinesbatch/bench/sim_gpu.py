@@ -179,8 +179,10 @@ class _Bench:
         self.device = None
         self.start = _now()
         self.skipped: list[str] = []
-        self._jaxley = {}
-        self._reference = {}
+        self._jaxley: dict = {}
+        self._reference: dict = {}
+        self._fig2_batch: list = []
+        self._fig2_path = work.real_morphologies([work.FIG2_MORPHOLOGY])[0]
 
     # ---- the run ----------------------------------------------------------------------
     def run(self) -> None:
@@ -354,10 +356,9 @@ class _Bench:
 
     # ---- the workloads ----------------------------------------------------------------
     def _fig2_cells(self, n):
-        if not hasattr(self, "_fig2_batch") or len(self._fig2_batch) < n:
-            path = work.real_morphologies([work.FIG2_MORPHOLOGY])[0]
-            self._fig2_path = path
-            self._fig2_batch = work.fig2_cells(self.hb, path,
+        """The first ``n`` Fig. 2 cells (built once for the largest N)."""
+        if len(self._fig2_batch) < n:
+            self._fig2_batch = work.fig2_cells(self.hb, self._fig2_path,
                                                work.amplitudes(max(n, *self.s["cells"])))
         return self._fig2_batch[:n]
 
