@@ -431,8 +431,8 @@ def test_gpu_against_the_cpu_rows():
            {"tool": "NEURON", "rates": "exact", "cores": 16, "G_comp_steps_per_s": 0.25},
            {"tool": "NEURON", "rates": "table", "cores": 16, "G_comp_steps_per_s": 0.5}]
     assert sim_gpu._against_cpu(fig2, cpu) == [
-        "hinesbatch on the GPU, 10000 cells, fp64, exact rates: 30 G compartment-steps/s = "
-        "50.0x hinesbatch multicore on 16 cores, 120.0x NEURON on 16 cores"]
+        ("hinesbatch on the GPU, 10000 cells, fp64, exact rates: 30 G compartment-steps/s = "
+         "50.0x hinesbatch multicore on 16 cores, 120.0x NEURON on 16 cores")]
 
 
 def test_jaxley_on_a_jax_without_gpu_is_skipped(fake_gpu, tmp_path, monkeypatch):
