@@ -139,7 +139,7 @@ class JaxleyFig2:
             another precision or for another number of steps.
         """
         jnp = self._jax.numpy
-        x64 = bool(self._jax.config.jax_enable_x64)
+        x64 = jnp.zeros(()).dtype == np.float64  # the flag's effect, in any JAX version
         if x64 != (self.precision == "float64"):
             raise RuntimeError(f"jax_enable_x64 is {x64} but this cell was built for "
                                f"{self.precision}; build one JaxleyFig2 per precision in turn")
