@@ -34,3 +34,49 @@ def test_gpu_check_tridiagonal_writes_into_the_cards_folder(tmp_path, card, fold
                          env=env, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == [folder]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="bash scripts")
+@pytest.mark.parametrize("wheels", [("jaxley-0.14.0-py3-none-any.whl",
+                                     "pandas-2.3.3-cp312-cp312-manylinux_2_28_x86_64.whl"), ()])
+def test_gpu_check_sim_installs_the_wheels_then_runs_the_gpu_part(tmp_path, wheels):
+    """``gpu-check sim``: every wheel of .whl/ into /tmp/site without an index, then
+    ``bench sim --part gpu`` into the card's folder with /tmp/site first on PYTHONPATH and
+    the extra arguments passed on."""
+    import shutil
+
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "gpu-check", repo / "scripts" / "gpu-check")
+    if wheels:
+        (repo / ".whl").mkdir()
+        for name in wheels:
+            (repo / ".whl" / name).write_bytes(b"")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _fake_nvidia_smi(bin_dir, "NVIDIA H100 80GB HBM3")
+    log = tmp_path / "python.log"
+    python = bin_dir / "python"  # records its arguments and PYTHONPATH, succeeds
+    python.write_text(f'#!/bin/sh\necho "PYTHONPATH=$PYTHONPATH $*" >> "{log}"\n'
+                      "cat > /dev/null\n")
+    python.chmod(python.stat().st_mode | stat.S_IEXEC)
+    out = tmp_path / "out"
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", OUT=str(out),
+               PYTHON=str(python))
+    env.pop("PYTHONPATH", None)
+    run = subprocess.run(["bash", str(repo / "scripts" / "gpu-check"), "sim", "--quick",
+                          "--budget", "60"], env=env, capture_output=True, text=True,
+                         timeout=60, stdin=subprocess.DEVNULL)
+    assert run.returncode == 0, run.stderr
+    calls = log.read_text().splitlines()
+    pip = [c for c in calls if " -m pip " in c]
+    if wheels:
+        assert pip == [f"PYTHONPATH={repo}/src -m pip install -q --no-index --no-deps "
+                       "--no-compile --no-cache-dir --upgrade --target /tmp/site "
+                       + " ".join(f".whl/{w}" for w in sorted(wheels))]
+    else:
+        assert pip == [] and "no wheels in .whl/" in run.stdout
+    bench = [c for c in calls if "hinesbatch.cli" in c]
+    assert bench == [(f"PYTHONPATH=/tmp/site:{repo}/src -m hinesbatch.cli bench sim --part gpu "
+                      f"--out {out}/h100 --quick --budget 60")]
+    assert "bench: bench sim exit 0" in run.stdout

@@ -110,6 +110,8 @@ class HHModel:
     protocol : HHProtocol
     usetable : bool
         NEURON's ``usetable_hh`` (True: rates from hh's TABLE, NEURON's default).
+    nseg : int, optional
+        Segments of every section, instead of the protocol's d_lambda rule.
 
     Attributes
     ----------
@@ -117,9 +119,11 @@ class HHModel:
         Segments per section, by NEURON's section name.
     """
 
-    def __init__(self, path, protocol: HHProtocol, *, usetable: bool = True):
+    def __init__(self, path, protocol: HHProtocol, *, usetable: bool = True,
+                 nseg: int | None = None):
         p = self.protocol = protocol
-        h, sections = build_cell(path, ra=p.ra, cm=p.cm, d_lambda=p.d_lambda)
+        h, sections = build_cell(path, ra=p.ra, cm=p.cm,
+                                 d_lambda=p.d_lambda if nseg is None else None, nseg=nseg)
         if "soma[0]" not in sections:
             raise ValueError(f"{path}: NEURON built no soma[0]; the protocol clamps soma[0](0.5)")
         self._h = h

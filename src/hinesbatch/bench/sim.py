@@ -1,6 +1,12 @@
-"""``hinesbatch bench sim``: the Hodgkin-Huxley simulation on the CPU, against NEURON.
+"""``hinesbatch bench sim``: the Hodgkin-Huxley simulation on the CPU against NEURON, and on
+the GPU against Jaxley.
 
-Question: is hinesbatch's ``serial`` simulation of an active cell at least twice as fast per
+``--part cpu`` (the default without a GPU) runs this module's benchmark; ``--part gpu`` runs
+:mod:`hinesbatch.bench.sim_gpu` (Jaxley's Fig. 2 workload, real-morphology batches, several
+GPUs, the card's floors); ``--part all`` (the default with a GPU) runs both, into the same
+``--out``.
+
+The CPU part's question: is hinesbatch's ``serial`` simulation of an active cell at least twice as fast per
 step as NEURON on one core, does ``multicore`` reach 0.7 x cores x ``serial`` on a batch of
 1,000 cells, and does a whole ``hinesbatch simulate`` command (start-up included) finish a
 100 ms run before the same NEURON script does?
@@ -41,10 +47,11 @@ from pathlib import Path
 
 import numpy as np
 
+from . import sim_gpu
 from .common import find_morphologies, machine_info, write_results
 from .neuron_models import HHModel, HHProtocol, neuron_script
 
-__all__ = ["configure", "run", "QUESTION", "PROTOCOL", "MORPHOLOGIES"]
+__all__ = ["configure", "run", "run_cpu", "QUESTION", "PROTOCOL", "MORPHOLOGIES"]
 
 QUESTION = ("Is hinesbatch's serial simulation of an active (hh) cell at least 2x as fast per "
             "step as NEURON on one core, does multicore reach 0.7 x cores x serial on 1,000 "
@@ -71,9 +78,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add ``bench sim``'s arguments to ``parser``."""
     parser.description = QUESTION
     parser.add_argument("--out", default=".", metavar="DIR",
-                        help="directory for sim.json and sim.md (default: the current folder)")
+                        help="directory for sim.json and sim.md, and the GPU part's "
+                             "sim_gpu.json, .md and .png (default: the current folder)")
     parser.add_argument("--quick", action="store_true",
-                        help="smoke test: the bundled c91662 only, 2 ms, a batch of 4 cells")
+                        help="smoke test: the bundled c91662 only, 2 ms, a batch of 4 cells; "
+                             "the GPU part: 2 and 4 simulations, batches of 17 cells, one "
+                             "timed call per case")
     parser.add_argument("--swc", nargs="+", metavar="FILE",
                         help=f"morphologies (default the repository's {', '.join(MORPHOLOGIES)})")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats (median; default 5)")
@@ -85,10 +95,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="runs of each whole command after the cold one (default 3)")
     parser.add_argument("--no-neuron", action="store_true", help="skip NEURON")
     parser.add_argument("--no-command", action="store_true", help="skip the whole-command timing")
+    parser.add_argument("--part", choices=("cpu", "gpu", "all"),
+                        help="the CPU part (sim.json, sim.md), the GPU part against Jaxley "
+                             "(sim_gpu.json, .md, .png) or both (default: all with a GPU, cpu "
+                             "without)")
+    sim_gpu.add_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the benchmark; print rows as they finish; write the results. Returns the exit status."""
+    """Run the parts ``args.part`` names; returns the exit status (the first failure's)."""
+    part = args.part or ("all" if sim_gpu.gpu_present() else "cpu")
+    status = 0
+    if part in ("cpu", "all"):
+        status = run_cpu(args)
+    if part in ("gpu", "all"):
+        gpu_status = sim_gpu.run(args)
+        status = status or gpu_status
+    return status
+
+
+def run_cpu(args: argparse.Namespace) -> int:
+    """Run the CPU part; print rows as they finish; write the results. Returns the exit status."""
     settings = {
         "tstop": QUICK["tstop"] if args.quick else TSTOP,
         "repeats": QUICK["repeats"] if args.quick else args.repeats,

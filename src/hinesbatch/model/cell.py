@@ -27,6 +27,9 @@ DEFAULT_RA, DEFAULT_CM = 35.4, 1.0
 _MORPHOLOGIES: dict = {}
 #: Geometries by (morphology identity, policy), shared by cells with the same ones.
 _GEOMETRIES: dict = {}
+#: Section names and types by morphology identity, shared by every cell of that morphology
+#: (building the table is Import3d's whole walk of the samples, milliseconds per cell).
+_SECTION_TABLES: dict = {}
 
 
 def parse_location(location) -> tuple[str, float]:
@@ -132,7 +135,7 @@ class Cell:
         self.name = name
         self.decor: list = []          # ("insert", mech, region, params) / ("set", ...)
         self.point_processes: list = []
-        self._names, self._types = section_table(self.morphology)
+        self._names, self._types = _section_table(self.morphology)
         self._policy_arrays()          # validates the policy now
 
     # ---- regions and locations --------------------------------------------------------
@@ -352,6 +355,17 @@ class Cell:
             for k, v in params.items():
                 values[k][sel] = v
         return out
+
+
+def _section_table(morphology: Morphology) -> tuple[tuple, np.ndarray]:
+    """:func:`section_table` of ``morphology``, computed once per morphology object (the
+    types read-only, as every cell of the morphology shares them)."""
+    key = id(morphology)
+    if key not in _SECTION_TABLES:
+        names, types = section_table(morphology)
+        types.setflags(write=False)
+        _SECTION_TABLES[key] = (morphology, names, types)  # the morphology keeps its id
+    return _SECTION_TABLES[key][1:]
 
 
 def _region_data(region):
