@@ -25,8 +25,8 @@ arithmetic is the CPU's, except ``exp``/``log``/``pow``, which come from CUDA's 
 Per instance fields are loaded from device memory into locals at the start of each phase and
 stored at its end. A parameter with one value in every instance becomes a literal. A field
 that every runtime block writes before it reads it (hh's ``gna``, ``minf``, ...; see
-:func:`field_roles`) is stored only when it can be observed: at a recording step and at the
-last step of a launch.
+:func:`field_roles`) is stored only when it can be observed: at a step that records a
+mechanism's field of the cell, and at the last step of a launch.
 
 The same text compiles as host C++ (``-DHB_HOST``, one thread per block, the barriers
 no-ops), which is how the engine's logic is tested without a GPU.
@@ -508,10 +508,13 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
             while (ev < ev_end && ev_step[ev] == st) ++ev;
             __syncthreads();
         }}
-        bool rec_due = false;
-        for (int r = rec_off[cell]; r < rec_off[cell + 1]; ++r)
-            rec_due |= ((st + 1) % rec_every[r]) == 0;
-        const bool flush = rec_due || k == n_steps - 1;
+        /* a recording at this step's end; of a mechanism's field: store every field */
+        bool rec_due = false, flush = k == n_steps - 1;
+        for (int r = rec_off[cell]; r < rec_off[cell + 1]; ++r) {{
+            const bool due = ((st + 1) % rec_every[r]) == 0;
+            rec_due |= due;
+            flush |= due && rec_mech[r] >= 0;
+        }}
         const double t_mid_d = t + 0.5*dt_d;
         const double t_new_d = t_mid_d + 0.5*dt_d;
         const real t_mid = (real)t_mid_d, t_new = (real)t_new_d;
