@@ -41,9 +41,10 @@ from .common import machine_info, write_results
 
 __all__ = ["QUESTION", "configure", "run"]
 
-QUESTION = ("Is hinesbatch's CPU engine, run as a network split over ranks, at least 2x as "
-            "fast as NEURON 9.0.2 (threads) on the same cores on NEURON's ringtest, with "
-            "NEURON's raster?")
+QUESTION = ("Is hinesbatch's engine, run as a network split over ranks, at least 2x as fast "
+            "as NEURON 9.0.2 (threads) on the same cores on NEURON's ringtest, with NEURON's "
+            "raster; and with one GPU per rank, at least 10x faster than CoreNEURON's "
+            "published one-GPU time?")
 NRINGS = (16, 64, 256)
 NCELL = 8
 TSTOP = 100.0
