@@ -77,8 +77,7 @@ class CupyDevice:
         with self.device:
             while len(self.streams) <= stream:
                 self.streams.append(self.cp.cuda.Stream(non_blocking=True))
-            if shared > kernel.max_dynamic_shared_size_bytes:
-                kernel.max_dynamic_shared_size_bytes = shared
+            kernel.max_dynamic_shared_size_bytes = max(kernel.max_dynamic_shared_size_bytes, shared)
             kernel((grid,), (block,), tuple(values), shared_mem=shared,
                    stream=self.streams[stream])
 
