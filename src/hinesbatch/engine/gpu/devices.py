@@ -76,7 +76,8 @@ class CupyDevice:
                   for a, k in zip(args, kinds)]
         with self.device:
             while len(self.streams) <= stream:
-                self.streams.append(self.cp.cuda.Stream(non_blocking=True))
+                # blocking streams: ordered against the default stream's copies and fills
+                self.streams.append(self.cp.cuda.Stream(non_blocking=False))
             kernel.max_dynamic_shared_size_bytes = max(kernel.max_dynamic_shared_size_bytes, shared)
             kernel((grid,), (block,), tuple(values), shared_mem=shared,
                    stream=self.streams[stream])

@@ -442,6 +442,7 @@ class GpuRunner:
         sim, lay = self.sim, self.lay
         spikes = []
         for p in self.parts:
+            p.device.sync()
             bad = p.device.get(p.arrays["bad_step"])
             if bad.any():
                 c = int(np.argmin(np.where(bad > 0, bad, np.iinfo(np.int64).max)))
