@@ -59,12 +59,18 @@ static std::vector<double> hb_host_shared;
 #define HB_TID 0
 #define HB_NT 1
 #define HB_BID hb_block_index
+#define HB_LOAD(p) (*(p))
+#define HB_STORE(p, x) (*(p) = (x))
 static inline void __syncthreads() {}
 static inline int __syncthreads_or(int x) { return x; }
 #else
 #define HB_TID ((int)threadIdx.x)
 #define HB_NT ((int)blockDim.x)
 #define HB_BID ((int)blockIdx.x)
+/* mechanism fields stream through once a step: evict them first, so that the cell
+   structure, which every block of a multiprocessor reads, stays in L1 */
+#define HB_LOAD(p) __ldcs(p)
+#define HB_STORE(p, x) __stcs((p), (x))
 #endif
 typedef REAL real;
 #ifdef HB_HOST
@@ -240,11 +246,13 @@ def _loads_stores(mech, used: set, access: _Access, transient: set) -> tuple:
     index = {f: k for k, f in enumerate(mech.field_names)}
     load = [f for f in mech.field_names if f in used and
             (f in access.early or f not in access.sure)]
-    decl = "".join(f"    real f_{f} = D[{index[f]}*n + j];\n" if f in load
+    decl = "".join(f"    real f_{f} = HB_LOAD(D + {index[f]}*n + j);\n" if f in load
                    else f"    real f_{f} = R(0.0);\n" for f in mech.field_names if f in used)
     keep = [f for f in mech.field_names if f in access.written and f in used]
-    always = "".join(f"    D[{index[f]}*n + j] = f_{f};\n" for f in keep if f not in transient)
-    later = "".join(f"        D[{index[f]}*n + j] = f_{f};\n" for f in keep if f in transient)
+    always = "".join(f"    HB_STORE(D + {index[f]}*n + j, f_{f});\n" for f in keep
+                     if f not in transient)
+    later = "".join(f"        HB_STORE(D + {index[f]}*n + j, f_{f});\n" for f in keep
+                    if f in transient)
     if later:
         always += f"    if (flush) {{\n{later}    }}\n"
     return decl, always
@@ -542,23 +550,23 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
         for (int h = 0; h < n_elim; ++h) {{
             for (int q = EL[h] + tid; q < EL[h + 1]; q += nt) {{
                 const int2 rg = ER[q];
-                int r = rg.x;
-                for (; r + 4 <= rg.y; r += 4) {{     /* four records' loads in flight */
-                    int2 pc[4];
-                    real2 ab[4];
-                    for (int u = 0; u < 4; ++u) {{ pc[u] = el_pc[r + u]; ab[u] = el_ab[r + u]; }}
+                /* records four at a time, the next four loading while these compute */
+                int2 pc[4];
+                real2 ab[4];
+                for (int u = 0; u < 4; ++u)
+                    if (rg.x + u < rg.y) {{ pc[u] = el_pc[rg.x + u]; ab[u] = el_ab[rg.x + u]; }}
+                for (int r = rg.x; r < rg.y; r += 4) {{
+                    int2 pn[4];
+                    real2 an[4];
+                    for (int u = 0; u < 4; ++u)
+                        if (r + 4 + u < rg.y) {{ pn[u] = el_pc[r + 4 + u]; an[u] = el_ab[r + 4 + u]; }}
                     for (int u = 0; u < 4; ++u) {{
+                        if (r + u >= rg.y) break;
                         const real pp = ab[u].x/Dg[pc[u].y];
                         Dg[pc[u].x] -= pp*ab[u].y;
                         B[pc[u].x] -= pp*B[pc[u].y];
                     }}
-                }}
-                for (; r < rg.y; ++r) {{
-                    const int2 pc = el_pc[r];
-                    const real2 ab = el_ab[r];
-                    const real pp = ab.x/Dg[pc.y];
-                    Dg[pc.x] -= pp*ab.y;
-                    B[pc.x] -= pp*B[pc.y];
+                    for (int u = 0; u < 4; ++u) {{ pc[u] = pn[u]; ab[u] = an[u]; }}
                 }}
             }}
             __syncthreads();
@@ -567,20 +575,21 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
         for (int h = 0; h < n_back; ++h) {{
             for (int q = BL[h] + tid; q < BL[h + 1]; q += nt) {{
                 const int2 rg = BR[q];
-                int r = rg.x;
-                for (; r + 4 <= rg.y; r += 4) {{
-                    int2 ip[4];
-                    real bb[4];
-                    for (int u = 0; u < 4; ++u) {{ ip[u] = bs_ip[r + u]; bb[u] = bs_b[r + u]; }}
+                int2 ip[4];
+                real bb[4];
+                for (int u = 0; u < 4; ++u)
+                    if (rg.x + u < rg.y) {{ ip[u] = bs_ip[rg.x + u]; bb[u] = bs_b[rg.x + u]; }}
+                for (int r = rg.x; r < rg.y; r += 4) {{
+                    int2 in_[4];
+                    real bn[4];
+                    for (int u = 0; u < 4; ++u)
+                        if (r + 4 + u < rg.y) {{ in_[u] = bs_ip[r + 4 + u]; bn[u] = bs_b[r + 4 + u]; }}
                     for (int u = 0; u < 4; ++u) {{
+                        if (r + u >= rg.y) break;
                         const real x = ip[u].y < 0 ? B[ip[u].x] : B[ip[u].x] - bb[u]*B[ip[u].y];
                         B[ip[u].x] = x/Dg[ip[u].x];
                     }}
-                }}
-                for (; r < rg.y; ++r) {{
-                    const int2 ip = bs_ip[r];
-                    const real x = ip.y < 0 ? B[ip.x] : B[ip.x] - bs_b[r]*B[ip.y];
-                    B[ip.x] = x/Dg[ip.x];
+                    for (int u = 0; u < 4; ++u) {{ ip[u] = in_[u]; bb[u] = bn[u]; }}
                 }}
             }}
             __syncthreads();
