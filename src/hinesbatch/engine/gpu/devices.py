@@ -41,7 +41,6 @@ class CupyDevice:
         self.device = self.cp.cuda.Device(self.index)
         props = device_properties(self.index)
         self.name, self.max_shared = props["name"], props["smem_per_block_optin"]
-        self.streams: list = []
 
     def __repr__(self) -> str:
         return f"cuda:{self.index} ({self.name})"
@@ -68,24 +67,16 @@ class CupyDevice:
             module = self.cp.RawModule(code=source, options=options)
             return module.get_function("hb_epoch")
 
-    def launch(self, kernel, grid: int, block: int, shared: int, args, kinds, *,
-               stream: int = 0) -> None:
-        """Launch on this device's stream number ``stream`` (launches on different streams
-        may run at the same time)."""
+    def launch(self, kernel, grid: int, block: int, shared: int, args, kinds) -> None:
         values = [np.dtype(_SCALARS[k][0]).type(a) if k in _SCALARS else a
                   for a, k in zip(args, kinds)]
         with self.device:
-            while len(self.streams) <= stream:
-                # blocking streams: ordered against the default stream's copies and fills
-                self.streams.append(self.cp.cuda.Stream(non_blocking=False))
-            kernel.max_dynamic_shared_size_bytes = max(kernel.max_dynamic_shared_size_bytes, shared)
-            kernel((grid,), (block,), tuple(values), shared_mem=shared,
-                   stream=self.streams[stream])
+            if shared > 48 * 1024:
+                kernel.max_dynamic_shared_size_bytes = shared
+            kernel((grid,), (block,), tuple(values), shared_mem=shared)
 
     def sync(self) -> None:
         with self.device:
-            for s in self.streams:
-                s.synchronize()
             self.cp.cuda.get_current_stream().synchronize()
 
 
@@ -133,8 +124,7 @@ class HostDevice:
             src.unlink()
         return ctypes.CDLL(str(lib)).hb_epoch_host
 
-    def launch(self, kernel, grid: int, block: int, shared: int, args, kinds, *,
-               stream: int = 0) -> None:
+    def launch(self, kernel, grid: int, block: int, shared: int, args, kinds) -> None:
         values = [ctypes.c_int(grid), ctypes.c_longlong(shared)]
         for a, k in zip(args, kinds):
             if k in _SCALARS:

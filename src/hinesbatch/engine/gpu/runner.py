@@ -152,7 +152,6 @@ class _Part:
                          base("bs_lev"), [st["bs_lev"].size - 1 for st in structs],
                          np.zeros(len(structs))], axis=1)
         self.n_max = int(max(st["n"] for st in structs))
-        self.cell_n = np.array([runner.structs[int(x)]["n"] for x in sid], dtype=np.int64)
         self.n_levels = int(meta[:, 4].max() + meta[:, 6].max())
         cat = lambda key, dtype: np.ascontiguousarray(
             np.concatenate([st[key] for st in structs]), dtype=dtype)
@@ -297,13 +296,14 @@ class GpuRunner:
                                     block_threads=self.block)
         self.kernels = {id(p.device): p.device.compile(self.source, self.precision)
                         for p in self.parts}
-        size = np.dtype(self.real).itemsize
         for p in self.parts:
-            p.groups = [_Group(p, cells, size, self.block, options.get("block_threads"),
-                               self.precision) for cells in _size_classes(p.cell_n)]
-            p.use_shared = all(g.use_shared for g in p.groups)
-            p.arrays["scratch"] = p.device.zeros(
-                1 if p.use_shared else p.n_cells * 3 * p.n_max, self.real)
+            p.shared = 3 * p.n_max * np.dtype(self.real).itemsize
+            p.use_shared = p.shared <= p.device.max_shared
+            if not p.use_shared:
+                p.arrays["scratch"] = p.device.zeros(p.n_cells * 3 * p.n_max, self.real)
+                p.shared = 0
+            else:
+                p.arrays["scratch"] = p.device.zeros(1, self.real)
         self.step_seconds = None
         self.pending = {id(p): [] for p in self.parts}   # events due before a coming step
 
@@ -329,15 +329,13 @@ class GpuRunner:
 
     def describe(self) -> str:
         lines = [(f"gpu, {self.precision}: {len(self.structs)} distinct cell structure(s), "
-                  "one thread block per cell, cells in launches by size")]
+                  "one thread block per cell")]
         for p in self.parts:
-            lines.append(f"  {p.device!r}: cells {p.c0}..{p.c1 - 1}, up to {p.n_max} nodes "
-                         f"and {p.n_levels} chain levels")
-            for g in p.groups:
-                where = ("shared memory" if g.use_shared
-                         else "device memory (too large for shared memory)")
-                lines.append(f"    {g.n_cells} cell(s) of up to {g.n_max} nodes: {g.threads} "
-                             f"threads per cell; v, d, rhs in {where}")
+            where = ("shared memory" if p.use_shared
+                     else "device memory (too large for shared memory)")
+            lines.append(f"  {p.device!r}: cells {p.c0}..{p.c1 - 1}, {self.block} "
+                         f"threads per cell, up to {p.n_max} nodes and {p.n_levels} chain levels; "
+                         f"v, d, rhs in {where}")
         return "\n".join(lines)
 
     # ---- the epoch loop ---------------------------------------------------------------
@@ -428,21 +426,19 @@ class GpuRunner:
         tgrid = self.run_arrays.tgrid
         for p in self.parts:
             p.ensure_spike_space(max(n, 1) // 2 + 2)
-            for k, g in enumerate(p.groups):
-                scalars = {"n_steps": n if detect != 2 else 1, "step0": step,
-                           "t0": tgrid[step], "dt_d": self.sim.dt, "detect_first": detect,
-                           "use_shared": int(g.use_shared), "n_max": p.n_max,
-                           "spike_cap": p.spike_cap, "cell_list": g.cells}
-                args = [scalars[a] if a in scalars else p.arrays[a] for a in self.arg_names]
-                p.device.launch(self.kernels[id(p.device)], g.n_cells, g.threads, g.shared,
-                                args, self.arg_kinds, stream=k)
+            scalars = {"n_steps": n if detect != 2 else 1, "step0": step, "t0": tgrid[step],
+                       "dt_d": self.sim.dt,
+                       "detect_first": detect, "use_shared": int(p.use_shared),
+                       "n_max": p.n_max, "spike_cap": p.spike_cap}
+            args = [scalars[a] if a in scalars else p.arrays[a] for a in self.arg_names]
+            p.device.launch(self.kernels[id(p.device)], p.n_cells, self.block,
+                            p.shared, args, self.arg_kinds)
 
     def _collect_spikes(self) -> None:
         """Check for non-finite cells; queue the spikes of the launch in time order."""
         sim, lay = self.sim, self.lay
         spikes = []
         for p in self.parts:
-            p.device.sync()
             bad = p.device.get(p.arrays["bad_step"])
             if bad.any():
                 c = int(np.argmin(np.where(bad > 0, bad, np.iinfo(np.int64).max)))
@@ -477,30 +473,6 @@ class GpuRunner:
                 data = p.device.get(p.arrays[f"D_{m}"])
                 i0 = p.inst0[m]
                 sim._data[m][:, i0:i0 + data.shape[1]] = data
-
-
-class _Group:
-    """The cells of one launch: of similar size, so that a block's shared memory and
-    threads fit them rather than the batch's largest cell."""
-
-    def __init__(self, part, cells: np.ndarray, size: int, block: int, requested,
-                 precision: str):
-        self.n_cells = int(cells.size)
-        self.n_max = int(part.cell_n[cells].max())
-        self.threads = block if requested is not None else \
-            min(block, _block_threads(self.n_max, None, precision))
-        self.shared = 3 * self.n_max * size
-        self.use_shared = self.shared <= part.device.max_shared
-        if not self.use_shared:
-            self.shared = 0
-        self.cells = part.device.put(cells.astype(_INT))
-
-
-def _size_classes(cell_n: np.ndarray) -> list:
-    """Local cells grouped by ceil(log2(nodes)) (at least 5: up to 32 nodes together),
-    largest first."""
-    key = np.maximum(5, np.ceil(np.log2(np.maximum(cell_n, 1)))).astype(np.int64)
-    return [np.flatnonzero(key == k) for k in sorted(set(key.tolist()), reverse=True)]
 
 
 def _size(n: float) -> str:

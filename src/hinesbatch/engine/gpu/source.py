@@ -1,8 +1,8 @@
 """The CUDA C++ source of the GPU engine's epoch kernel, generated per model.
 
 One kernel, ``hb_epoch``, runs ``n_steps`` whole fixed steps of a set of cells in one launch:
-one thread block per cell of ``cell_list``, its membrane potential, diagonal and right-hand
-side in shared memory for the whole launch, each thread owning the nodes ``tid, tid + T, ...`` (and the
+one thread block per cell, its membrane potential, diagonal and right-hand side in shared
+memory for the whole launch, each thread owning the nodes ``tid, tid + T, ...`` (and the
 mechanism instances on them). A step, in NEURON's order (docs/simulator.md):
 
 1. threshold detection at ``t`` (spike times kept per source on the device);
@@ -59,18 +59,12 @@ static std::vector<double> hb_host_shared;
 #define HB_TID 0
 #define HB_NT 1
 #define HB_BID hb_block_index
-#define HB_LOAD(p) (*(p))
-#define HB_STORE(p, x) (*(p) = (x))
 static inline void __syncthreads() {}
 static inline int __syncthreads_or(int x) { return x; }
 #else
 #define HB_TID ((int)threadIdx.x)
 #define HB_NT ((int)blockDim.x)
 #define HB_BID ((int)blockIdx.x)
-/* mechanism fields stream through once a step: evict them first, so that the cell
-   structure, which every block of a multiprocessor reads, stays in L1 */
-#define HB_LOAD(p) __ldcs(p)
-#define HB_STORE(p, x) __stcs((p), (x))
 #endif
 typedef REAL real;
 #ifdef HB_HOST
@@ -246,13 +240,11 @@ def _loads_stores(mech, used: set, access: _Access, transient: set) -> tuple:
     index = {f: k for k, f in enumerate(mech.field_names)}
     load = [f for f in mech.field_names if f in used and
             (f in access.early or f not in access.sure)]
-    decl = "".join(f"    real f_{f} = HB_LOAD(D + {index[f]}*n + j);\n" if f in load
+    decl = "".join(f"    real f_{f} = D[{index[f]}*n + j];\n" if f in load
                    else f"    real f_{f} = R(0.0);\n" for f in mech.field_names if f in used)
     keep = [f for f in mech.field_names if f in access.written and f in used]
-    always = "".join(f"    HB_STORE(D + {index[f]}*n + j, f_{f});\n" for f in keep
-                     if f not in transient)
-    later = "".join(f"        HB_STORE(D + {index[f]}*n + j, f_{f});\n" for f in keep
-                    if f in transient)
+    always = "".join(f"    D[{index[f]}*n + j] = f_{f};\n" for f in keep if f not in transient)
+    later = "".join(f"        D[{index[f]}*n + j] = f_{f};\n" for f in keep if f in transient)
     if later:
         always += f"    if (flush) {{\n{later}    }}\n"
     return decl, always
@@ -319,7 +311,7 @@ def mechanism_functions(mech, constants: dict, transient: set, tables: bool) -> 
 _COMMON = (
     ("n_steps", "i32"), ("step0", "i64"), ("t0", "f64"), ("dt_d", "f64"),
     ("detect_first", "i32"), ("use_shared", "i32"), ("n_max", "i32"),
-    ("cell_list", "ptr:int"), ("cell_struct", "ptr:int"), ("cell_node0", "ptr:int"), ("s_meta", "ptr:int"),
+    ("cell_struct", "ptr:int"), ("cell_node0", "ptr:int"), ("s_meta", "ptr:int"),
     ("info", "ptr:int4"), ("cb", "ptr:real"), ("capd", "ptr:real"),
     ("child_idx", "ptr:int"), ("child_a", "ptr:real"),
     ("el_pc", "ptr:int2"), ("el_ab", "ptr:real2"), ("el_range", "ptr:int2"),
@@ -467,7 +459,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
     extern __shared__ __align__(16) unsigned char hb_smem_raw[];
     real* smem = (real*)hb_smem_raw;
 #endif
-    const int cell = cell_list[HB_BID], tid = HB_TID, nt = HB_NT;
+    const int cell = HB_BID, tid = HB_TID, nt = HB_NT;
     const int* __restrict__ meta = s_meta + 8*cell_struct[cell];
     const int sn0 = meta[0], n = meta[1];
     const int2* __restrict__ ER = el_range + meta[2];
@@ -550,23 +542,23 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
         for (int h = 0; h < n_elim; ++h) {{
             for (int q = EL[h] + tid; q < EL[h + 1]; q += nt) {{
                 const int2 rg = ER[q];
-                /* records four at a time, the next four loading while these compute */
-                int2 pc[4];
-                real2 ab[4];
-                for (int u = 0; u < 4; ++u)
-                    if (rg.x + u < rg.y) {{ pc[u] = el_pc[rg.x + u]; ab[u] = el_ab[rg.x + u]; }}
-                for (int r = rg.x; r < rg.y; r += 4) {{
-                    int2 pn[4];
-                    real2 an[4];
-                    for (int u = 0; u < 4; ++u)
-                        if (r + 4 + u < rg.y) {{ pn[u] = el_pc[r + 4 + u]; an[u] = el_ab[r + 4 + u]; }}
+                int r = rg.x;
+                for (; r + 4 <= rg.y; r += 4) {{     /* four records' loads in flight */
+                    int2 pc[4];
+                    real2 ab[4];
+                    for (int u = 0; u < 4; ++u) {{ pc[u] = el_pc[r + u]; ab[u] = el_ab[r + u]; }}
                     for (int u = 0; u < 4; ++u) {{
-                        if (r + u >= rg.y) break;
                         const real pp = ab[u].x/Dg[pc[u].y];
                         Dg[pc[u].x] -= pp*ab[u].y;
                         B[pc[u].x] -= pp*B[pc[u].y];
                     }}
-                    for (int u = 0; u < 4; ++u) {{ pc[u] = pn[u]; ab[u] = an[u]; }}
+                }}
+                for (; r < rg.y; ++r) {{
+                    const int2 pc = el_pc[r];
+                    const real2 ab = el_ab[r];
+                    const real pp = ab.x/Dg[pc.y];
+                    Dg[pc.x] -= pp*ab.y;
+                    B[pc.x] -= pp*B[pc.y];
                 }}
             }}
             __syncthreads();
@@ -575,21 +567,20 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
         for (int h = 0; h < n_back; ++h) {{
             for (int q = BL[h] + tid; q < BL[h + 1]; q += nt) {{
                 const int2 rg = BR[q];
-                int2 ip[4];
-                real bb[4];
-                for (int u = 0; u < 4; ++u)
-                    if (rg.x + u < rg.y) {{ ip[u] = bs_ip[rg.x + u]; bb[u] = bs_b[rg.x + u]; }}
-                for (int r = rg.x; r < rg.y; r += 4) {{
-                    int2 in_[4];
-                    real bn[4];
-                    for (int u = 0; u < 4; ++u)
-                        if (r + 4 + u < rg.y) {{ in_[u] = bs_ip[r + 4 + u]; bn[u] = bs_b[r + 4 + u]; }}
+                int r = rg.x;
+                for (; r + 4 <= rg.y; r += 4) {{
+                    int2 ip[4];
+                    real bb[4];
+                    for (int u = 0; u < 4; ++u) {{ ip[u] = bs_ip[r + u]; bb[u] = bs_b[r + u]; }}
                     for (int u = 0; u < 4; ++u) {{
-                        if (r + u >= rg.y) break;
                         const real x = ip[u].y < 0 ? B[ip[u].x] : B[ip[u].x] - bb[u]*B[ip[u].y];
                         B[ip[u].x] = x/Dg[ip[u].x];
                     }}
-                    for (int u = 0; u < 4; ++u) {{ ip[u] = in_[u]; bb[u] = bn[u]; }}
+                }}
+                for (; r < rg.y; ++r) {{
+                    const int2 ip = bs_ip[r];
+                    const real x = ip.y < 0 ? B[ip.x] : B[ip.x] - bs_b[r]*B[ip.y];
+                    B[ip.x] = x/Dg[ip.x];
                 }}
             }}
             __syncthreads();
