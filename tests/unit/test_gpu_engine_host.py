@@ -152,3 +152,19 @@ def test_emulation_variable_is_checked(monkeypatch):
     monkeypatch.setenv(EMULATION_ENV, "1")
     with pytest.raises(ValueError, match=r"devices=2: 1 CUDA device\(s\) are visible"):
         hb.Simulation([cell], backend="gpu", devices=2).run(1.0)
+
+
+def test_cli_runs_the_gpu_engine_in_float32(tmp_path, capsys):
+    from hinesbatch import cli
+
+    out = tmp_path / "hh32.npz"
+    assert cli.main(["simulate", "--mechanism", "hh", "--backend", "gpu", "--precision",
+                     "float32", "--tstop", "5", "--iclamp", "1,1,3", "--out", str(out)]) == 0
+    assert "backend:  gpu" in capsys.readouterr().out
+    res = hb.load_results(out)
+    v = res.traces[next(iter(res.traces))]
+    assert res.meta["precision"] == "float32" and res.meta["backend"] == "gpu"
+    assert v.shape == (201,) and np.isfinite(v).all() and v.max() > 0   # it fired
+    assert cli.main(["simulate", "--mechanism", "hh", "--precision", "float32", "--tstop",
+                     "1", "--out", str(tmp_path / "x.npz")]) != 0
+    assert "precision 'float32' needs backend='gpu'" in capsys.readouterr().err

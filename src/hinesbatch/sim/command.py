@@ -160,6 +160,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", default="auto",
                         help="backend: auto (default), serial, multicore, gpu; without "
                              "--mechanism also the other solver backends")
+    parser.add_argument("--precision", choices=("float64", "float32"), default="float64",
+                        help="with --mechanism and --backend gpu: float64 (default) or float32")
     parser.add_argument("--clamp", type=_location, default=DEFAULT_LOCATION,
                         metavar="SECTION(X)",
                         help="where a clamp without @SECTION(X) sits (default soma[0](0.5))")

@@ -113,6 +113,8 @@ def _build(hb, path, args, mechanisms, clamps, records, *, spikes: bool, n_sampl
     _check_memory(args.cells, n_nodes, len(records), n_samples)
     cells = [first] + [cell() for _ in range(args.cells - 1)]
     options = {"celsius": args.celsius} if args.celsius is not None else {}
+    if args.precision != "float64":
+        options["precision"] = args.precision
     sim = hb.Simulation(cells, dt=args.dt, v_init=args.v_init, backend=args.backend,
                         tables=not args.no_tables, **options)
     for gid in range(len(cells)):

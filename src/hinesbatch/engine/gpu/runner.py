@@ -287,8 +287,7 @@ class GpuRunner:
         self.arg_kinds = [a.kind for a in args]
         self._check_memory()
         self.parts = [_Part(self, d, c0, c1) for d, (c0, c1)
-                      in zip(self.devices, _split(lay, len(self.devices)))]
-        self.parts = [p for p in self.parts if p.n_cells > 0]
+                      in zip(self.devices, _split(lay, len(self.devices))) if c1 > c0]
         self.block = _block_threads(max(p.n_max for p in self.parts),
                                     options.get("block_threads"), self.precision)
         self.source = kernel_source(lay.mechs, roles, precision=self.precision,
