@@ -4,8 +4,8 @@
 same code as the CPU backends) and hands the state to :class:`GpuRunner`, which
 
 1. spreads the cells over the devices in contiguous ranges of about equal node counts;
-2. keeps one copy of each distinct cell structure (node order, parents, matrix
-   coefficients, levels, children) per device, so copies of a morphology share it;
+2. keeps one copy of each distinct cell structure (parents, children, matrix
+   coefficients, the solve's chain records) per device, so copies of a morphology share it;
 3. compiles the epoch kernel (:mod:`.source`) for the model's mechanisms and precision;
 4. steps in epochs. An epoch is as long as no spike of the epoch can act within it (the
    smallest NetCon delay from a cell's threshold source; a batch without such NetCons runs
