@@ -173,11 +173,14 @@ def emit_helpers(em: _CEmitter, qualifier: str = "static") -> list:
     ``_lookup``), in ``em.real``; ``qualifier`` prefixes every function."""
     mech, m, r, out = em.mech, em.mech.name, em.real, []
     lit = em.literal
+    # prototypes first: a FUNCTION may call one defined after it
+    out += [f"{qualifier} {r} {m}_{f.name}({''.join(f'{r} a_{a}, ' for a in f.args)}"
+            f"{r} celsius);\n" for f in mech.functions]
     for f in mech.functions:
         scope = _CScope(mech, fields=False, args={a: f"a_{a}" for a in f.args})
         body = em.block(f.body, scope, 1)
-        args = ", ".join(f"{r} a_{a}" for a in f.args)
-        out.append(f"{qualifier} {r} {m}_{f.name}({args}, {r} celsius) {{\n"
+        args = "".join(f"{r} a_{a}, " for a in f.args)
+        out.append(f"{qualifier} {r} {m}_{f.name}({args}{r} celsius) {{\n"
                    f"{_locals(scope, r)}{body}    return l_{f.name};\n}}\n")
     for p in mech.procedures:
         if p.table is None:

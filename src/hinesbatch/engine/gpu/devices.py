@@ -117,9 +117,13 @@ class HostDevice:
             src = folder / f"hb_gpu_host_{digest}.{os.getpid()}.cpp"
             src.write_text(source)
             tmp = lib.with_suffix(f".{os.getpid()}.so")
-            subprocess.run([cxx, "-DHB_HOST", "-O1", "-ffp-contract=off", "-fno-fast-math",
-                            "-shared", "-fPIC", "-x", "c++", str(src), "-o", str(tmp)],
-                           check=True, capture_output=True, text=True)
+            done = subprocess.run([cxx, "-DHB_HOST", "-O1", "-ffp-contract=off",
+                                   "-fno-fast-math", "-shared", "-fPIC", "-x", "c++", str(src),
+                                   "-o", str(tmp)], capture_output=True, text=True)
+            if done.returncode != 0:
+                errors = [x for x in done.stderr.splitlines() if "error" in x][:5]
+                raise RuntimeError(f"the host build of the GPU kernel failed ({src}):\n"
+                                   + "\n".join(errors or done.stderr.splitlines()[-5:]))
             os.replace(tmp, lib)
             src.unlink()
         return ctypes.CDLL(str(lib)).hb_epoch_host
