@@ -36,7 +36,7 @@ def test_engine_kernel_compiles_for_sm90(precision, tables, tmp_path):
     fmad = ["--fmad=false"] if precision == "float64" else []
     out = subprocess.run([NVCC, "-arch=sm_90", "-std=c++17", *fmad, "-c", "-Xptxas", "-v",
                           str(src), "-o", str(tmp_path / "engine.o")],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == 0, out.stderr
     assert re.findall(r"Compiling entry function '(\w+)'", out.stderr) == ["hb_epoch"]
     assert re.search(r"Used (\d+) registers", out.stderr), out.stderr
