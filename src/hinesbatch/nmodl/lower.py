@@ -1,0 +1,981 @@
+"""Lower an NMODL file (parsed by ``neuron.nmodl``) to a :class:`~hinesbatch.mechanisms.Mechanism`.
+
+The lowering keeps nocmodl's semantics where the engine runs them bit for bit:
+
+- ``SOLVE d METHOD cnexp`` with ``y' = f(y)`` linear in ``y``: ``a = df/dy`` and
+  ``b = f(0)`` symbolically (terms that vanish dropped, as nocmodl does), giving
+  ``y = y + (1 - exp(dt·a))·(-(b)/(a) - y)``; as :class:`~hinesbatch.mechanisms.Cnexp`
+  where the equations only read the mechanism's own values, else as statements in place;
+- ``SOLVE p`` of a PROCEDURE: ``p()`` in the state update;
+- a PROCEDURE with a TABLE of one argument: :class:`~hinesbatch.mechanisms.Table`
+  (NEURON's 201-row linear interpolation); the GLOBALs its DEPEND lists are fixed at the
+  file's values;
+- FUNCTIONs that read the mechanism's variables or ``v``/``t``/``dt`` get them as extra
+  arguments; PROCEDUREs are inlined, their LOCALs renamed so they cannot meet the
+  caller's;
+- a GLOBAL that a block writes is stored per instance (a notice says so);
+- FROM loops with constant bounds are unrolled.
+
+Everything else raises :class:`NmodlError` (``file:line: construct: reason``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..mechanisms.description import (Cnexp, Function, Ion, Mechanism, Procedure, Table,
+                                      Variable)
+from . import expressions as ex
+
+__all__ = ["NmodlError", "Translation", "translate", "translate_text"]
+
+#: NEURON's own names a mechanism reads (never its fields).
+SPECIALS = {"v", "t", "dt", "celsius"}
+#: NEURON names the engine does not provide to mechanisms.
+UNPROVIDED = {"diam": "the segment diameter", "area": "the segment area",
+              "secondorder": "the integration order", "nrn_ghk": "NEURON's ghk helper"}
+_RANDOM = {"scop_random", "exprand", "normrand", "unirand", "set_seed", "random_negexp",
+           "random_normal", "random_uniform", "random_setseq", "random_setids", "erand"}
+_EVENTS = {"net_send": "self-events (net_send)", "net_event": "net_event",
+           "net_move": "net_move"}
+_INTRINSICS = {"exp", "log", "log10", "pow", "fabs", "sqrt", "sin", "cos", "tan", "atan",
+               "tanh", "sinh", "cosh", "floor", "ceil", "asin", "acos", "atan2", "fmod"}
+_IGNORED_CALLS = {"at_time"}   # no-ops for NEURON's fixed step
+_FROM_LIMIT = 1000
+
+
+class NmodlError(ValueError):
+    """An NMODL file that cannot be translated.
+
+    The message reads ``file:line: construct: reason``; the parts are attributes.
+    """
+
+    def __init__(self, path: str, line: int, construct: str, reason: str):
+        self.path, self.line, self.construct, self.reason = str(path), int(line), construct, reason
+        super().__init__(f"{path}:{line}: {construct}: {reason}")
+
+
+@dataclass
+class Translation:
+    """A translated file: the mechanism and the notices (changes of meaning the engine
+    makes, such as a written GLOBAL stored per instance)."""
+
+    mechanism: Mechanism
+    notices: list = field(default_factory=list)
+    path: str = ""
+
+
+def translate(path, *, order: int = 1000) -> Translation:
+    """Translate the NMODL file ``path``.
+
+    Parameters
+    ----------
+    path : str or Path
+    order : int
+        The mechanism's type order (contributions to the matrix are added in increasing
+        order, as NEURON adds its types).
+
+    Raises
+    ------
+    NmodlError
+        The file does not parse, or uses a construct the engine cannot run.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as err:
+        raise NmodlError(path, 1, "file", f"cannot be read ({err.strerror})") from None
+    return translate_text(text, str(path), order=order)
+
+
+def translate_text(text: str, path: str = "<string>", *, order: int = 1000) -> Translation:
+    """Translate NMODL source ``text`` (``path`` names it in messages)."""
+    return _Lowering(text, path).mechanism(order)
+
+
+# ---- source positions -------------------------------------------------------------------
+def _code_lines(text: str) -> list[str]:
+    """The file's lines with comments blanked (``: ...``, ``COMMENT ... ENDCOMMENT``)."""
+    out, in_comment = [], False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if in_comment:
+            out.append("")
+            if stripped.startswith("ENDCOMMENT"):
+                in_comment = False
+            continue
+        if stripped.startswith("COMMENT"):
+            in_comment = True
+            out.append("")
+            continue
+        out.append(re.sub(r"[:?].*", "", line))
+    return out
+
+
+class _Lowering:
+    def __init__(self, text: str, path: str):
+        self.path, self.text = path, text
+        self.lines = _code_lines(text)
+        self.notices: list[str] = []
+        try:
+            from neuron.nmodl import dsl
+        except ImportError as err:       # pragma: no cover - the validate extra
+            raise NmodlError(path, 1, "file", f"needs NEURON's NMODL parser "
+                             f"(pip install neuron): {err}") from None
+        try:
+            self.tree = dsl.NmodlDriver().parse_string(text)
+        except Exception as err:         # the driver raises RuntimeError with its text
+            msg = str(err).strip().splitlines()
+            line = _first_int(r"line (\d+)", str(err)) or _first_int(r":(\d+)\.", str(err)) \
+                or 1
+            raise NmodlError(path, line, "syntax", (msg[-1] if msg else "does not parse")
+                             [:200]) from None
+
+    # ---- errors -------------------------------------------------------------------------
+    def line_of(self, *patterns: str) -> int:
+        for pat in patterns:
+            rx = re.compile(pat)
+            for k, line in enumerate(self.lines):
+                if rx.search(line):
+                    return k + 1
+        return 1
+
+    def fail(self, construct: str, reason: str, *patterns: str):
+        raise NmodlError(self.path, self.line_of(*(patterns or (re.escape(construct),))),
+                         construct, reason)
+
+    # ---- the file -----------------------------------------------------------------------
+    def mechanism(self, order: int) -> Translation:
+        blocks = list(self.tree.blocks)
+        self._refuse_blocks(blocks)
+        self.blocks = {}
+        for b in blocks:
+            self.blocks.setdefault(type(b).__name__, []).append(b)
+        self._neuron_block()
+        self._constants()
+        self._variables()
+        self._callables()
+        self.written = self._written_everywhere()
+        globals_written = sorted(n for n in self.globals_declared & self.written
+                                 if n in self.param_names | self.assigned_names)
+        for n in globals_written:
+            line = self.line_of(rf"\b{n}\b")
+            self.notices.append(f"{self.path}:{line}: GLOBAL {n} is written by a block: "
+                                "stored per instance")
+        mech = self._build(order)
+        return Translation(mech, self.notices, self.path)
+
+    def _refuse_blocks(self, blocks):
+        reasons = {
+            "Verbatim": ("VERBATIM", "C code cannot be translated", r"\bVERBATIM\b"),
+            "KineticBlock": ("KINETIC", "kinetic schemes are not translated yet",
+                             r"\bKINETIC\b"),
+            "LinearBlock": ("LINEAR", "linear systems are not translated", r"\bLINEAR\b"),
+            "NonLinearBlock": ("NONLINEAR", "nonlinear systems are not translated",
+                               r"\bNONLINEAR\b"),
+            "DiscreteBlock": ("DISCRETE", "not translated", r"\bDISCRETE\b"),
+            "FunctionTableBlock": ("FUNCTION_TABLE", "not translated", r"FUNCTION_TABLE"),
+            "ConstructorBlock": ("CONSTRUCTOR", "not translated", r"\bCONSTRUCTOR\b"),
+            "DestructorBlock": ("DESTRUCTOR", "not translated", r"\bDESTRUCTOR\b"),
+            "BeforeBlock": ("BEFORE", "BEFORE/AFTER blocks are not translated",
+                            r"\bBEFORE\b"),
+            "AfterBlock": ("AFTER", "BEFORE/AFTER blocks are not translated", r"\bAFTER\b"),
+            "LongitudinalDiffusionBlock": ("LONGITUDINAL_DIFFUSION", "the engine has no "
+                                           "longitudinal diffusion", r"LONGITUDINAL_DIFF"),
+            "Include": ("INCLUDE", "included files are not read", r"\bINCLUDE\b"),
+            "IndependentBlock": (None, None, None),
+        }
+        for b in blocks:
+            kind = type(b).__name__
+            if kind in reasons and reasons[kind][0]:
+                construct, why, pat = reasons[kind]
+                self.fail(construct, why, pat)
+
+    def _neuron_block(self):
+        nb = self.blocks.get("NeuronBlock")
+        if not nb:
+            self.fail("NEURON", "the file has no NEURON block", r"\bNEURON\b")
+        self.name = None
+        self.kind = None
+        self.range_names, self.globals_declared = set(), set()
+        self.ions: list[Ion] = []
+        self.currents: list[str] = []
+        self.electrode = False
+        self.ion_read, self.ion_write = set(), set()
+        for st in nb[0].statement_block.statements:
+            k = type(st).__name__
+            if k == "Suffix":
+                typ = st.type.get_node_name()
+                self.name = st.name.get_node_name()
+                if typ == "SUFFIX":
+                    self.kind = "density"
+                elif typ == "POINT_PROCESS":
+                    self.kind = "point"
+                else:
+                    self.fail(typ, "artificial cells are not translated", re.escape(typ))
+            elif k == "Range":
+                self.range_names |= {v.get_node_name() for v in st.variables}
+            elif k == "Global":
+                self.globals_declared |= {v.get_node_name() for v in st.variables}
+            elif k == "Useion":
+                self._useion(st)
+            elif k == "Nonspecific":
+                self.currents += [c.get_node_name() for c in st.currents]
+            elif k == "ElectrodeCurrent":
+                self.currents += [c.get_node_name() for c in st.currents]
+                self.electrode = True
+            elif k == "Pointer" or k == "BbcorePointer":
+                self.fail("POINTER", "pointers to other mechanisms' variables are not "
+                          "translated", r"\b(BBCORE)?POINTER\b")
+            elif k == "External":
+                self.fail("EXTERNAL", "variables of other mechanisms are not translated",
+                          r"\bEXTERNAL\b")
+            elif k == "RandomVarList":
+                self.fail("RANDOM", "random streams are not translated", r"\bRANDOM\b")
+        if self.name is None:
+            self.fail("NEURON", "no SUFFIX or POINT_PROCESS", r"\bNEURON\b")
+        if self.electrode and self.kind == "density" and len(self.currents) > 1:
+            self.fail("ELECTRODE_CURRENT", "mixed with transmembrane currents",
+                      r"ELECTRODE_CURRENT")
+
+    def _useion(self, st):
+        ion = st.name.get_node_name()
+        reads = [r.get_node_name() for r in st.readlist]
+        writes = [w.get_node_name() for w in st.writelist]
+        for w in writes:
+            if w == f"i{ion}":
+                continue
+            what = "reversal potential" if w == f"e{ion}" else "concentration"
+            self.fail(f"USEION {ion} WRITE {w}", f"writes the {what} {w}: the engine keeps "
+                      "ion concentrations and reversal potentials constant",
+                      rf"USEION\s+{ion}\b")
+        for r in reads:
+            if r in (f"{ion}i", f"{ion}o"):
+                self.fail(f"USEION {ion} READ {r}", f"reads the concentration {r}: the "
+                          "engine keeps no ion concentrations (and NEURON then computes "
+                          f"e{ion} from them for every mechanism of the section)",
+                          rf"USEION\s+{ion}\b")
+            if r != f"e{ion}":
+                self.fail(f"USEION {ion} READ {r}", "only the reversal potential "
+                          f"e{ion} is read by translated mechanisms", rf"USEION\s+{ion}\b")
+        self.ions.append(Ion(ion, read=tuple(reads), write=tuple(writes)))
+        self.ion_read |= set(reads)
+        self.ion_write |= set(writes)
+        self.currents += [w for w in writes if w == f"i{ion}"]
+
+    def _constants(self):
+        """CONSTANT block values and UNITS factors (refused) as literals."""
+        self.const: dict = {}
+        for b in self.blocks.get("ConstantBlock", []):
+            for st in b.statements:
+                if type(st).__name__ != "ConstantStatement":
+                    continue
+                c = st.constant
+                self.const[c.get_node_name()] = ("num", float(c.value.eval()))
+        for b in self.blocks.get("UnitBlock", []):
+            for d in b.definitions:
+                if type(d).__name__ == "FactorDef":
+                    name = d.get_node_name()
+                    value = _factor_value(d)
+                    if value is None:
+                        self.fail(f"UNITS {name}", "unit factors are not translated",
+                                  rf"\b{re.escape(name)}\s*=")
+                    self.const[name] = ("num", value)
+
+    def _variables(self):
+        def unit_of(d):
+            u = getattr(d, "unit", None)
+            return u.name.eval() if u is not None and u.name is not None else "1"
+
+        skip = SPECIALS | set(UNPROVIDED) | self.ion_read | self.ion_write
+        self.params: list[Variable] = []
+        for b in self.blocks.get("ParamBlock", []):
+            for st in b.statements:
+                if type(st).__name__ != "ParamAssign":
+                    continue
+                n = st.get_node_name()
+                if type(st.name).__name__ == "IndexedName":
+                    self.fail(f"PARAMETER {n}[]", "arrays are not translated",
+                              rf"\b{re.escape(n)}\s*\[")
+                if n in skip:
+                    continue
+                value = float(st.value.eval()) if st.value is not None else 0.0
+                self.params.append(Variable(n, value, unit_of(st)))
+        self.states: list[Variable] = []
+        for b in self.blocks.get("StateBlock", []):
+            for d in b.definitions:
+                n = d.get_node_name()
+                if d.length is not None or type(d.name).__name__ == "IndexedName":
+                    self.fail(f"STATE {n}[]", "arrays are not translated",
+                              rf"\b{re.escape(n)}\s*\[")
+                if n in self.ion_read | self.ion_write:
+                    self.fail(f"STATE {n}", "an ion variable as a state (a concentration "
+                              "the mechanism integrates) is not translated",
+                              rf"\b{re.escape(n)}\b")
+                self.states.append(Variable(n, 0.0, unit_of(d)))
+        self.assigned: list[Variable] = []
+        for b in self.blocks.get("AssignedBlock", []):
+            for d in b.definitions:
+                n = d.get_node_name()
+                if d.length is not None or type(d.name).__name__ == "IndexedName":
+                    self.fail(f"ASSIGNED {n}[]", "arrays are not translated",
+                              rf"\b{re.escape(n)}\s*\[")
+                if n in skip:
+                    continue
+                self.assigned.append(Variable(n, 0.0, unit_of(d)))
+        # LOCAL at file level: a value per instance
+        for b in self.blocks.get("LocalListStatement", []):
+            for var in b.variables:
+                self.assigned.append(Variable(var.get_node_name(), 0.0, "1"))
+        for c in self.currents:
+            if c not in self.ion_write and c not in {a.name for a in self.assigned}:
+                self.fail(c, "a current not declared in ASSIGNED", rf"\b{re.escape(c)}\b")
+        self.param_names = {p.name for p in self.params}
+        self.assigned_names = {a.name for a in self.assigned}
+        self.state_names = {s.name for s in self.states}
+        self.field_names = (self.param_names | self.assigned_names | self.state_names
+                            | self.ion_read | self.ion_write)
+        for n in self.field_names:
+            if n.startswith("_"):
+                self.fail(n, "names starting with '_' are not translated",
+                          rf"\b{re.escape(n)}\b")
+
+    def _callables(self):
+        self.functions = {f.get_node_name(): f for f in self.blocks.get("FunctionBlock", [])}
+        self.procedures = {p.get_node_name(): p
+                           for p in self.blocks.get("ProcedureBlock", [])}
+        self.derivatives = {d.get_node_name(): d
+                            for d in self.blocks.get("DerivativeBlock", [])}
+
+    # ---- statements ---------------------------------------------------------------------
+    def _written_everywhere(self) -> set:
+        out: set = set()
+
+        def walk(stmts):
+            for st in stmts:
+                k = type(st).__name__
+                if k == "ExpressionStatement":
+                    e = _unwrap(st.expression)
+                    if type(e).__name__ == "BinaryExpression" and e.op.eval() == "=":
+                        out.add(e.lhs.get_node_name())
+                    elif type(e).__name__ == "DiffEqExpression":
+                        out.add(e.expression.lhs.get_node_name().rstrip("'"))
+                elif k in ("IfStatement", "ElseIfStatement", "ElseStatement",
+                           "FromStatement", "WhileStatement"):
+                    walk(st.statement_block.statements)
+                    if k == "IfStatement":
+                        for e in st.elseifs:
+                            walk(e.statement_block.statements)
+                        if st.elses is not None:
+                            walk(st.elses.statement_block.statements)
+                elif k == "TableStatement":
+                    out.update(v.get_node_name() for v in st.table_vars)
+        for kind in ("InitialBlock", "BreakpointBlock", "DerivativeBlock", "ProcedureBlock",
+                     "FunctionBlock", "NetReceiveBlock"):
+            for b in self.blocks.get(kind, []):
+                walk(b.statement_block.statements)
+        return out
+
+    def _expr(self, node, ctx) -> tuple:
+        try:
+            e = ex.from_ast(node)
+        except ex.ExpressionError as err:
+            self.fail(ctx.where, str(err), *ctx.patterns)
+        e = ex.substitute(e, self.const)
+        e = ex.substitute(e, ctx.rename)
+        for n in ex.names(e):
+            self._check_name(n, ctx)
+        return ex.map_calls(e, lambda f, args: self._call(f, args, ctx))
+
+    def _check_name(self, n, ctx):
+        if n in ctx.locals or n in ctx.args or n in SPECIALS or n in self.field_names \
+                or n in ctx.extra:
+            return
+        if n in UNPROVIDED:
+            self.fail(n, f"{UNPROVIDED[n]} is not provided to mechanisms",
+                      rf"\b{re.escape(n)}\b")
+        self.fail(n, f"unknown name in {ctx.where}", rf"\b{re.escape(n)}\b")
+
+    def _call(self, f, args, ctx) -> tuple:
+        if f in _RANDOM:
+            self.fail(f"{f}()", "random numbers are not translated", rf"\b{f}\s*\(")
+        if f in _EVENTS:
+            self.fail(f"{f}()", f"{_EVENTS[f]} is not translated", rf"\b{f}\s*\(")
+        if f in _INTRINSICS:
+            return ("call", f, args)
+        if f in self.functions:
+            extra = self.function_extra(f)
+            return ("call", f, args + tuple(ex.substitute(("name", n), ctx.rename)
+                                            for n in extra))
+        if f in self.procedures:
+            self.fail(f"{f}()", "a PROCEDURE used as a value", rf"\b{f}\s*\(")
+        self.fail(f"{f}()", "unknown function", rf"\b{f}\s*\(")
+
+    def statements(self, stmts, ctx, indent: int = 0) -> list[str]:
+        pad = "    " * indent
+        out: list[str] = []
+        for st in stmts:
+            k = type(st).__name__
+            if k in ("LineComment", "BlockComment", "MutexLock", "MutexUnlock", "UnitState"):
+                continue
+            if k == "LocalListStatement":
+                for var in st.variables:
+                    n = var.get_node_name()
+                    if type(var.name).__name__ == "IndexedName":
+                        self.fail(f"LOCAL {n}[]", "arrays are not translated",
+                                  rf"\b{re.escape(n)}\s*\[")
+                    ctx.declare_local(n)
+                continue
+            if k == "ProtectStatement":
+                st = st.expression
+                k = "ExpressionStatement"
+            if k == "ExpressionStatement":
+                out += self._expression_statement(st.expression, ctx, pad)
+            elif k == "IfStatement":
+                out += self._if(st, ctx, indent)
+            elif k == "FromStatement":
+                out += self._from(st, ctx, indent)
+            elif k == "Verbatim":
+                self.fail("VERBATIM", "C code cannot be translated", r"\bVERBATIM\b")
+            elif k == "TableStatement":
+                if not ctx.table_ok:
+                    self.fail("TABLE", f"a TABLE in {ctx.where} is not translated",
+                              r"\bTABLE\b")
+            elif k == "SolveBlock":
+                self.fail("SOLVE", f"SOLVE in {ctx.where} is not translated", r"\bSOLVE\b")
+            elif k == "WhileStatement":
+                self.fail("WHILE", "loops other than FROM are not translated", r"\bWHILE\b")
+            elif k == "ConserveStatement" or k == "Conserve":
+                self.fail("CONSERVE", "kinetic schemes are not translated", r"\bCONSERVE\b")
+            elif k == "ReactionStatement":
+                self.fail("~", "reactions are not translated", r"~")
+            elif k == "WatchStatement":
+                self.fail("WATCH", "not translated", r"\bWATCH\b")
+            elif k == "ForNetcon":
+                self.fail("FOR_NETCONS", "not translated", r"FOR_NETCONS")
+            elif k == "LagStatement":
+                self.fail("LAG", "not translated", r"\bLAG\b")
+            elif k == "InitialBlock":
+                self.fail("INITIAL", f"an INITIAL block inside {ctx.where} is not "
+                          "translated", r"\bINITIAL\b")
+            else:
+                self.fail(k, f"statement not translated in {ctx.where}", *ctx.patterns)
+        return out
+
+    def _expression_statement(self, e, ctx, pad) -> list[str]:
+        e = _unwrap(e)
+        k = type(e).__name__
+        if k == "SolveBlock":
+            self.fail("SOLVE", f"SOLVE in {ctx.where} is not translated", r"\bSOLVE\b")
+        if k == "DiffEqExpression":
+            if ctx.diffeq is None:
+                self.fail("'", f"a differential equation in {ctx.where}", *ctx.patterns)
+            return ctx.diffeq(e, ctx, pad)
+        if k == "BinaryExpression" and e.op.eval() == "=":
+            lhs = e.lhs
+            if type(lhs).__name__ not in ("Name", "VarName") or (
+                    type(lhs).__name__ == "VarName" and lhs.index is not None):
+                self.fail(lhs.get_node_name(), "assignment to an array element",
+                          rf"\b{re.escape(lhs.get_node_name())}\s*\[")
+            target = ctx.rename.get(lhs.get_node_name(), ("name", lhs.get_node_name()))[1]
+            if target in SPECIALS:
+                self.fail(target, f"assigns NEURON's {target}", rf"\b{target}\s*=")
+            if target in self.const:
+                self.fail(target, "assigns a CONSTANT", rf"\b{target}\s*=")
+            self._check_name(target, ctx)
+            if target in ctx.readonly:
+                self.fail(target, ctx.readonly[target], rf"\b{re.escape(target)}\s*=")
+            ctx.wrote.add(target)
+            value = self._expr(e.rhs, ctx)
+            return [f"{pad}{ex.py_name(target)} = {ex.to_text(value)}\n"]
+        if k == "FunctionCall":
+            f = e.get_node_name()
+            if f in _IGNORED_CALLS:
+                return []
+            if f in self.procedures:
+                return [pad + self._procedure_call(f, e, ctx) + "\n"]
+            value = self._expr(e, ctx)
+            name = ctx.declare_local("unused")
+            return [f"{pad}{ex.py_name(name)} = {ex.to_text(value)}\n"]
+        self.fail(k, f"expression statement not translated in {ctx.where}", *ctx.patterns)
+
+    def _procedure_call(self, f, call, ctx) -> str:
+        args = [self._expr(a, ctx) for a in call.arguments]
+        proc = self.procedures[f]
+        if len(args) != len(proc.parameters):
+            self.fail(f"{f}()", f"called with {len(args)} argument(s), takes "
+                      f"{len(proc.parameters)}", rf"\b{f}\s*\(")
+        if not ctx.fields:
+            info = self.procedure_info(f)
+            if info.fields_used or info.table is not None:
+                self.fail(f"{f}()", f"a PROCEDURE that uses the mechanism's variables or a "
+                          f"TABLE, called from {ctx.where}", rf"\b{f}\s*\(")
+        ctx.wrote |= self.procedure_info(f).writes
+        return f"{f}({', '.join(ex.to_text(a) for a in args)})"
+
+    def _if(self, st, ctx, indent) -> list[str]:
+        pad = "    " * indent
+        cond = ex.to_text(self._expr(st.condition, ctx))
+        out = [f"{pad}if {cond}:\n"]
+        out += self.statements(st.statement_block.statements, ctx, indent + 1) \
+            or [f"{pad}    pass\n"]
+        rest = list(st.elseifs)
+        tail = st.elses
+        if rest:
+            first = rest[0]
+            nested = _IfLike(first.condition, first.statement_block, rest[1:], tail)
+            out += [f"{pad}else:\n"] + self._if(nested, ctx, indent + 1)
+        elif tail is not None:
+            out += [f"{pad}else:\n"]
+            out += self.statements(tail.statement_block.statements, ctx, indent + 1) \
+                or [f"{pad}    pass\n"]
+        return out
+
+    def _from(self, st, ctx, indent) -> list[str]:
+        pad = "    " * indent
+        n = st.get_node_name()
+        bounds = []
+        for part in (getattr(st, "from"), st.to, st.increment):
+            if part is None:
+                bounds.append(1.0)
+                continue
+            e = ex.substitute(ex.from_ast(part), self.const)
+            value = _constant_value(e)
+            if value is None:
+                self.fail("FROM", "loop bounds must be constants", r"\bFROM\b")
+            bounds.append(value)
+        lo, hi, step = bounds
+        if step == 0 or (hi - lo) / step > _FROM_LIMIT:
+            self.fail("FROM", f"more than {_FROM_LIMIT} iterations", r"\bFROM\b")
+        ctx.declare_local(n)
+        out, i = [], lo
+        while (step > 0 and i <= hi) or (step < 0 and i >= hi):
+            out.append(f"{pad}{ex.py_name(ctx.rename.get(n, ('name', n))[1])} = {float(i)!r}\n")
+            out += self.statements(st.statement_block.statements, ctx, indent)
+            i += step
+        return out
+
+    # ---- callables ----------------------------------------------------------------------
+    def function_extra(self, f) -> tuple:
+        """The mechanism variables and ``v``/``t``/``dt`` FUNCTION ``f`` reads (through the
+        functions it calls too), passed as extra arguments."""
+        cache = self.__dict__.setdefault("_extra", {})
+        if f in cache:
+            return cache[f]
+        cache[f] = ()
+        block = self.functions[f]
+        params = {p.get_node_name() for p in block.parameters}
+        reads, calls = _reads_and_calls(block.statement_block.statements)
+        extra = set()
+        for n in reads - params - set(self.const):
+            if n in self.field_names or n in {"v", "t", "dt"}:
+                extra.add(n)
+        for g in calls:
+            if g in self.functions and g != f:
+                extra |= set(self.function_extra(g)) - params
+        cache[f] = tuple(sorted(extra))
+        return cache[f]
+
+    def procedure_info(self, p):
+        cache = self.__dict__.setdefault("_pinfo", {})
+        if p in cache:
+            return cache[p]
+        block = self.procedures[p]
+        reads, calls = _reads_and_calls(block.statement_block.statements)
+        writes = _writes(block.statement_block.statements)
+        params = {a.get_node_name() for a in block.parameters}
+        info = _ProcInfo()
+        info.fields_used = {n for n in (reads | writes) - params if n in self.field_names
+                            or n in {"v", "t", "dt"}}
+        info.writes = {n for n in writes - params if n in self.field_names}
+        info.table = next((s for s in block.statement_block.statements
+                           if type(s).__name__ == "TableStatement"), None)
+        cache[p] = info
+        for g in calls:
+            if g in self.procedures and g != p:
+                inner = self.procedure_info(g)
+                info.fields_used |= inner.fields_used
+                info.writes |= inner.writes
+        return info
+
+    def _function(self, f) -> Function:
+        block = self.functions[f]
+        where = f"FUNCTION {f}"
+        if any(type(s).__name__ == "TableStatement" for s in block.statement_block.statements):
+            self.fail("TABLE", f"a TABLE in {where} is not translated yet",
+                      rf"FUNCTION\s+{f}\b")
+        params = [a.get_node_name() for a in block.parameters]
+        extra = list(self.function_extra(f))
+        ctx = _Context(where, [rf"FUNCTION\s+{f}\b"], fields=False,
+                       args=set(params) | set(extra))
+        ctx.locals.add(f)
+        ctx.readonly = {n: f"{where} writes the mechanism's variable {n}"
+                        for n in self.field_names if n not in params}
+        body = "".join(self.statements(block.statement_block.statements, ctx))
+        return Function(f, tuple(ex.py_name(a) for a in params + extra), body or "pass")
+
+    def _procedure(self, p) -> Procedure:
+        block = self.procedures[p]
+        where = f"PROCEDURE {p}"
+        params = [a.get_node_name() for a in block.parameters]
+        ctx = _Context(where, [rf"PROCEDURE\s+{p}\b"], fields=True, args=set(params))
+        ctx.local_suffix = f"__{p}"
+        info = self.procedure_info(p)
+        table = None
+        if info.table is not None:
+            table = self._table(p, info.table, params, ctx)
+        body = "".join(self.statements(block.statement_block.statements, ctx))
+        return Procedure(p, tuple(ex.py_name(a) for a in params), body or "pass", table)
+
+    def _table(self, p, st, params, ctx) -> Table:
+        outs = tuple(v.get_node_name() for v in st.table_vars)
+        where = f"PROCEDURE {p}"
+        pat = rf"PROCEDURE\s+{p}\b"
+        if not outs:
+            self.fail("TABLE", f"a TABLE without outputs in {where}", pat)
+        if len(params) != 1:
+            self.fail("TABLE", f"a TABLE in {where} of {len(params)} arguments (one is "
+                      "translated)", pat)
+        for o in outs:
+            if o not in self.assigned_names:
+                self.fail("TABLE", f"output {o} is not an ASSIGNED variable", pat)
+        info = self.procedure_info(p)
+        for n in info.writes - set(outs):
+            self.fail("TABLE", f"{where} writes {n}, which is not one of its table outputs",
+                      pat)
+        calls_procs = _reads_and_calls(self.procedures[p].statement_block.statements)[1]
+        for g in calls_procs:
+            if g in self.procedures:
+                self.fail("TABLE", f"{where} calls PROCEDURE {g}", pat)
+        depend = tuple(v.get_node_name() for v in st.depend_vars)
+        lo, hi, n = (self._constant(getattr(st, k), "TABLE", pat)
+                     for k in ("from", "to", "with"))
+        if n < 1 or n != int(n):
+            self.fail("TABLE", f"WITH {n}: a positive whole number of intervals", pat)
+        ctx.readonly = {}
+        return Table(tuple(ex.py_name(o) for o in outs), depend, lo, hi, int(n))
+
+    def _table_fixed(self, p, st) -> dict:
+        """The GLOBAL parameters the TABLE of PROCEDURE ``p`` depends on, with their
+        values: a table is built once, so they are fixed at the file's values."""
+        where, pat = f"PROCEDURE {p}", rf"PROCEDURE\s+{p}\b"
+        info = self.procedure_info(p)
+        outs = {v.get_node_name() for v in st.table_vars}
+        reads = set(info.fields_used) - outs
+        for g in _reads_and_calls(self.procedures[p].statement_block.statements)[1]:
+            if g in self.functions:
+                reads |= set(self.function_extra(g))
+        fixed = {}
+        depend = {v.get_node_name() for v in st.depend_vars}
+        for n in sorted(reads | (depend - {"celsius"})):
+            if n in ("v", "t", "dt"):
+                self.fail("TABLE", f"{where} reads {n} besides its argument", pat)
+            if n == "celsius":
+                continue
+            if n not in self.param_names or n in self.range_names or n in self.written:
+                self.fail("TABLE", f"{where} depends on {n}, which is not a constant "
+                          "GLOBAL parameter", pat)
+            fixed[n] = ("num", next(q.default for q in self.params if q.name == n))
+        return fixed
+
+    def _constant(self, node, construct, pat) -> float:
+        e = ex.substitute(ex.from_ast(node), self.const)
+        value = _constant_value(e)
+        if value is None:
+            self.fail(construct, "bounds must be constants", pat)
+        return value
+
+    # ---- blocks -------------------------------------------------------------------------
+    def _build(self, order: int) -> Mechanism:
+        fixed = {}
+        for p in self.procedures:
+            info = self.procedure_info(p)
+            if info.table is not None:
+                fixed.update(self._table_fixed(p, info.table))
+        self.fixed = set(fixed)
+        self.const.update(fixed)
+        self.param_names -= self.fixed
+        self.field_names -= self.fixed
+        self.__dict__.pop("_extra", None)
+        self.__dict__.pop("_pinfo", None)
+        procedures = tuple(self._procedure(p) for p in self.procedures)
+        functions = tuple(self._function(f) for f in self.functions)
+        initial = self._simple_block("InitialBlock", "INITIAL", r"\bINITIAL\b")
+        breakpoint, state, cnexp = self._breakpoint()
+        net_receive = self._net_receive()
+        params = tuple(p for p in self.params if p.name not in self.fixed)
+        for n in sorted(self.fixed):
+            line = self.line_of(rf"\b{n}\b")
+            self.notices.append(f"{self.path}:{line}: GLOBAL {n} is fixed at the file's "
+                                "value: a TABLE depends on it")
+        return Mechanism(
+            name=self.name, kind=self.kind, order=order, parameters=params,
+            states=tuple(self.states), assigned=tuple(self.assigned), ions=tuple(self.ions),
+            currents=tuple(self.currents), electrode=self.electrode,
+            functions=functions, procedures=procedures, initial=initial,
+            breakpoint=breakpoint, state=state, cnexp=cnexp, net_receive=net_receive,
+            aliases={ex.py_name(p.name): p.name for p in params
+                     if ex.py_name(p.name) != p.name},
+            doc=f"Translated from {Path(self.path).name}.")
+
+    def _simple_block(self, kind, where, pattern) -> str:
+        blocks = self.blocks.get(kind, [])
+        if not blocks:
+            return ""
+        ctx = _Context(where, [pattern], fields=True)
+        return "".join(self.statements(blocks[0].statement_block.statements, ctx))
+
+    def _breakpoint(self):
+        blocks = self.blocks.get("BreakpointBlock", [])
+        if not blocks:
+            return "", "", ()
+        ctx = _Context("BREAKPOINT", [r"\bBREAKPOINT\b"], fields=True)
+        rest, state, cnexp = [], [], ()
+        for st in blocks[0].statement_block.statements:
+            if type(st).__name__ == "ExpressionStatement" \
+                    and type(_unwrap(st.expression)).__name__ == "SolveBlock":
+                st = _unwrap(st.expression)
+            if type(st).__name__ != "SolveBlock":
+                rest.append(st)
+                continue
+            name = st.block_name.get_node_name()
+            method = st.method.get_node_name() if st.method is not None else None
+            if st.steadystate is not None:
+                self.fail("STEADYSTATE", "not translated", r"STEADYSTATE")
+            if name in self.procedures:
+                if method is not None:
+                    self.fail(f"SOLVE {name} METHOD {method}", "a PROCEDURE is solved "
+                              "without a METHOD", rf"SOLVE\s+{name}\b")
+                state.append(f"{name}()\n")
+                continue
+            if name in self.derivatives:
+                if method != "cnexp":
+                    self.fail(f"SOLVE {name} METHOD {method}", f"METHOD {method} is not "
+                              "translated yet (cnexp is)", rf"SOLVE\s+{name}\b")
+                if cnexp:
+                    self.fail(f"SOLVE {name}", "a second cnexp DERIVATIVE",
+                              rf"SOLVE\s+{name}\b")
+                text, eqs = self._cnexp(name)
+                state.append(text)
+                cnexp = eqs
+                continue
+            self.fail(f"SOLVE {name}", "solves no PROCEDURE or DERIVATIVE block of the "
+                      "file (KINETIC, LINEAR and NONLINEAR blocks are not translated)",
+                      rf"SOLVE\s+{name}\b")
+        breakpoint = "".join(self.statements(rest, ctx))
+        if len(cnexp) and any(state[:-1]):
+            # keep NEURON's order of the solves: the cnexp passes run after ``state``
+            text = "".join(state[:-1])
+            if text.strip():
+                self.fail("SOLVE", "a cnexp DERIVATIVE solved after another SOLVE",
+                          r"\bSOLVE\b")
+        return breakpoint, "".join(state), cnexp
+
+    def _cnexp(self, name):
+        """The DERIVATIVE block ``name`` integrated by cnexp: (statements, Cnexp tuple)."""
+        block = self.derivatives[name]
+        where = f"DERIVATIVE {name}"
+        pat = rf"DERIVATIVE\s+{name}\b"
+        ctx = _Context(where, [pat], fields=True)
+        eqs = []
+
+        def diffeq(e, c, pad):
+            b = e.expression
+            y = b.lhs.get_node_name().rstrip("'")
+            if y not in self.state_names:
+                self.fail(f"{y}'", "the derivative of something that is not a STATE", pat)
+            prime = b.lhs.name if type(b.lhs).__name__ == "VarName" else b.lhs
+            if type(prime).__name__ != "PrimeName" or int(prime.order.eval()) != 1:
+                self.fail(f"{y}''", "higher derivatives are not translated", pat)
+            f = self._expr(b.rhs, c)
+            try:
+                a = ex.derivative(f, y)
+                b0 = ex.simplify_zero(f, y)
+            except ex.ExpressionError as err:
+                self.fail(f"{y}'", f"cnexp needs an equation linear in {y} ({err})", pat)
+            c.wrote.add(y)
+            eqs.append((y, a, b0, pad, set(c.locals)))
+            return [("EQ", len(eqs) - 1)]
+
+        ctx.diffeq = diffeq
+        items = self.statements(block.statement_block.statements, ctx)
+        # the Cnexp form: every equation at the end, top level, reading only fields
+        n_eq = len(eqs)
+        tail = items[len(items) - n_eq:] if n_eq else []
+        form = n_eq > 0 and all(isinstance(t, tuple) for t in tail) \
+            and not any(isinstance(t, tuple) for t in items[:len(items) - n_eq])
+        if form:
+            earlier: set = set()
+            for y, a, b0, pad, _ in eqs:
+                used = ex.names(b0) | (ex.names(a) if a is not None else set())
+                if pad or a is None or used & (ctx.locals | earlier) \
+                        or any(c for c in ex.calls(b0) if c in self.functions and
+                               set(self.function_extra(c)) & earlier):
+                    form = False
+                    break
+                earlier.add(y)
+        if form:
+            text = "".join(items[:len(items) - n_eq])
+            return text, tuple(Cnexp(ex.py_name(y), ex.to_text(b0), ex.to_text(a))
+                               for y, a, b0, _, _ in eqs)
+        out = []
+        for t in items:
+            if isinstance(t, tuple):
+                y, a, b0, pad, _ = eqs[t[1]]
+                yt = ex.py_name(y)
+                if a is None:   # y' = b: nocmodl's y = y + dt*(b)
+                    self.fail(f"{y}'", "a derivative that does not depend on its state",
+                              pat)
+                out.append(f"{pad}{yt} = ({yt} + ((1.0 - exp((dt * {ex.to_text(a)}))) * "
+                           f"((-{ex.to_text(b0)}) / {ex.to_text(a)} - {yt})))\n")
+            else:
+                out.append(t)
+        return "".join(out), ()
+
+    def _net_receive(self) -> str:
+        blocks = self.blocks.get("NetReceiveBlock", [])
+        if not blocks:
+            return ""
+        if self.kind != "point":
+            self.fail("NET_RECEIVE", "in a density mechanism", r"NET_RECEIVE")
+        b = blocks[0]
+        args = [a.get_node_name() for a in b.parameters]
+        if len(args) != 1:
+            self.fail("NET_RECEIVE", f"{len(args)} arguments: weight vectors of more than "
+                      "one entry are not translated", r"NET_RECEIVE")
+        ctx = _Context("NET_RECEIVE", [r"NET_RECEIVE"], fields=True)
+        ctx.rename = {args[0]: ("name", "weight")}
+        ctx.extra = {"weight"}
+        ctx.readonly = {"weight": "assigns the NetCon's weight"}
+        if "flag" in _reads_and_calls(b.statement_block.statements)[0]:
+            self.fail("flag", "self-event flags are not translated", r"\bflag\b")
+        return "".join(self.statements(b.statement_block.statements, ctx))
+
+
+class _ProcInfo:
+    fields_used: set
+    writes: set
+    table = None
+
+
+@dataclass
+class _IfLike:
+    condition: object
+    statement_block: object
+    elseifs: list
+    elses: object
+
+
+class _Context:
+    """What a block may read and write while it is lowered."""
+
+    def __init__(self, where, patterns, *, fields, args=()):
+        self.where, self.patterns, self.fields = where, patterns, fields
+        self.args = set(args)
+        self.locals: set = set()
+        self.rename: dict = {}
+        self.extra: set = set()
+        self.readonly: dict = {}
+        self.wrote: set = set()
+        self.diffeq = None
+        self.table_ok = where.startswith("PROCEDURE")
+        self.local_suffix = ""
+
+    def declare_local(self, n: str) -> str:
+        if self.local_suffix:
+            new = n + self.local_suffix
+            self.rename[n] = ("name", new)
+            self.locals.add(new)
+            return new
+        self.locals.add(n)
+        return n
+
+
+def _reads_and_calls(stmts) -> tuple[set, set]:
+    reads, calls = set(), set()
+
+    def expr(e):
+        k = type(e).__name__
+        if k in ("Name", "VarName"):
+            reads.add(e.get_node_name())
+        elif k == "FunctionCall":
+            calls.add(e.get_node_name())
+            for a in e.arguments:
+                expr(a)
+        elif k == "BinaryExpression":
+            if e.op.eval() != "=":
+                expr(e.lhs)
+            expr(e.rhs)
+        elif k in ("UnaryExpression", "WrappedExpression", "ParenExpression",
+                   "DiffEqExpression"):
+            expr(e.expression)
+
+    def walk(sts):
+        for st in sts:
+            k = type(st).__name__
+            if k == "ExpressionStatement":
+                expr(st.expression)
+            elif k in ("IfStatement", "ElseIfStatement", "WhileStatement"):
+                expr(st.condition)
+            if k in ("IfStatement", "ElseIfStatement", "ElseStatement", "FromStatement",
+                     "WhileStatement"):
+                walk(st.statement_block.statements)
+            if k == "IfStatement":
+                walk(st.elseifs)
+                if st.elses is not None:
+                    walk([st.elses])
+    walk(stmts)
+    return reads, calls
+
+
+def _writes(stmts) -> set:
+    out = set()
+    for st in stmts:
+        k = type(st).__name__
+        if k == "ExpressionStatement":
+            e = _unwrap(st.expression)
+            if type(e).__name__ == "BinaryExpression" and e.op.eval() == "=":
+                out.add(e.lhs.get_node_name())
+        if k in ("IfStatement", "ElseIfStatement", "ElseStatement", "FromStatement"):
+            out |= _writes(st.statement_block.statements)
+        if k == "IfStatement":
+            out |= _writes(st.elseifs)
+            if st.elses is not None:
+                out |= _writes([st.elses])
+    return out
+
+
+def _unwrap(e):
+    while type(e).__name__ in ("WrappedExpression", "ParenExpression"):
+        e = e.expression
+    return e
+
+
+def _constant_value(e):
+    if e[0] == "num":
+        return float(e[1])
+    if e[0] == "neg":
+        v = _constant_value(e[1])
+        return None if v is None else -v
+    if e[0] == "bin" and e[1] in "+-*/":
+        a, b = _constant_value(e[2]), _constant_value(e[3])
+        if a is None or b is None:
+            return None
+        return {"+": a + b, "-": a - b, "*": a * b, "/": a / b if b else None}[e[1]]
+    return None
+
+
+def _factor_value(d):
+    value = getattr(d, "value", None)
+    if value is None:
+        return None
+    try:
+        return float(value.eval())
+    except (TypeError, ValueError):
+        return None
+
+
+def _first_int(pattern, text):
+    m = re.search(pattern, text)
+    return int(m.group(1)) if m else None
