@@ -10,6 +10,7 @@ The layers, each in its own subpackage (data flows down once per set-up)::
     sim/         simulate_passive                    (implicit Euler, NEURON's units)
     model/       Cell                                (morphology + policy + mechanisms)
     mechanisms/  pas, hh, IClamp, ... descriptions   (compiled into the engine's loops)
+    nmodl/       load_mechanisms                     (.mod files -> descriptions)
     engine/      Simulation -> Results               (NEURON's fixed step, CPU backends)
     network/     events, spike sources, MPI exchange (NEURON's delivery rules)
     io/          .npz, SONATA spike reports, model files
@@ -42,6 +43,7 @@ _PUBLIC = {
     "Cell": "model", "PointProcess": "model",
     "Results": "engine", "Simulation": "engine",
     "load_results": "io",
+    "load_mechanisms": "nmodl",
 }
 
 if TYPE_CHECKING:  # the same names for type checkers and the API docs
@@ -50,6 +52,7 @@ if TYPE_CHECKING:  # the same names for type checkers and the API docs
     from .engine import Results, Simulation
     from .errors import BackendUnavailableError, SingularSystemError
     from .io import load_results
+    from .nmodl import load_mechanisms
     from .model import Cell, PointProcess
     from .morphology import (Morphology, SWCError, SWCStrictError, SWCWarning, check_radii,
                              read_swc)
@@ -59,7 +62,7 @@ if TYPE_CHECKING:  # the same names for type checkers and the API docs
     from .tree import HinesStructure, MonoBatch, branches
 
 _SUBPACKAGES = {"mechanisms", "morphology", "tree", "solvers", "sim", "model",
-                "engine", "io", "network", "bench", "errors"}
+                "engine", "io", "network", "bench", "errors", "nmodl"}
 
 
 def __getattr__(name: str):
@@ -93,6 +96,7 @@ __all__ = [
     "simulate_passive",
     # simulator
     "Cell", "PointProcess", "Simulation", "Results", "load_results", "mechanisms",
+    "load_mechanisms",
 ]
 
 

@@ -34,6 +34,8 @@ def from_ast(node) -> tuple:
         return from_ast(node.expression)
     if kind in ("Double", "Integer", "Float"):
         return ("num", float(node.eval()))
+    if kind == "DoubleUnit":     # ``10 (mV)``: the unit only annotates the number
+        return from_ast(node.value)
     if kind == "Boolean":
         return ("num", 1.0 if node.eval() else 0.0)
     if kind == "Name":

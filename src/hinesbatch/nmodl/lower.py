@@ -8,8 +8,8 @@ The lowering keeps nocmodl's semantics where the engine runs them bit for bit:
   where the equations only read the mechanism's own values, else as statements in place;
 - ``SOLVE p`` of a PROCEDURE: ``p()`` in the state update;
 - a PROCEDURE with a TABLE of one argument: :class:`~hinesbatch.mechanisms.Table`
-  (NEURON's 201-row linear interpolation); the GLOBALs its DEPEND lists are fixed at the
-  file's values;
+  (NEURON's linear interpolation); the PARAMETERs it depends on are fixed at the file's
+  values (a notice says so; setting one is then an error, not a silent difference);
 - FUNCTIONs that read the mechanism's variables or ``v``/``t``/``dt`` get them as extra
   arguments; PROCEDUREs are inlined, their LOCALs renamed so they cannot meet the
   caller's;
@@ -127,10 +127,13 @@ class _Lowering:
             self.tree = dsl.NmodlDriver().parse_string(text)
         except Exception as err:         # the driver raises RuntimeError with its text
             msg = str(err).strip().splitlines()
-            line = _first_int(r"line (\d+)", str(err)) or _first_int(r":(\d+)\.", str(err)) \
+            text = str(err)
+            line = _first_int(r"Location : (\d+)\.", text) or _first_int(r"line (\d+)", text) \
                 or 1
-            raise NmodlError(path, line, "syntax", (msg[-1] if msg else "does not parse")
-                             [:200]) from None
+            reason = (msg[-1] if msg else "does not parse").replace("NMODL Parser Error : ", "")
+            reason = re.sub(r"\s*\[Location : [^]]*\]", "", reason)
+            construct = "INCLUDE" if "can not open file" in reason else "syntax"
+            raise NmodlError(path, line, construct, reason[:200]) from None
 
     # ---- errors -------------------------------------------------------------------------
     def line_of(self, *patterns: str) -> int:
@@ -646,8 +649,8 @@ class _Lowering:
                       pat)
         calls_procs = _reads_and_calls(self.procedures[p].statement_block.statements)[1]
         for g in calls_procs:
-            if g in self.procedures:
-                self.fail("TABLE", f"{where} calls PROCEDURE {g}", pat)
+            if g in self.procedures and self.procedure_info(g).table is not None:
+                self.fail("TABLE", f"{where} calls PROCEDURE {g}, which has a TABLE", pat)
         depend = tuple(v.get_node_name() for v in st.depend_vars)
         lo, hi, n = (self._constant(getattr(st, k), "TABLE", pat)
                      for k in ("from", "to", "with"))
@@ -668,14 +671,19 @@ class _Lowering:
                 reads |= set(self.function_extra(g))
         fixed = {}
         depend = {v.get_node_name() for v in st.depend_vars}
+        for part in (getattr(st, "from"), st.to):
+            try:
+                depend |= ex.names(ex.from_ast(part)) - set(self.const)
+            except ex.ExpressionError:
+                pass
         for n in sorted(reads | (depend - {"celsius"})):
             if n in ("v", "t", "dt"):
                 self.fail("TABLE", f"{where} reads {n} besides its argument", pat)
             if n == "celsius":
                 continue
-            if n not in self.param_names or n in self.range_names or n in self.written:
-                self.fail("TABLE", f"{where} depends on {n}, which is not a constant "
-                          "GLOBAL parameter", pat)
+            if n not in self.param_names or n in self.written:
+                self.fail("TABLE", f"{where} depends on {n}, which is not a PARAMETER "
+                          "that no block writes", pat)
             fixed[n] = ("num", next(q.default for q in self.params if q.name == n))
         return fixed
 
@@ -707,8 +715,8 @@ class _Lowering:
         params = tuple(p for p in self.params if p.name not in self.fixed)
         for n in sorted(self.fixed):
             line = self.line_of(rf"\b{n}\b")
-            self.notices.append(f"{self.path}:{line}: GLOBAL {n} is fixed at the file's "
-                                "value: a TABLE depends on it")
+            self.notices.append(f"{self.path}:{line}: PARAMETER {n} is fixed at the "
+                                "file's value (a TABLE depends on it)")
         return Mechanism(
             name=self.name, kind=self.kind, order=order, parameters=params,
             states=tuple(self.states), assigned=tuple(self.assigned), ions=tuple(self.ions),
