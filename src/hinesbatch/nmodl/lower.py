@@ -170,6 +170,9 @@ class _Lowering:
         return Translation(mech, self.notices, self.path)
 
     def _refuse_blocks(self, blocks):
+        if any(re.search(r"\bLONGITUDINAL_DIFFUSION\b", line) for line in self.lines):
+            self.fail("LONGITUDINAL_DIFFUSION", "the engine has no longitudinal diffusion",
+                      r"\bLONGITUDINAL_DIFFUSION\b")
         reasons = {
             "Verbatim": ("VERBATIM", "C code cannot be translated", r"\bVERBATIM\b"),
             "KineticBlock": ("KINETIC", "kinetic schemes are not translated yet",
@@ -801,7 +804,8 @@ class _Lowering:
                 a = ex.derivative(f, y)
                 b0 = ex.simplify_zero(f, y)
             except ex.ExpressionError as err:
-                self.fail(f"{y}'", f"cnexp needs an equation linear in {y} ({err})", pat)
+                self.fail(f"{y}'", f"cnexp needs an equation linear in {y} ({err})",
+                          rf"\b{re.escape(y)}'\s*=", pat)
             c.wrote.add(y)
             eqs.append((y, a, b0, pad, set(c.locals)))
             return [("EQ", len(eqs) - 1)]

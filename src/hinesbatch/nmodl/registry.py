@@ -41,6 +41,10 @@ def translation(path) -> Translation:
     if hit is None:
         hit = translate_text(data.decode("utf-8", errors="replace"), str(path))
         _TRANSLATIONS[key] = hit
+    if hit.path != str(path):      # the same content under another name: its own messages
+        hit = dataclasses.replace(hit, path=str(path), notices=[
+            str(path) + n[len(hit.path):] if n.startswith(hit.path + ":") else n
+            for n in hit.notices])
     return hit
 
 

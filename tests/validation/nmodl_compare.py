@@ -1,0 +1,240 @@
+"""Run the same model with NMODL files in NEURON (``nrnivmodl``) and in hinesbatch.
+
+NEURON loads compiled mechanisms once per process and keeps them, so each NEURON run is a
+child process (:func:`run_neuron`) given the model as JSON. A model::
+
+    {"swc": "cell.swc", "nseg": 1, "d_lambda": None,
+     "insert": [["hh", {}], ["kdr", {"gbar": 0.01}]],      # everywhere
+     "point": [["ExpSyn", "soma[0]", 0.5, {"tau": 2}]],
+     "iclamp": [1.0, 20.0, 0.3],                            # soma[0](0.5): del, dur, amp
+     "netstim": [3.0, 7.0, 5, [[0, 0.01, 1.0]]],           # start, interval, number,
+                                                            # [point, weight, delay]
+     "record": [["soma[0]", 0.5]], "tstop": 30.0, "dt": 0.025, "celsius": 6.3,
+     "v_init": -65.0}
+
+Run as a script, it compares every translated density mechanism and synapse of a folder
+(``python tests/validation/nmodl_compare.py DIR``): one line per file with max |ΔV|.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+
+_CHILD = r"""
+import json, sys
+import numpy as np
+from neuron import h
+spec = json.loads(sys.argv[1])
+if spec["lib"]:
+    h.nrn_load_dll(spec["lib"])
+from hinesbatch.bench.neuron_models import build_cell
+h_, secs = build_cell(spec["swc"], ra=35.4, cm=1.0, d_lambda=spec["d_lambda"],
+                      nseg=spec["nseg"], freq=100.0)
+for name, params in spec["insert"]:
+    for sec in secs.values():
+        sec.insert(name)
+        for k, v in params.items():
+            for seg in sec:
+                setattr(seg, f"{k}_{name}", v)
+points = []
+for kind, sec, x, params in spec["point"]:
+    p = getattr(h, kind)(secs[sec](x))
+    for k, v in params.items():
+        setattr(p, k, v)
+    points.append(p)
+keep = []
+if spec.get("iclamp"):
+    stim = h.IClamp(secs["soma[0]"](0.5))
+    stim.delay, stim.dur, stim.amp = spec["iclamp"]
+    keep.append(stim)
+if spec.get("netstim"):
+    start, interval, number, targets = spec["netstim"]
+    ns = h.NetStim()
+    ns.start, ns.interval, ns.number, ns.noise = start, interval, number, 0
+    keep.append(ns)
+    for k, w, d in targets:
+        nc = h.NetCon(ns, points[k])
+        nc.weight[0], nc.delay = w, d
+        keep.append(nc)
+vecs = []
+for sec, x in spec["record"]:
+    vec = h.Vector()
+    vec.record(secs[sec](x)._ref_v)
+    vecs.append(vec)
+h.dt, h.celsius = spec["dt"], spec["celsius"]
+h.steps_per_ms = 1.0 / spec["dt"]
+h.finitialize(spec["v_init"])
+h.continuerun(spec["tstop"])
+np.save(spec["out"], np.array([np.array(v) for v in vecs]))
+"""
+
+
+def compile_mods(files, folder) -> str:
+    """Copy ``files`` into ``folder`` and build them with nrnivmodl; the library's path."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        shutil.copy(f, folder / Path(f).name)
+    env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    proc = subprocess.run([str(VENV_BIN / "nrnivmodl")], cwd=folder, env=env,
+                          capture_output=True, text=True)
+    lib = next((p for p in (folder / "x86_64" / "libnrnmech.so",
+                            folder / "x86_64" / ".libs" / "libnrnmech.so") if p.exists()),
+               None)
+    if proc.returncode != 0 or lib is None:
+        raise RuntimeError(f"nrnivmodl failed in {folder}:\n{proc.stdout[-2000:]}"
+                           f"\n{proc.stderr[-2000:]}")
+    return str(lib)
+
+
+def _defaults(model: dict) -> dict:
+    out = {"nseg": 1, "d_lambda": None, "insert": [], "point": [], "iclamp": None,
+           "netstim": None, "record": [["soma[0]", 0.5]], "tstop": 30.0, "dt": 0.025,
+           "celsius": 6.3, "v_init": -65.0}
+    out.update(model)
+    return out
+
+
+def run_neuron(model: dict, lib: str | None) -> np.ndarray:
+    """NEURON's voltage traces [mV] of ``model`` (records × steps + 1)."""
+    spec = _defaults(model)
+    with tempfile.TemporaryDirectory() as tmp:
+        spec.update(lib=lib, out=os.path.join(tmp, "v.npy"), swc=str(spec["swc"]))
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+        proc = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(spec)], env=env,
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"NEURON run failed:\n{proc.stderr[-3000:]}")
+        return np.load(spec["out"])
+
+
+def run_hinesbatch(model: dict) -> np.ndarray:
+    """hinesbatch's voltage traces [mV] of ``model`` (mechanisms must be loaded)."""
+    import hinesbatch as hb
+
+    spec = _defaults(model)
+    cell = hb.Cell(str(spec["swc"]), nseg=spec["nseg"], d_lambda=spec["d_lambda"],
+                   ra=35.4, cm=1.0)
+    for name, params in spec["insert"]:
+        cell.insert(name, **params)
+    points = [cell.place(kind, f"{sec}({x})", **params)
+              for kind, sec, x, params in spec["point"]]
+    if spec["iclamp"]:
+        delay, dur, amp = spec["iclamp"]
+        cell.place("IClamp", "soma[0](0.5)", delay=delay, dur=dur, amp=amp)
+    sim = hb.Simulation(cell, dt=spec["dt"], celsius=spec["celsius"], v_init=spec["v_init"])
+    if spec["netstim"]:
+        start, interval, number, targets = spec["netstim"]
+        ns = sim.net_stim(start=start, interval=interval, number=number)
+        for k, w, d in targets:
+            sim.connect(ns, points[k], weight=w, delay=d)
+    keys = [sim.record("v", location=f"{sec}({x})") for sec, x in spec["record"]]
+    res = sim.run(spec["tstop"])
+    return np.array([res[k] for k in keys])
+
+
+#: Mechanisms NEURON 9.0.2 has built in besides hinesbatch's built-ins.
+NEURON_NAMES = {"AlphaSynapse", "PointProcessMark", "APCount", "OClamp", "VClamp",
+                "NetStim", "IntFire1", "IntFire2", "IntFire4", "PatternStim", "ExpSyn",
+                "Exp2Syn", "extracellular", "fastpas", "capacitance", "morphology",
+                "na_ion", "k_ion", "ca_ion"}
+
+
+def renamed(path, name: str, new: str, out) -> Path:
+    """A copy of ``path`` at ``out`` whose SUFFIX or POINT_PROCESS ``name`` is ``new``."""
+    import re
+
+    text = Path(path).read_text(errors="replace")
+    text = re.sub(rf"\b(SUFFIX|POINT_PROCESS)(\s+){name}\b", rf"\g<1>\g<2>{new}", text,
+                  count=1)
+    Path(out).write_text(text)
+    return Path(out)
+
+
+def standard_model(mech, swc) -> dict:
+    """The standard protocol for one translated mechanism: a density mechanism with hh
+    everywhere and a current clamp at the soma; a point process on the soma with hh (a
+    synapse driven by a NetStim)."""
+    if mech.kind == "density":
+        return {"swc": swc, "insert": [["hh", {}], [mech.name, {}]],
+                "iclamp": [1.0, 20.0, 0.3], "tstop": 30.0}
+    model = {"swc": swc, "insert": [["hh", {}]], "point": [[mech.name, "soma[0]", 0.5, {}]],
+             "iclamp": [1.0, 20.0, 0.1], "tstop": 30.0}
+    if mech.net_receive:
+        model["netstim"] = [2.0, 5.0, 4, [[0, 0.005, 1.0]]]
+    return model
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    import hinesbatch as hb
+    from hinesbatch.nmodl import NmodlError
+    from hinesbatch.nmodl.registry import translation
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dir")
+    parser.add_argument("--swc", default=None, help="default: a one-compartment soma")
+    args = parser.parse_args(argv)
+    root = Path(args.dir)
+    work = Path(tempfile.mkdtemp(prefix="nmodl-compare-"))
+    swc = args.swc
+    if swc is None:
+        swc = str(work / "soma.swc")
+        Path(swc).write_text("1 1 0 0 0 10 -1\n")
+    rows = []
+    for path in sorted(root.rglob("*.mod")):
+        try:
+            mech = translation(path).mechanism
+        except NmodlError:
+            continue
+        folder = work / f"{len(rows):04d}"
+        if mech.name in hb.mechanisms.names() and hb.mechanisms.registered(mech.name) is None \
+                or mech.name in NEURON_NAMES:
+            path = renamed(path, mech.name, f"{mech.name}_t", work / f"{len(rows):04d}.mod")
+            mech = translation(path).mechanism
+        try:
+            lib = compile_mods([path], folder)
+        except RuntimeError:
+            rows.append((path, mech.name, "nrnivmodl fails", None))
+            print(f"{path}: {mech.name}: nrnivmodl fails", flush=True)
+            continue
+        hb.mechanisms.unregister(mech.name)
+        try:
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                hb.load_mechanisms(path)
+            model = standard_model(hb.mechanisms.get(mech.name), swc)
+            ref = run_neuron(model, lib)
+            got = run_hinesbatch(model)
+            dv = float(np.max(np.abs(ref - got))) if ref.shape == got.shape else np.inf
+            rows.append((path, mech.name, "compared", dv))
+        except Exception as err:      # report and go on: this is a survey
+            rows.append((path, mech.name, f"error: {type(err).__name__}: {err}"[:160], None))
+        finally:
+            hb.mechanisms.unregister(mech.name)
+        print(f"{path}: {rows[-1][1]}: {rows[-1][2]} "
+              f"{'' if rows[-1][3] is None else f'max|dV| = {rows[-1][3]:.3g} mV'}",
+              flush=True)
+    dvs = [r[3] for r in rows if r[3] is not None]
+    within = sum(1 for d in dvs if d <= 1e-9)
+    print(f"\n{len(rows)} translated files; {len(dvs)} compared with NEURON; "
+          f"{within} within 1e-9 mV; worst {max(dvs) if dvs else float('nan'):.3g} mV")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
