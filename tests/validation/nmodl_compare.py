@@ -79,22 +79,53 @@ np.save(spec["out"], np.array([np.array(v) for v in vecs]))
 """
 
 
-def compile_mods(files, folder) -> str:
-    """Copy ``files`` into ``folder`` and build them with nrnivmodl; the library's path."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+def compile_mods(files, folder=None) -> str:
+    """Build ``files`` with nrnivmodl; the library's path.
+
+    Builds are kept under ``$XDG_CACHE_HOME/hinesbatch/nrnivmodl/<hash of the files' names
+    and contents and NEURON's version>`` (``folder`` overrides), so a second run of the
+    tests does not compile again.
+    """
+    import hashlib
+
+    import neuron
+
+    files = sorted(Path(f) for f in files)
+    digest = hashlib.sha256(neuron.__version__.encode())
     for f in files:
-        shutil.copy(f, folder / Path(f).name)
-    env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    proc = subprocess.run([str(VENV_BIN / "nrnivmodl")], cwd=folder, env=env,
+        digest.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    if folder is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                                ".cache")
+        folder = Path(base) / "hinesbatch" / "nrnivmodl" / digest.hexdigest()[:20]
+    folder = Path(folder)
+    found = _library(folder)
+    if found is not None:
+        return found
+    build = Path(tempfile.mkdtemp(prefix="build-", dir=folder.parent
+                                  if folder.parent.exists() else None))
+    for f in files:
+        shutil.copy(f, build / f.name)
+    env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+               MAKEFLAGS="-j2")
+    proc = subprocess.run([str(VENV_BIN / "nrnivmodl")], cwd=build, env=env,
                           capture_output=True, text=True)
-    lib = next((p for p in (folder / "x86_64" / "libnrnmech.so",
-                            folder / "x86_64" / ".libs" / "libnrnmech.so") if p.exists()),
-               None)
-    if proc.returncode != 0 or lib is None:
-        raise RuntimeError(f"nrnivmodl failed in {folder}:\n{proc.stdout[-2000:]}"
+    if proc.returncode != 0 or _library(build) is None:
+        raise RuntimeError(f"nrnivmodl failed in {build}:\n{proc.stdout[-2000:]}"
                            f"\n{proc.stderr[-2000:]}")
-    return str(lib)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(build, folder)
+    except OSError:            # built meanwhile by another process: use that one
+        shutil.rmtree(build, ignore_errors=True)
+    return _library(folder)
+
+
+def _library(folder: Path):
+    for p in (folder / "x86_64" / "libnrnmech.so", folder / "x86_64" / ".libs" / "libnrnmech.so"):
+        if p.exists():
+            return str(p)
+    return None
 
 
 def _defaults(model: dict) -> dict:
@@ -198,13 +229,12 @@ def main(argv=None) -> int:
             mech = translation(path).mechanism
         except NmodlError:
             continue
-        folder = work / f"{len(rows):04d}"
         if mech.name in hb.mechanisms.names() and hb.mechanisms.registered(mech.name) is None \
                 or mech.name in NEURON_NAMES:
             path = renamed(path, mech.name, f"{mech.name}_t", work / f"{len(rows):04d}.mod")
             mech = translation(path).mechanism
         try:
-            lib = compile_mods([path], folder)
+            lib = compile_mods([path])
         except RuntimeError:
             rows.append((path, mech.name, "nrnivmodl fails", None))
             print(f"{path}: {mech.name}: nrnivmodl fails", flush=True)

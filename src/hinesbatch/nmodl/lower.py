@@ -485,7 +485,7 @@ class _Lowering:
                 self.fail(lhs.get_node_name(), "assignment to an array element",
                           rf"\b{re.escape(lhs.get_node_name())}\s*\[")
             target = ctx.rename.get(lhs.get_node_name(), ("name", lhs.get_node_name()))[1]
-            if target in SPECIALS:
+            if target in SPECIALS and target not in ctx.args and target not in ctx.locals:
                 self.fail(target, f"assigns NEURON's {target}", rf"\b{target}\s*=")
             if target in self.const:
                 self.fail(target, "assigns a CONSTANT", rf"\b{target}\s*=")
@@ -713,7 +713,7 @@ class _Lowering:
         procedures = tuple(self._procedure(p) for p in self.procedures)
         functions = tuple(self._function(f) for f in self.functions)
         initial = self._simple_block("InitialBlock", "INITIAL", r"\bINITIAL\b")
-        breakpoint, state, cnexp = self._breakpoint()
+        breakpoint, state, cnexp, after_solve = self._breakpoint()
         net_receive = self._net_receive()
         params = tuple(p for p in self.params if p.name not in self.fixed)
         for n in sorted(self.fixed):
@@ -725,8 +725,8 @@ class _Lowering:
             states=tuple(self.states), assigned=tuple(self.assigned), ions=tuple(self.ions),
             currents=tuple(self.currents), electrode=self.electrode,
             functions=functions, procedures=procedures, initial=initial,
-            breakpoint=breakpoint, state=state, cnexp=cnexp, net_receive=net_receive,
-            aliases={ex.py_name(p.name): p.name for p in params
+            breakpoint=breakpoint, state=state, cnexp=cnexp, after_solve=after_solve,
+            net_receive=net_receive, aliases={ex.py_name(p.name): p.name for p in params
                      if ex.py_name(p.name) != p.name},
             doc=f"Translated from {Path(self.path).name}.")
 
@@ -740,34 +740,37 @@ class _Lowering:
     def _breakpoint(self):
         blocks = self.blocks.get("BreakpointBlock", [])
         if not blocks:
-            return "", "", ()
+            return "", "", (), ""
         ctx = _Context("BREAKPOINT", [r"\bBREAKPOINT\b"], fields=True)
-        rest, state, cnexp = [], [], ()
+        rest, solves = [], []
         for st in blocks[0].statement_block.statements:
             if type(st).__name__ == "ExpressionStatement" \
                     and type(_unwrap(st.expression)).__name__ == "SolveBlock":
                 st = _unwrap(st.expression)
-            if type(st).__name__ != "SolveBlock":
-                rest.append(st)
-                continue
+            (solves if type(st).__name__ == "SolveBlock" else rest).append(st)
+        state, after, cnexp = [], [], ()
+        # the Cnexp passes run after all of ``state``: only the last solve may use them
+        last = max((k for k, st in enumerate(solves) if (st.method is None or
+                    st.method.get_node_name() != "after_cvode")), default=-1)
+        for k, st in enumerate(solves):
             name = st.block_name.get_node_name()
             method = st.method.get_node_name() if st.method is not None else None
             if st.steadystate is not None:
                 self.fail("STEADYSTATE", "not translated", r"STEADYSTATE")
             if name in self.procedures:
+                if method == "after_cvode":     # NEURON: with the new v, after the states
+                    after.append(f"{name}()\n")
+                    continue
                 if method is not None:
                     self.fail(f"SOLVE {name} METHOD {method}", "a PROCEDURE is solved "
-                              "without a METHOD", rf"SOLVE\s+{name}\b")
+                              "without a METHOD (or with after_cvode)", rf"SOLVE\s+{name}\b")
                 state.append(f"{name}()\n")
                 continue
             if name in self.derivatives:
                 if method != "cnexp":
                     self.fail(f"SOLVE {name} METHOD {method}", f"METHOD {method} is not "
                               "translated yet (cnexp is)", rf"SOLVE\s+{name}\b")
-                if cnexp:
-                    self.fail(f"SOLVE {name}", "a second cnexp DERIVATIVE",
-                              rf"SOLVE\s+{name}\b")
-                text, eqs = self._cnexp(name)
+                text, eqs = self._cnexp(name, passes=k == last)
                 state.append(text)
                 cnexp = eqs
                 continue
@@ -775,15 +778,9 @@ class _Lowering:
                       "file (KINETIC, LINEAR and NONLINEAR blocks are not translated)",
                       rf"SOLVE\s+{name}\b")
         breakpoint = "".join(self.statements(rest, ctx))
-        if len(cnexp) and any(state[:-1]):
-            # keep NEURON's order of the solves: the cnexp passes run after ``state``
-            text = "".join(state[:-1])
-            if text.strip():
-                self.fail("SOLVE", "a cnexp DERIVATIVE solved after another SOLVE",
-                          r"\bSOLVE\b")
-        return breakpoint, "".join(state), cnexp
+        return breakpoint, "".join(state), cnexp, "".join(after)
 
-    def _cnexp(self, name):
+    def _cnexp(self, name, passes: bool = True):
         """The DERIVATIVE block ``name`` integrated by cnexp: (statements, Cnexp tuple)."""
         block = self.derivatives[name]
         where = f"DERIVATIVE {name}"
@@ -815,7 +812,7 @@ class _Lowering:
         # the Cnexp form: every equation at the end, top level, reading only fields
         n_eq = len(eqs)
         tail = items[len(items) - n_eq:] if n_eq else []
-        form = n_eq > 0 and all(isinstance(t, tuple) for t in tail) \
+        form = passes and n_eq > 0 and all(isinstance(t, tuple) for t in tail) \
             and not any(isinstance(t, tuple) for t in items[:len(items) - n_eq])
         if form:
             earlier: set = set()
