@@ -206,6 +206,29 @@ def standard_model(mech, swc) -> dict:
     return model
 
 
+def _compare_one(hb, path, name, lib, swc):
+    """(path, name, status, max |dV| or None) of one file under the standard protocol."""
+    import warnings
+
+    if lib is None:
+        return (path, name, "nrnivmodl fails", None)
+    hb.mechanisms.unregister(name)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            hb.load_mechanisms(path)
+        model = standard_model(hb.mechanisms.get(name), swc)
+        ref = run_neuron(model, lib)
+        got = run_hinesbatch(model)
+        dv = float(np.max(np.abs(ref - got))) if ref.shape == got.shape else np.inf
+        return (path, name, "compared", dv)
+    except Exception as err:      # report and go on: this is a survey
+        return (path, name, f"error: {type(err).__name__}: {err}"[:300].replace("\n", " "),
+                None)
+    finally:
+        hb.mechanisms.unregister(name)
+
+
 def main(argv=None) -> int:
     import argparse
 
@@ -224,6 +247,7 @@ def main(argv=None) -> int:
         swc = str(work / "soma.swc")
         Path(swc).write_text("1 1 0 0 0 10 -1\n")
     rows = []
+    folders: dict = {}
     for path in sorted(root.rglob("*.mod")):
         try:
             mech = translation(path).mechanism
@@ -233,31 +257,24 @@ def main(argv=None) -> int:
                 or mech.name in NEURON_NAMES:
             path = renamed(path, mech.name, f"{mech.name}_t", work / f"{len(rows):04d}.mod")
             mech = translation(path).mechanism
-        try:
-            lib = compile_mods([path])
+        folders.setdefault(path.parent, []).append((path, mech.name))
+        rows.append(None)
+    rows = []
+    for folder, items in folders.items():
+        try:       # one build per folder; per file where names clash
+            libs = dict.fromkeys((p for p, _ in items), compile_mods([p for p, _ in items]))
         except RuntimeError:
-            rows.append((path, mech.name, "nrnivmodl fails", None))
-            print(f"{path}: {mech.name}: nrnivmodl fails", flush=True)
-            continue
-        hb.mechanisms.unregister(mech.name)
-        try:
-            import warnings
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                hb.load_mechanisms(path)
-            model = standard_model(hb.mechanisms.get(mech.name), swc)
-            ref = run_neuron(model, lib)
-            got = run_hinesbatch(model)
-            dv = float(np.max(np.abs(ref - got))) if ref.shape == got.shape else np.inf
-            rows.append((path, mech.name, "compared", dv))
-        except Exception as err:      # report and go on: this is a survey
-            rows.append((path, mech.name, f"error: {type(err).__name__}: {err}"[:160], None))
-        finally:
-            hb.mechanisms.unregister(mech.name)
-        print(f"{path}: {rows[-1][1]}: {rows[-1][2]} "
-              f"{'' if rows[-1][3] is None else f'max|dV| = {rows[-1][3]:.3g} mV'}",
-              flush=True)
+            libs = {}
+            for p, _ in items:
+                try:
+                    libs[p] = compile_mods([p])
+                except RuntimeError:
+                    libs[p] = None
+        for path, name in items:
+            rows.append(_compare_one(hb, path, name, libs[path], swc))
+            r = rows[-1]
+            print(f"{r[0]}: {r[1]}: {r[2]}"
+                  + ("" if r[3] is None else f" max|dV| = {r[3]:.3g} mV"), flush=True)
     dvs = [r[3] for r in rows if r[3] is not None]
     within = sum(1 for d in dvs if d <= 1e-9)
     print(f"\n{len(rows)} translated files; {len(dvs)} compared with NEURON; "

@@ -271,7 +271,7 @@ class _Lowering:
         self.currents += [w for w in writes if w == f"i{ion}"]
 
     def _constants(self):
-        """CONSTANT block values and UNITS factors (refused) as literals."""
+        """CONSTANT block values and UNITS factors as literals."""
         self.const: dict = {}
         for b in self.blocks.get("ConstantBlock", []):
             for st in b.statements:
@@ -285,7 +285,8 @@ class _Lowering:
                     name = d.get_node_name()
                     value = _factor_value(d)
                     if value is None:
-                        self.fail(f"UNITS {name}", "unit factors are not translated",
+                        self.fail(f"UNITS {name}", "this unit factor is not known to the "
+                                  "translator",
                                   rf"\b{re.escape(name)}\s*=")
                     self.const[name] = ("num", value)
 
@@ -975,14 +976,31 @@ def _constant_value(e):
     return None
 
 
+#: UNITS factors ``NAME = (unit1) (unit2)`` as NEURON 9.0.2's nocmodl evaluates them
+#: (nrnunits.lib with the 2019 SI constants).
+UNIT_FACTORS = {
+    **{("faraday", u): 96485.33212331001 for u in ("coulomb", "coulombs", "coul")},
+    ("faraday", "kilocoulombs"): 96.48533212331002,
+    ("faraday", "10000 coulomb"): 9.648533212331001,
+    ("k-mole", "joule/degC"): 8.31446261815324,
+    ("pi", "1"): 3.141592653589793,
+    ("e", "coulombs"): 1.602176634e-19, ("e", "coul"): 1.602176634e-19,
+    ("k", "joule/degC"): 1.380649e-23,
+    ("mole", "1"): 6.02214076e+23,
+}
+
+
 def _factor_value(d):
+    """The value of a UNITS factor definition, or None where it is not known."""
     value = getattr(d, "value", None)
-    if value is None:
-        return None
-    try:
-        return float(value.eval())
-    except (TypeError, ValueError):
-        return None
+    if value is not None:
+        try:
+            return float(value.eval())
+        except (TypeError, ValueError):
+            return None
+    units = tuple(u.name.eval() if u is not None and u.name is not None else None
+                  for u in (d.unit1, d.unit2))
+    return UNIT_FACTORS.get(units)
 
 
 def _first_int(pattern, text):
