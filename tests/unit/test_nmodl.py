@@ -334,7 +334,10 @@ REFUSED = [
     ("KINETIC", "", "STATE { c o }\nBREAKPOINT { SOLVE k METHOD sparse }\n"
                     "KINETIC k { : <-- here\n ~ c <-> o (1, 2)\n}\n"),
     ("SOLVE s METHOD derivimplicit", "",
-     "STATE { m }\nBREAKPOINT { SOLVE s METHOD derivimplicit : <-- here\n}\n"
+     "STATE { m n }\nBREAKPOINT { SOLVE s METHOD derivimplicit : <-- here\n}\n"
+     "DERIVATIVE s { m' = -m + n  n' = -n }\n"),
+    ("SOLVE s METHOD sparse", "",
+     "STATE { m }\nBREAKPOINT { SOLVE s METHOD sparse : <-- here\n}\n"
      "DERIVATIVE s { m' = -m }\n"),
     ("net_send()", "", "NET_RECEIVE(w) {\n net_send(1, 1) : <-- here\n}\n"),
     ("USEION ca READ cai", "USEION ca READ cai : <-- here", ""),

@@ -768,10 +768,11 @@ class _Lowering:
                 state.append(f"{name}()\n")
                 continue
             if name in self.derivatives:
-                if method != "cnexp":
+                if method not in ("cnexp", "euler", "derivimplicit"):
                     self.fail(f"SOLVE {name} METHOD {method}", f"METHOD {method} is not "
-                              "translated yet (cnexp is)", rf"SOLVE\s+{name}\b")
-                text, eqs = self._cnexp(name, passes=k == last)
+                              "translated (cnexp, euler and derivimplicit are)",
+                              rf"SOLVE\s+{name}\b")
+                text, eqs = self._derivative(name, method, passes=k == last)
                 state.append(text)
                 cnexp = eqs
                 continue
@@ -781,8 +782,17 @@ class _Lowering:
         breakpoint = "".join(self.statements(rest, ctx))
         return breakpoint, "".join(state), cnexp, "".join(after)
 
-    def _cnexp(self, name, passes: bool = True):
-        """The DERIVATIVE block ``name`` integrated by cnexp: (statements, Cnexp tuple)."""
+    def _derivative(self, name, method: str, passes: bool = True):
+        """The DERIVATIVE block ``name`` integrated as nocmodl does with ``method``:
+        (statements for the state update, Cnexp tuple).
+
+        - ``cnexp``: y' = b + a·y (a, b symbolic): ``y += (1 - exp(dt·a))·(-(b)/(a) - y)``,
+          or ``y -= dt·(-(b))`` where a = 0, in the block's order;
+        - ``euler``: every derivative from the old states, then ``y += dt·y'``;
+        - ``derivimplicit`` of equations each linear in its own state and not coupled:
+          the implicit step ``y = (y + dt·b)/(1 - dt·a)``, which NEURON's Newton
+          iteration converges to (within its tolerance).
+        """
         block = self.derivatives[name]
         where = f"DERIVATIVE {name}"
         pat = rf"DERIVATIVE\s+{name}\b"
@@ -798,19 +808,68 @@ class _Lowering:
             if type(prime).__name__ != "PrimeName" or int(prime.order.eval()) != 1:
                 self.fail(f"{y}''", "higher derivatives are not translated", pat)
             f = self._expr(b.rhs, c)
-            try:
-                a = ex.derivative(f, y)
-                b0 = ex.simplify_zero(f, y)
-            except ex.ExpressionError as err:
-                self.fail(f"{y}'", f"cnexp needs an equation linear in {y} ({err})",
-                          rf"\b{re.escape(y)}'\s*=", pat)
+            a = b0 = None
+            if method != "euler":
+                try:
+                    a = ex.derivative(f, y)
+                    b0 = ex.simplify_zero(f, y)
+                except ex.ExpressionError as err:
+                    self.fail(f"{y}'", f"{method} of an equation not linear in {y} ({err}) "
+                              "is not translated", rf"\b{re.escape(y)}'\s*=", pat)
             c.wrote.add(y)
-            eqs.append((y, a, b0, pad, set(c.locals)))
+            eqs.append((y, a, b0, pad, f))
             return [("EQ", len(eqs) - 1)]
 
         ctx.diffeq = diffeq
         items = self.statements(block.statement_block.statements, ctx)
-        # the Cnexp form: every equation at the end, top level, reading only fields
+        if method == "euler":
+            out = []
+            for t in items:
+                if isinstance(t, tuple):
+                    y, _, _, pad, f = eqs[t[1]]
+                    if pad:
+                        self.fail(f"{y}'", "an euler equation inside a condition",
+                                  rf"\b{re.escape(y)}'\s*=", pat)
+                    out.append(f"D{y}__{name} = {ex.to_text(f)}\n")
+                else:
+                    out.append(t)
+            for y, *_ in eqs:
+                yt = ex.py_name(y)
+                out.append(f"{yt} = ({yt} + (dt * D{y}__{name}))\n")
+            return "".join(out), ()
+        if method == "derivimplicit":
+            states = {y for y, *_ in eqs}
+            reads = _reads_and_calls(block.statement_block.statements, skip_diffeq=True)
+            inner = set(reads[0])
+            for g in reads[1]:
+                if g in self.procedures:
+                    inner |= self.procedure_info(g).fields_used
+                if g in self.functions:
+                    inner |= set(self.function_extra(g))
+            for y, a, b0, _, _ in eqs:
+                used = ex.names(b0) | (ex.names(a) if a is not None else set())
+                for g in ex.calls(b0) | (ex.calls(a) if a is not None else set()):
+                    if g in self.functions:
+                        used |= set(self.function_extra(g))
+                coupled = (used | inner) & (states - {y}) | (inner & {y})
+                if coupled:
+                    self.fail(f"SOLVE {name} METHOD derivimplicit", "the equations are "
+                              f"coupled through {', '.join(sorted(coupled))} (Newton "
+                              "iterations are not translated)", rf"SOLVE\s+{name}\b")
+            out = []
+            for t in items:
+                if not isinstance(t, tuple):
+                    out.append(t)
+                    continue
+                y, a, b0, pad, _ = eqs[t[1]]
+                yt, b = ex.py_name(y), ex.to_text(b0)
+                if a is None:
+                    out.append(f"{pad}{yt} = ({yt} + (dt * {b}))\n")
+                else:
+                    out.append(f"{pad}{yt} = (({yt} + (dt * {b})) / (1.0 - (dt * "
+                               f"{ex.to_text(a)})))\n")
+            return "".join(out), ()
+        # cnexp. The Cnexp form: every equation at the end, top level, reading only fields
         n_eq = len(eqs)
         tail = items[len(items) - n_eq:] if n_eq else []
         form = passes and n_eq > 0 and all(isinstance(t, tuple) for t in tail) \
@@ -820,8 +879,8 @@ class _Lowering:
             for y, a, b0, pad, _ in eqs:
                 used = ex.names(b0) | (ex.names(a) if a is not None else set())
                 if pad or a is None or used & (ctx.locals | earlier) \
-                        or any(c for c in ex.calls(b0) if c in self.functions and
-                               set(self.function_extra(c)) & earlier):
+                        or any(c for c in ex.calls(b0) | ex.calls(a) if c in self.functions
+                               and set(self.function_extra(c)) & earlier):
                     form = False
                     break
                 earlier.add(y)
@@ -831,16 +890,16 @@ class _Lowering:
                                for y, a, b0, _, _ in eqs)
         out = []
         for t in items:
-            if isinstance(t, tuple):
-                y, a, b0, pad, _ = eqs[t[1]]
-                yt = ex.py_name(y)
-                if a is None:   # y' = b: nocmodl's y = y + dt*(b)
-                    self.fail(f"{y}'", "a derivative that does not depend on its state",
-                              pat)
-                out.append(f"{pad}{yt} = ({yt} + ((1.0 - exp((dt * {ex.to_text(a)}))) * "
-                           f"((-{ex.to_text(b0)}) / {ex.to_text(a)} - {yt})))\n")
-            else:
+            if not isinstance(t, tuple):
                 out.append(t)
+                continue
+            y, a, b0, pad, _ = eqs[t[1]]
+            yt, b = ex.py_name(y), ex.to_text(b0)
+            if a is None:       # nocmodl: y = y - dt*(-(b))
+                out.append(f"{pad}{yt} = ({yt} - (dt * (-{b})))\n")
+            else:
+                out.append(f"{pad}{yt} = ({yt} + ((1.0 - exp((dt * {ex.to_text(a)}))) * "
+                           f"((-{b}) / {ex.to_text(a)} - {yt})))\n")
         return "".join(out), ()
 
     def _net_receive(self) -> str:
@@ -902,7 +961,9 @@ class _Context:
         return n
 
 
-def _reads_and_calls(stmts) -> tuple[set, set]:
+def _reads_and_calls(stmts, *, skip_diffeq: bool = False) -> tuple[set, set]:
+    """Names read and functions/procedures called by ``stmts`` (without the right-hand
+    sides of differential equations with ``skip_diffeq``)."""
     reads, calls = set(), set()
 
     def expr(e):
@@ -917,8 +978,10 @@ def _reads_and_calls(stmts) -> tuple[set, set]:
             if e.op.eval() != "=":
                 expr(e.lhs)
             expr(e.rhs)
-        elif k in ("UnaryExpression", "WrappedExpression", "ParenExpression",
-                   "DiffEqExpression"):
+        elif k == "DiffEqExpression":
+            if not skip_diffeq:
+                expr(e.expression)
+        elif k in ("UnaryExpression", "WrappedExpression", "ParenExpression"):
             expr(e.expression)
 
     def walk(sts):
