@@ -1,8 +1,8 @@
 """The NMODL front end: each construct on a small .mod file, the refusals (with their
 file:line), the registry and the ``mechanisms check`` command.
 
-NEURON's own hh.mod, passive.mod, expsyn.mod, exp2syn.mod and stim.mod (read from the
-installed ``neuron`` wheel) must give the built-in descriptions' traces bit for bit.
+NEURON's own hh.mod, passive.mod, expsyn.mod, exp2syn.mod, stim.mod and svclmp.mod (read
+from the installed ``neuron`` wheel) must give the built-in descriptions' traces bit for bit.
 """
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from hinesbatch.nmodl import NmodlError, NmodlNotice, translate_text  # noqa: E4
 from hinesbatch.nmodl import registry  # noqa: E402
 
 MODFILES = Path(__import__("neuron").__file__).parent / ".data" / "share" / "modfile"
-BUILTIN_FILES = ("hh.mod", "passive.mod", "expsyn.mod", "exp2syn.mod", "stim.mod")
+BUILTIN_FILES = ("hh.mod", "passive.mod", "expsyn.mod", "exp2syn.mod", "stim.mod",
+                 "svclmp.mod")
 
 
 @pytest.fixture(autouse=True)
@@ -68,12 +69,14 @@ def _builtin_model(swc):
     cell.place("IClamp", "soma[0](0.5)", amp=0.3, dur=20, delay=1)
     syn = cell.place("Exp2Syn", "dend[0](0.5)", tau1=0.5, tau2=3)
     syn2 = cell.place("ExpSyn", "soma[0](0.5)", tau=2)
+    clamp = cell.place("SEClamp", "dend[1](0.5)", dur1=8, amp1=-60, dur2=4, amp2=-20,
+                       dur3=5, amp3=-70, rs=20)
     sim = hb.Simulation(cell, celsius=16)
     ns = sim.net_stim(start=3, interval=7, number=5)
     sim.connect(ns, syn, weight=0.01, delay=1)
     sim.connect(ns, syn2, weight=0.005, delay=2)
     keys = [sim.record("v", location="dend[1](0.5)"), sim.record("v"),
-            sim.record("m_hh"), sim.record("i", target=syn)]
+            sim.record("m_hh"), sim.record("i", target=syn), sim.record("i", target=clamp)]
     res = sim.run(40)
     return np.array([res[k] for k in keys])
 
@@ -82,7 +85,8 @@ def test_neurons_mod_files_give_the_builtins_bits(small):
     reference = _builtin_model(small)
     for name in BUILTIN_FILES:
         hb.load_mechanisms(MODFILES / name, replace=True)
-    assert set(mechanisms._REGISTERED) == {"hh", "pas", "ExpSyn", "Exp2Syn", "IClamp"}
+    assert set(mechanisms._REGISTERED) == {"hh", "pas", "ExpSyn", "Exp2Syn", "IClamp",
+                                           "SEClamp"}
     assert mechanisms.get("hh").order == mechanisms.BUILTINS["hh"].order
     translated = _builtin_model(small)
     assert np.abs(translated - reference).max() == 0.0
@@ -433,3 +437,23 @@ def test_mechanisms_check_command(tmp_path, capsys):
     assert "3 files: 3 parsed, 2 translated (66.7 %)" in out
     assert "      1  POINTER" in out
     assert "2 models: 1 fully translated (50.0 %)" in out
+
+
+def test_a_function_called_only_as_a_statement_may_write_variables():
+    """``FUNCTION rates(v) { minf = ... }`` called as ``rates(v)`` acts as a PROCEDURE."""
+    text = """
+NEURON { SUFFIX fp RANGE minf }
+ASSIGNED { v minf }
+INITIAL { rates(v) }
+FUNCTION rates(x) {
+    minf = 1/(1 + exp(-x/5))
+    rates = minf
+}
+"""
+    m = translate_text(text).mechanism
+    assert [p.name for p in m.procedures] == ["rates"] and m.functions == ()
+    assert "rates__rates = minf" in m.procedures[0].body
+    used = text.replace("INITIAL { rates(v) }", "INITIAL { minf = 2*rates(v) }")
+    with pytest.raises(NmodlError, match="minf: FUNCTION rates writes the mechanism's "
+                                         "variable minf"):
+        translate_text(used)

@@ -79,6 +79,95 @@ np.save(spec["out"], np.array([np.array(v) for v in vecs]))
 """
 
 
+_CHILD_BATCH = r"""
+import json, sys
+import numpy as np
+from neuron import h
+spec = json.loads(sys.argv[1])
+if spec["lib"]:
+    h.nrn_load_dll(spec["lib"])
+from hinesbatch.bench.neuron_models import build_cell
+h_, secs = build_cell(spec["swc"], ra=35.4, cm=1.0, nseg=1)
+soma = secs["soma[0]"]
+pts = [(soma.x3d(i), soma.y3d(i), soma.z3d(i), soma.diam3d(i)) for i in range(soma.n3d())]
+keep, vecs = [], []
+for k, model in enumerate(spec["models"]):
+    sec = h.Section(name=f"cell{k}")
+    for p in pts:
+        h.pt3dadd(*p, sec=sec)
+    sec.Ra, sec.cm, sec.nseg = 35.4, 1.0, 1
+    keep.append(sec)
+    for name, params in model["insert"]:
+        sec.insert(name)
+    points = []
+    for kind, _, x, params in model.get("point", []):
+        pp = getattr(h, kind)(sec(x))
+        points.append(pp)
+        keep.append(pp)
+    if model.get("iclamp"):
+        stim = h.IClamp(sec(0.5))
+        stim.delay, stim.dur, stim.amp = model["iclamp"]
+        keep.append(stim)
+    if model.get("netstim"):
+        start, interval, number, targets = model["netstim"]
+        ns = h.NetStim()
+        ns.start, ns.interval, ns.number, ns.noise = start, interval, number, 0
+        keep.append(ns)
+        for j, w, d in targets:
+            nc = h.NetCon(ns, points[j])
+            nc.weight[0], nc.delay = w, d
+            keep.append(nc)
+    vec = h.Vector()
+    vec.record(sec(0.5)._ref_v)
+    vecs.append(vec)
+h.delete_section(sec=soma)
+h.dt, h.celsius = spec["dt"], spec["celsius"]
+h.steps_per_ms = 1.0 / spec["dt"]
+h.finitialize(-65.0)
+h.continuerun(spec["tstop"])
+np.save(spec["out"], np.array([np.array(v) for v in vecs]))
+"""
+
+
+def run_batch(models: list, lib, swc, *, tstop=30.0, dt=0.025, celsius=6.3):
+    """NEURON's and hinesbatch's soma voltage [mV] for many one-compartment models at once
+    (cell k runs ``models[k]``, default parameters; each model's cell alone would give the
+    same): ``(neuron, hinesbatch)``, each models × steps + 1."""
+    import hinesbatch as hb
+
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = {"lib": lib, "swc": str(swc), "models": models, "tstop": tstop, "dt": dt,
+                "celsius": celsius, "out": os.path.join(tmp, "v.npy")}
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+        proc = subprocess.run([sys.executable, "-c", _CHILD_BATCH, json.dumps(spec)],
+                              env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"NEURON run failed:\n{proc.stderr[-3000:]}")
+        ref = np.load(spec["out"])
+    cells, plan = [], []
+    for model in models:
+        cell = hb.Cell(str(swc), nseg=1, ra=35.4, cm=1.0)
+        for name, params in model["insert"]:
+            cell.insert(name, **params)
+        points = [cell.place(kind, f"soma[0]({x})", **params)
+                  for kind, _, x, params in model.get("point", [])]
+        if model.get("iclamp"):
+            delay, dur, amp = model["iclamp"]
+            cell.place("IClamp", "soma[0](0.5)", delay=delay, dur=dur, amp=amp)
+        cells.append(cell)
+        plan.append(points)
+    sim = hb.Simulation(cells, dt=dt, celsius=celsius)
+    for model, points in zip(models, plan):
+        if model.get("netstim"):
+            start, interval, number, targets = model["netstim"]
+            ns = sim.net_stim(start=start, interval=interval, number=number)
+            for j, w, d in targets:
+                sim.connect(ns, points[j], weight=w, delay=d)
+    keys = [sim.record("v", cell=k) for k in range(len(cells))]
+    res = sim.run(tstop)
+    return ref, np.array([res[k] for k in keys])
+
+
 def compile_mods(files, folder=None) -> str:
     """Build ``files`` with nrnivmodl; the library's path.
 
@@ -229,6 +318,33 @@ def _compare_one(hb, path, name, lib, swc):
         hb.mechanisms.unregister(name)
 
 
+def _compare_batch(hb, items, libs, swc) -> dict:
+    """The files of one library compared in one NEURON run and one hinesbatch run ({} when
+    that fails: then each file runs alone)."""
+    import warnings
+
+    lib = {libs[p] for p, _ in items}
+    if len(lib) != 1 or None in lib:
+        return {}
+    loaded, models = [], []
+    try:
+        for path, name in items:
+            hb.mechanisms.unregister(name)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                hb.load_mechanisms(path)
+            loaded.append((path, name))
+            models.append(standard_model(hb.mechanisms.get(name), swc))
+        ref, got = run_batch(models, lib.pop(), swc)
+        return {path: (path, name, "compared", float(np.max(np.abs(r - g))))
+                for (path, name), r, g in zip(loaded, ref, got)}
+    except Exception:
+        return {}
+    finally:
+        for _, name in loaded:
+            hb.mechanisms.unregister(name)
+
+
 def main(argv=None) -> int:
     import argparse
 
@@ -239,7 +355,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dir")
     parser.add_argument("--swc", default=None, help="default: a one-compartment soma")
+    parser.add_argument("--skip-listed", metavar="LOG", default=None,
+                        help="skip the files an earlier run's output compared")
     args = parser.parse_args(argv)
+    skip = set()
+    if args.skip_listed:
+        for line in Path(args.skip_listed).read_text().splitlines():
+            if ": compared " in line:
+                skip.add(line.split(": ")[0])
     root = Path(args.dir)
     work = Path(tempfile.mkdtemp(prefix="nmodl-compare-"))
     swc = args.swc
@@ -249,6 +372,8 @@ def main(argv=None) -> int:
     rows = []
     folders: dict = {}
     for path in sorted(root.rglob("*.mod")):
+        if str(path) in skip:
+            continue
         try:
             mech = translation(path).mechanism
         except NmodlError:
@@ -270,9 +395,10 @@ def main(argv=None) -> int:
                     libs[p] = compile_mods([p])
                 except RuntimeError:
                     libs[p] = None
+        batch = _compare_batch(hb, items, libs, swc)
         for path, name in items:
-            rows.append(_compare_one(hb, path, name, libs[path], swc))
-            r = rows[-1]
+            r = batch.get(path) or _compare_one(hb, path, name, libs[path], swc)
+            rows.append(r)
             print(f"{r[0]}: {r[1]}: {r[2]}"
                   + ("" if r[3] is None else f" max|dV| = {r[3]:.3g} mV"), flush=True)
     dvs = [r[3] for r in rows if r[3] is not None]

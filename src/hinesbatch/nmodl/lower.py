@@ -354,6 +354,20 @@ class _Lowering:
                            for p in self.blocks.get("ProcedureBlock", [])}
         self.derivatives = {d.get_node_name(): d
                             for d in self.blocks.get("DerivativeBlock", [])}
+        # A FUNCTION that writes the mechanism's variables and is only ever called as a
+        # statement (its value unused) is a PROCEDURE in all but name.
+        self.function_procedures = set()
+        values = set()
+        for kind in ("InitialBlock", "BreakpointBlock", "DerivativeBlock", "ProcedureBlock",
+                     "FunctionBlock", "NetReceiveBlock"):
+            for b in self.blocks.get(kind, []):
+                values |= _value_calls(b.statement_block.statements)
+        fields = (self.param_names | self.assigned_names | self.state_names | self.ion_read
+                  | self.ion_write)
+        for f, block in list(self.functions.items()):
+            if f not in values and _writes(block.statement_block.statements) & fields:
+                self.function_procedures.add(f)
+                self.procedures[f] = self.functions.pop(f)
 
     # ---- statements ---------------------------------------------------------------------
     def _written_everywhere(self) -> set:
@@ -626,8 +640,11 @@ class _Lowering:
         block = self.procedures[p]
         where = f"PROCEDURE {p}"
         params = [a.get_node_name() for a in block.parameters]
-        ctx = _Context(where, [rf"PROCEDURE\s+{p}\b"], fields=True, args=set(params))
+        ctx = _Context(where, [rf"(PROCEDURE|FUNCTION)\s+{p}\b"], fields=True,
+                       args=set(params))
         ctx.local_suffix = f"__{p}"
+        if p in self.function_procedures:      # its own name is a local there
+            ctx.declare_local(p)
         info = self.procedure_info(p)
         table = None
         if info.table is not None:
@@ -1000,6 +1017,44 @@ def _reads_and_calls(stmts, *, skip_diffeq: bool = False) -> tuple[set, set]:
                     walk([st.elses])
     walk(stmts)
     return reads, calls
+
+
+def _value_calls(stmts) -> set:
+    """Functions whose value ``stmts`` use (calls that are not whole statements)."""
+    out: set = set()
+
+    def expr(e):
+        k = type(e).__name__
+        if k == "FunctionCall":
+            out.add(e.get_node_name())
+            for a in e.arguments:
+                expr(a)
+        elif k == "BinaryExpression":
+            expr(e.lhs)
+            expr(e.rhs)
+        elif k in ("UnaryExpression", "WrappedExpression", "ParenExpression",
+                   "DiffEqExpression"):
+            expr(e.expression)
+
+    for st in stmts:
+        k = type(st).__name__
+        if k == "ExpressionStatement":
+            e = _unwrap(st.expression)
+            if type(e).__name__ == "FunctionCall":
+                for a in e.arguments:
+                    expr(a)
+            else:
+                expr(e)
+        if k in ("IfStatement", "ElseIfStatement", "WhileStatement"):
+            expr(st.condition)
+        if k in ("IfStatement", "ElseIfStatement", "ElseStatement", "FromStatement",
+                 "WhileStatement"):
+            out |= _value_calls(st.statement_block.statements)
+        if k == "IfStatement":
+            out |= _value_calls(st.elseifs)
+            if st.elses is not None:
+                out |= _value_calls([st.elses])
+    return out
 
 
 def _writes(stmts) -> set:
