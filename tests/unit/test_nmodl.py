@@ -352,6 +352,7 @@ REFUSED = [
     ("m'", "", "STATE { m }\nBREAKPOINT { SOLVE s METHOD cnexp }\n"
                "DERIVATIVE s {\n m' = -m*m : <-- here\n}\n"),
     ("TABLE", "", "FUNCTION f(v) { : <-- here\n TABLE FROM -1 TO 1 WITH 10\n f = v\n}\n"),
+    ("FUNCTION f", "", "FUNCTION g(x) { g = f(x) }\nFUNCTION f(x) { : <-- here\n f = g(x - 1)\n}\n"),
     ("LONGITUDINAL_DIFFUSION", "USEION ca WRITE ica",
      "STATE { c }\nKINETIC k {\n LONGITUDINAL_DIFFUSION 1 {c} : <-- here\n ~ c << (1)\n}\n"),
 ]

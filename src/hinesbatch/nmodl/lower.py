@@ -368,6 +368,25 @@ class _Lowering:
             if f not in values and _writes(block.statement_block.statements) & fields:
                 self.function_procedures.add(f)
                 self.procedures[f] = self.functions.pop(f)
+        callables = {**self.functions, **self.procedures}
+        graph = {n: _reads_and_calls(b.statement_block.statements)[1] & set(callables)
+                 for n, b in callables.items()}
+        state: dict = {}
+
+        def visit(n, path):
+            if state.get(n) == 1:
+                kind = "FUNCTION" if n in self.functions else "PROCEDURE"
+                self.fail(f"{kind} {n}", "recursion (" + " -> ".join(path + [n])
+                          + ") is not translated", rf"(FUNCTION|PROCEDURE)\s+{n}\b")
+            if state.get(n) == 2:
+                return
+            state[n] = 1
+            for g in sorted(graph[n]):
+                visit(g, path + [n])
+            state[n] = 2
+
+        for n in sorted(graph):
+            visit(n, [])
 
     # ---- statements ---------------------------------------------------------------------
     def _written_everywhere(self) -> set:
