@@ -265,8 +265,33 @@ INITIAL {
 }
 """
     m = translate_text(text).mechanism
-    assert m.initial.count("s = (s + j)") == 3
-    assert "j = 1.0" in m.initial and "j = 3.0" in m.initial and "j = 4.0" not in m.initial
+    assert m.initial.splitlines() == ["s = 0.0", "s = (s + 1.0)", "s = (s + 2.0)",
+                                      "s = (s + 3.0)", "j = 4.0"]
+
+
+def test_arrays_indexed_by_from_loops_become_fields():
+    text = """
+NEURON { SUFFIX arr RANGE inf }
+ASSIGNED { v inf[2] tau[2] }
+STATE { m h }
+INITIAL { rates(v) m = inf[0] h = inf[1] }
+PROCEDURE rates(v) {
+    LOCAL i
+    TABLE inf, tau FROM -100 TO 100 WITH 200
+    FROM i = 0 TO 1 {
+        inf[i] = 1/(1 + exp(-(v + 40 + 10*i)/5))
+        tau[i] = 1 + i
+    }
+}
+"""
+    m = translate_text(text).mechanism
+    assert m.field_names == ("m", "h", "inf__0", "inf__1", "tau__0", "tau__1")
+    assert m.procedures[0].table.outputs == ("inf__0", "inf__1", "tau__0", "tau__1")
+    assert "inf__1 = (1.0 / (1.0 + exp(((-((v + 40.0) + (10.0 * 1.0))) / 5.0))))" \
+        in m.procedures[0].body
+    bad = text.replace("m = inf[0]", "m = inf[m]")
+    with pytest.raises(NmodlError, match=r":5: inf\[\]: an index that is not a constant"):
+        translate_text(bad)
 
 
 def test_table_depends_on_a_parameter_that_is_then_fixed():

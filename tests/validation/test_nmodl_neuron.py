@@ -6,7 +6,8 @@ built-ins; ``share/nrn/demo/release``: khhchan, nachan, nacaex), two of NEURON's
 shipped in ``tests/data/nmodl`` (syn1, cacur) and files written here to exercise a
 TABLE depending on a GLOBAL, a FUNCTION reading PARAMETERs, cnexp written in place (a
 LOCAL time constant), a FROM loop, file-level LOCALs, NET_RECEIVE with a weight, cnexp of
-y' = k and of equations reading a state updated before them, euler and derivimplicit.
+y' = k and of equations reading a state updated before them, euler, derivimplicit, and
+ASSIGNED arrays filled by a FROM loop in a TABLE procedure.
 
 Protocol: a one-compartment soma (L = diam = 20 µm) with hh and the mechanism, a current
 clamp (del 1 ms, dur 20 ms, 0.3 nA), dt 0.025 ms, 30 ms; synapses on it driven by a
@@ -173,6 +174,42 @@ PROCEDURE rates(v (mV)) {
 }
 """
 
+ARRAYS = """
+NEURON {
+    SUFFIX karr
+    USEION k READ ek WRITE ik
+    RANGE gbar, inf, tau
+}
+PARAMETER { gbar = 0.01 (S/cm2) }
+ASSIGNED { v (mV) ik (mA/cm2) ek (mV) inf[2] tau[2] (ms) }
+STATE { m h }
+INITIAL { rates(v) m = inf[0] h = inf[1] }
+BREAKPOINT {
+    SOLVE states METHOD cnexp
+    ik = gbar*m*m*h*(v - ek)
+}
+DERIVATIVE states {
+    rates(v)
+    m' = (inf[0] - m)/tau[0]
+    h' = (inf[1] - h)/tau[1]
+}
+PROCEDURE rates(v (mV)) {
+    LOCAL i
+    TABLE inf, tau DEPEND celsius FROM -100 TO 100 WITH 200
+    FROM i = 0 TO 1 {
+        tau[i] = vartau(v, i)
+        inf[i] = 1/(1 + exp((v - (-30 - 35*i))/(-8 + 14*i)))
+    }
+}
+FUNCTION vartau(v (mV), i) (ms) {
+    if (i == 0) {
+        vartau = 1 + 0.5*exp(-((v + 40)/20)^2)
+    } else {
+        vartau = 20
+    }
+}
+"""
+
 WHEEL_RENAMED = {"hh.mod": "hh", "passive.mod": "pas", "expsyn.mod": "ExpSyn",
                  "exp2syn.mod": "Exp2Syn", "stim.mod": "IClamp", "svclmp.mod": "SEClamp"}
 WHEEL_DEMOS = ("khhchan.mod", "nachan.mod", "nacaex.mod")
@@ -199,7 +236,7 @@ def compiled(tmp_path_factory):
         (folder / name).write_text((DATA / "nmodl" / name).read_text())
     for name, text in (("kchan.mod", CHANNEL), ("nalocal.mod", INPLACE),
                        ("wsyn.mod", SYNAPSE), ("methods.mod", METHODS), ("eulr.mod", EULER),
-                       ("kimp.mod", IMPLICIT)):
+                       ("kimp.mod", IMPLICIT), ("karr.mod", ARRAYS)):
         (folder / name).write_text(text)
     files = sorted(folder.glob("*.mod"))
     lib = nc.compile_mods(files)
@@ -235,6 +272,7 @@ DENSITY = [
     ("methods", [["hh", {}], ["methods", {}]]),
     ("eulr", [["hh", {}], ["eulr", {}]]),
     ("kimp", [["hh", {}], ["kimp", {}]]),
+    ("karr", [["hh", {}], ["karr", {}]]),
 ]
 #: derivimplicit: NEURON's Newton iteration stops within its tolerance.
 TOLERANCES_MV = {"kimp": 1e-6}

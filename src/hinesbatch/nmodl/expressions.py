@@ -7,7 +7,9 @@ A tree is a tuple:
 - ``("name", name)``: a variable, argument, local or ``v``/``t``/``dt``/``celsius``;
 - ``("bin", op, left, right)``: ``op`` one of ``+ - * / ^ < <= > >= == != && ||``;
 - ``("neg", x)``, ``("not", x)``;
-- ``("call", name, (args...))``.
+- ``("call", name, (args...))``;
+- ``("index", array, index)``: an array element, until the index is folded to a constant
+  and the element named ``array__k``.
 
 Text is written with every operation parenthesised, in the tree's order, so that the
 generated code evaluates each expression in the order nocmodl's C does; ``a^b`` becomes
@@ -41,14 +43,16 @@ def from_ast(node) -> tuple:
     if kind == "Name":
         return ("name", node.get_node_name())
     if kind == "VarName":
-        if node.index is not None or type(node.name).__name__ == "IndexedName":
+        if type(node.name).__name__ == "IndexedName":
+            return from_ast(node.name)
+        if node.index is not None:
             raise ExpressionError(f"array element {node.get_node_name()}[...]")
         return ("name", node.get_node_name())
     if kind == "PrimeName":
         raise ExpressionError(f"derivative {node.get_node_name()}' outside a "
                               "DERIVATIVE block")
-    if kind == "IndexedName":
-        raise ExpressionError(f"array element {node.get_node_name()}[...]")
+    if kind == "IndexedName":     # ("index", array, index): folded to a field by the caller
+        return ("index", node.get_node_name(), from_ast(node.length))
     if kind == "BinaryExpression":
         op = node.op.eval()
         if op not in _BINOPS:
@@ -105,6 +109,8 @@ def names(e: tuple, out: set | None = None) -> set:
     elif e[0] == "call":
         for a in e[2]:
             names(a, out)
+    elif e[0] == "index":
+        names(e[2], out)
     return out
 
 
@@ -120,6 +126,8 @@ def calls(e: tuple, out: set | None = None) -> set:
     elif e[0] == "bin":
         calls(e[2], out)
         calls(e[3], out)
+    elif e[0] == "index":
+        calls(e[2], out)
     return out
 
 
@@ -134,6 +142,8 @@ def substitute(e: tuple, mapping: dict) -> tuple:
         return ("bin", e[1], substitute(e[2], mapping), substitute(e[3], mapping))
     if kind == "call":
         return ("call", e[1], tuple(substitute(a, mapping) for a in e[2]))
+    if kind == "index":
+        return ("index", e[1], substitute(e[2], mapping))
     return e
 
 
@@ -146,6 +156,22 @@ def map_calls(e: tuple, fn) -> tuple:
         return ("bin", e[1], map_calls(e[2], fn), map_calls(e[3], fn))
     if kind == "call":
         return fn(e[1], tuple(map_calls(a, fn) for a in e[2]))
+    if kind == "index":
+        return ("index", e[1], map_calls(e[2], fn))
+    return e
+
+
+def fold_indices(e: tuple, fn) -> tuple:
+    """``e`` with each ``("index", array, index)`` replaced by ``fn(array, index)``."""
+    kind = e[0]
+    if kind in ("neg", "not"):
+        return (kind, fold_indices(e[1], fn))
+    if kind == "bin":
+        return ("bin", e[1], fold_indices(e[2], fn), fold_indices(e[3], fn))
+    if kind == "call":
+        return ("call", e[1], tuple(fold_indices(a, fn) for a in e[2]))
+    if kind == "index":
+        return fn(e[1], fold_indices(e[2], fn))
     return e
 
 

@@ -160,6 +160,7 @@ class _Lowering:
         self._variables()
         self._callables()
         self.written = self._written_everywhere()
+        self.globals_declared = self._expand(self.globals_declared)
         globals_written = sorted(n for n in self.globals_declared & self.written
                                  if n in self.param_names | self.assigned_names)
         for n in globals_written:
@@ -322,13 +323,17 @@ class _Lowering:
                               rf"\b{re.escape(n)}\b")
                 self.states.append(Variable(n, 0.0, unit_of(d)))
         self.assigned: list[Variable] = []
+        self.arrays: dict = {}
         for b in self.blocks.get("AssignedBlock", []):
             for d in b.definitions:
                 n = d.get_node_name()
-                if d.length is not None or type(d.name).__name__ == "IndexedName":
-                    self.fail(f"ASSIGNED {n}[]", "arrays are not translated",
-                              rf"\b{re.escape(n)}\s*\[")
                 if n in skip:
+                    continue
+                if d.length is not None:      # inf[2]: the fields inf__0, inf__1
+                    length = int(float(d.length.eval()))
+                    self.arrays[n] = length
+                    self.assigned += [Variable(f"{n}__{k}", 0.0, unit_of(d))
+                                      for k in range(length)]
                     continue
                 self.assigned.append(Variable(n, 0.0, unit_of(d)))
         # LOCAL at file level: a value per instance
@@ -415,7 +420,7 @@ class _Lowering:
                      "FunctionBlock", "NetReceiveBlock"):
             for b in self.blocks.get(kind, []):
                 walk(b.statement_block.statements)
-        return out
+        return self._expand(out)
 
     def _expr(self, node, ctx) -> tuple:
         try:
@@ -424,9 +429,33 @@ class _Lowering:
             self.fail(ctx.where, str(err), *ctx.patterns)
         e = ex.substitute(e, self.const)
         e = ex.substitute(e, ctx.rename)
+        e = ex.fold_indices(e, lambda a, i: self._element(a, i, ctx))
         for n in ex.names(e):
             self._check_name(n, ctx)
         return ex.map_calls(e, lambda f, args: self._call(f, args, ctx))
+
+    def _element(self, array, index, ctx) -> tuple:
+        """``array[index]`` as the field ``array__k`` (the index must be a constant, as
+        it is inside an unrolled FROM loop)."""
+        pat = rf"\b{re.escape(array)}\s*\["
+        if array not in self.arrays:
+            self.fail(f"{array}[]", f"not an ASSIGNED array (only those are translated)",
+                      pat)
+        k = _constant_value(index)
+        if k is None or k != int(k):
+            self.fail(f"{array}[]", "an index that is not a constant (or a FROM loop's "
+                      "variable)", rf"\b{re.escape(array)}\s*\[\s*[A-Za-z_(]", pat)
+        if not 0 <= k < self.arrays[array]:
+            self.fail(f"{array}[]", f"index {int(k)} outside [0, {self.arrays[array]})",
+                      rf"\b{re.escape(array)}\s*\[\s*{int(k)}\s*\]", pat)
+        return ("name", f"{array}__{int(k)}")
+
+    def _expand(self, names: set) -> set:
+        """``names`` with each array replaced by its elements."""
+        out = set()
+        for n in names:
+            out |= {f"{n}__{k}" for k in range(self.arrays[n])} if n in self.arrays else {n}
+        return out
 
     def _check_name(self, n, ctx):
         if n in ctx.locals or n in ctx.args or n in SPECIALS or n in self.field_names \
@@ -516,9 +545,18 @@ class _Lowering:
             lhs = e.lhs
             if type(lhs).__name__ not in ("Name", "VarName") or (
                     type(lhs).__name__ == "VarName" and lhs.index is not None):
-                self.fail(lhs.get_node_name(), "assignment to an array element",
+                self.fail(lhs.get_node_name(), "assignment to this kind of element",
                           rf"\b{re.escape(lhs.get_node_name())}\s*\[")
-            target = ctx.rename.get(lhs.get_node_name(), ("name", lhs.get_node_name()))[1]
+            if type(lhs).__name__ == "VarName" and type(lhs.name).__name__ == "IndexedName":
+                element = ex.substitute(ex.substitute(ex.from_ast(lhs), self.const),
+                                        ctx.rename)
+                target = ex.fold_indices(element, lambda a, i: self._element(a, i, ctx))[1]
+            else:
+                target = ctx.rename.get(lhs.get_node_name(),
+                                        ("name", lhs.get_node_name()))[1]
+            if not isinstance(target, str):
+                self.fail(lhs.get_node_name(), "assigns a FROM loop's variable or a "
+                          "constant", rf"\b{re.escape(lhs.get_node_name())}\s*=")
             if target in SPECIALS and target not in ctx.args and target not in ctx.locals:
                 self.fail(target, f"assigns NEURON's {target}", rf"\b{target}\s*=")
             if target in self.const:
@@ -588,12 +626,20 @@ class _Lowering:
         lo, hi, step = bounds
         if step == 0 or (hi - lo) / step > _FROM_LIMIT:
             self.fail("FROM", f"more than {_FROM_LIMIT} iterations", r"\bFROM\b")
-        ctx.declare_local(n)
+        # each pass with the loop variable a constant (so that arrays can be indexed by
+        # it), then the variable's value after the loop, as C's for loop leaves it
+        name = ctx.declare_local(n)
+        before = ctx.rename.get(n)
         out, i = [], lo
         while (step > 0 and i <= hi) or (step < 0 and i >= hi):
-            out.append(f"{pad}{ex.py_name(ctx.rename.get(n, ('name', n))[1])} = {float(i)!r}\n")
+            ctx.rename[n] = ("num", float(i))
             out += self.statements(st.statement_block.statements, ctx, indent)
             i += step
+        if before is None:
+            ctx.rename.pop(n, None)
+        else:
+            ctx.rename[n] = before
+        out.append(f"{pad}{ex.py_name(name)} = {float(i)!r}\n")
         return out
 
     # ---- callables ----------------------------------------------------------------------
@@ -607,6 +653,7 @@ class _Lowering:
         block = self.functions[f]
         params = {p.get_node_name() for p in block.parameters}
         reads, calls = _reads_and_calls(block.statement_block.statements)
+        reads = self._expand(reads)
         extra = set()
         for n in reads - params - set(self.const):
             if n in self.field_names or n in {"v", "t", "dt"}:
@@ -623,7 +670,8 @@ class _Lowering:
             return cache[p]
         block = self.procedures[p]
         reads, calls = _reads_and_calls(block.statement_block.statements)
-        writes = _writes(block.statement_block.statements)
+        reads = self._expand(reads)
+        writes = self._expand(_writes(block.statement_block.statements))
         params = {a.get_node_name() for a in block.parameters}
         info = _ProcInfo()
         info.fields_used = {n for n in (reads | writes) - params if n in self.field_names
@@ -672,7 +720,8 @@ class _Lowering:
         return Procedure(p, tuple(ex.py_name(a) for a in params), body or "pass", table)
 
     def _table(self, p, st, params, ctx) -> Table:
-        outs = tuple(v.get_node_name() for v in st.table_vars)
+        outs = tuple(o for v in st.table_vars for o in sorted(
+            self._expand({v.get_node_name()}), key=lambda o: (len(o), o)))
         where = f"PROCEDURE {p}"
         pat = rf"PROCEDURE\s+{p}\b"
         if not outs:
@@ -704,7 +753,7 @@ class _Lowering:
         values: a table is built once, so they are fixed at the file's values."""
         where, pat = f"PROCEDURE {p}", rf"PROCEDURE\s+{p}\b"
         info = self.procedure_info(p)
-        outs = {v.get_node_name() for v in st.table_vars}
+        outs = self._expand({v.get_node_name() for v in st.table_vars})
         reads = set(info.fields_used) - outs
         for g in _reads_and_calls(self.procedures[p].statement_block.statements)[1]:
             if g in self.functions:
