@@ -15,11 +15,15 @@ import pytest
 
 pytest.importorskip("neuron.nmodl", reason="the NMODL parser comes with `pip install neuron`")
 
-import hinesbatch as hb  # noqa: E402
-from hinesbatch import mechanisms  # noqa: E402
-from hinesbatch.cli import main  # noqa: E402
-from hinesbatch.nmodl import NmodlError, NmodlNotice, translate_text  # noqa: E402
-from hinesbatch.nmodl import registry  # noqa: E402
+import hinesbatch as hb
+from hinesbatch import mechanisms
+from hinesbatch.cli import main
+from hinesbatch.nmodl import (
+    NmodlError,
+    NmodlNotice,
+    registry,
+    translate_text,
+)
 
 MODFILES = Path(__import__("neuron").__file__).parent / ".data" / "share" / "modfile"
 BUILTIN_FILES = ("hh.mod", "passive.mod", "expsyn.mod", "exp2syn.mod", "stim.mod",
@@ -322,7 +326,7 @@ ASSIGNED { r }
 INITIAL { r = log10(import) + tanh(lambda) }
 """
     hb.load_mechanisms(write(tmp_path, "kw.mod", text))
-    cell = hb.Cell(str(soma)).insert("kw", **{"import_kw": 1000.0})
+    cell = hb.Cell(str(soma)).insert("kw", import_kw=1000.0)
     sim = hb.Simulation(cell)
     key = sim.record("r_kw")
     assert sim.run(0.025)[key][0] == math.log10(1000.0) + math.tanh(0.5)
@@ -360,22 +364,22 @@ HEAD = "NEURON {\n    SUFFIX bad\n    %s\n}\nASSIGNED { v x y }\n"
 REFUSED = [
     ("VERBATIM", "", "INITIAL {\nVERBATIM : <-- here\n x = 1;\nENDVERBATIM\n}\n"),
     ("POINTER", "POINTER p : <-- here", ""),
-    ("KINETIC", "", "STATE { c o }\nBREAKPOINT { SOLVE k METHOD sparse }\n"
-                    "KINETIC k { : <-- here\n ~ c <-> o (1, 2)\n}\n"),
+    ("KINETIC", "", ("STATE { c o }\nBREAKPOINT { SOLVE k METHOD sparse }\n"
+                     "KINETIC k { : <-- here\n ~ c <-> o (1, 2)\n}\n")),
     ("SOLVE s METHOD derivimplicit", "",
-     "STATE { m n }\nBREAKPOINT { SOLVE s METHOD derivimplicit : <-- here\n}\n"
-     "DERIVATIVE s { m' = -m + n  n' = -n }\n"),
+     ("STATE { m n }\nBREAKPOINT { SOLVE s METHOD derivimplicit : <-- here\n}\n"
+      "DERIVATIVE s { m' = -m + n  n' = -n }\n")),
     ("SOLVE s METHOD sparse", "",
-     "STATE { m }\nBREAKPOINT { SOLVE s METHOD sparse : <-- here\n}\n"
-     "DERIVATIVE s { m' = -m }\n"),
+     ("STATE { m }\nBREAKPOINT { SOLVE s METHOD sparse : <-- here\n}\n"
+      "DERIVATIVE s { m' = -m }\n")),
     ("net_send()", "", "NET_RECEIVE(w) {\n net_send(1, 1) : <-- here\n}\n"),
     ("USEION ca READ cai", "USEION ca READ cai : <-- here", ""),
     ("USEION ca WRITE cai", "USEION ca WRITE cai : <-- here", ""),
     ("diam", "", "INITIAL {\n x = diam : <-- here\n}\n"),
     ("normrand()", "", "INITIAL {\n x = normrand(0, 1) : <-- here\n}\n"),
     ("WHILE", "", "INITIAL {\n x = 0\n WHILE (x < 3) { : <-- here\n x = x + 1\n }\n}\n"),
-    ("m'", "", "STATE { m }\nBREAKPOINT { SOLVE s METHOD cnexp }\n"
-               "DERIVATIVE s {\n m' = -m*m : <-- here\n}\n"),
+    ("m'", "", ("STATE { m }\nBREAKPOINT { SOLVE s METHOD cnexp }\n"
+                "DERIVATIVE s {\n m' = -m*m : <-- here\n}\n")),
     ("TABLE", "", "FUNCTION f(v) { : <-- here\n TABLE FROM -1 TO 1 WITH 10\n f = v\n}\n"),
     ("FUNCTION f", "", "FUNCTION g(x) { g = f(x) }\nFUNCTION f(x) { : <-- here\n f = g(x - 1)\n}\n"),
     ("LONGITUDINAL_DIFFUSION", "USEION ca WRITE ica",

@@ -21,10 +21,9 @@ import re
 import warnings
 from pathlib import Path
 
+import nmodl_compare as nc
 import numpy as np
 import pytest
-
-import nmodl_compare as nc
 
 pytestmark = [pytest.mark.neuron,
               pytest.mark.filterwarnings("ignore::UserWarning")]  # notices, SWC notes

@@ -50,7 +50,7 @@ def coverage(root) -> dict:
             name, err = translation(path).mechanism.name, None
         except NmodlError as e:
             name, err = None, e
-        except Exception as e:  # a bug of the translator must not stop the survey
+        except Exception as e:  # noqa: BLE001 - a translator bug must not stop the survey
             name, err = None, NmodlError(path, 1, "internal error", f"{type(e).__name__}: "
                                          f"{e}")
         files.append((path, name, err))

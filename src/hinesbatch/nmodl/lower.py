@@ -24,9 +24,22 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..mechanisms.description import (Cnexp, Function, Ion, Mechanism, Procedure, Table,
-                                      Variable)
+from ..mechanisms.description import Ion, Mechanism, Variable
 from . import expressions as ex
+from .callables import CallableLowering
+from .derivatives import DerivativeLowering
+from .syntax import (
+    Context,
+    IfLike,
+    code_lines,
+    constant_value,
+    factor_value,
+    first_int,
+    reads_and_calls,
+    unwrap,
+    value_calls,
+    writes,
+)
 
 __all__ = ["NmodlError", "Translation", "translate", "translate_text"]
 
@@ -95,28 +108,10 @@ def translate_text(text: str, path: str = "<string>", *, order: int = 1000) -> T
 
 
 # ---- source positions -------------------------------------------------------------------
-def _code_lines(text: str) -> list[str]:
-    """The file's lines with comments blanked (``: ...``, ``COMMENT ... ENDCOMMENT``)."""
-    out, in_comment = [], False
-    for line in text.splitlines():
-        stripped = line.strip()
-        if in_comment:
-            out.append("")
-            if stripped.startswith("ENDCOMMENT"):
-                in_comment = False
-            continue
-        if stripped.startswith("COMMENT"):
-            in_comment = True
-            out.append("")
-            continue
-        out.append(re.sub(r"[:?].*", "", line))
-    return out
-
-
-class _Lowering:
+class _Lowering(CallableLowering, DerivativeLowering):
     def __init__(self, text: str, path: str):
         self.path, self.text = path, text
-        self.lines = _code_lines(text)
+        self.lines = code_lines(text)
         self.notices: list[str] = []
         try:
             from neuron.nmodl import dsl
@@ -125,10 +120,10 @@ class _Lowering:
                              f"(pip install neuron): {err}") from None
         try:
             self.tree = dsl.NmodlDriver().parse_string(text)
-        except Exception as err:         # the driver raises RuntimeError with its text
+        except RuntimeError as err:      # the driver's message holds the location
             msg = str(err).strip().splitlines()
             text = str(err)
-            line = _first_int(r"Location : (\d+)\.", text) or _first_int(r"line (\d+)", text) \
+            line = first_int(r"Location : (\d+)\.", text) or first_int(r"line (\d+)", text) \
                 or 1
             reason = (msg[-1] if msg else "does not parse").replace("NMODL Parser Error : ", "")
             reason = re.sub(r"\s*\[Location : [^]]*\]", "", reason)
@@ -188,8 +183,9 @@ class _Lowering:
             "BeforeBlock": ("BEFORE", "BEFORE/AFTER blocks are not translated",
                             r"\bBEFORE\b"),
             "AfterBlock": ("AFTER", "BEFORE/AFTER blocks are not translated", r"\bAFTER\b"),
-            "LongitudinalDiffusionBlock": ("LONGITUDINAL_DIFFUSION", "the engine has no "
-                                           "longitudinal diffusion", r"LONGITUDINAL_DIFF"),
+            "LongitudinalDiffusionBlock": ("LONGITUDINAL_DIFFUSION",
+                                           "the engine has no longitudinal diffusion",
+                                           r"LONGITUDINAL_DIFF"),
             "Include": ("INCLUDE", "included files are not read", r"\bINCLUDE\b"),
             "IndependentBlock": (None, None, None),
         }
@@ -284,7 +280,7 @@ class _Lowering:
             for d in b.definitions:
                 if type(d).__name__ == "FactorDef":
                     name = d.get_node_name()
-                    value = _factor_value(d)
+                    value = factor_value(d)
                     if value is None:
                         self.fail(f"UNITS {name}", "this unit factor is not known to the "
                                   "translator",
@@ -366,15 +362,15 @@ class _Lowering:
         for kind in ("InitialBlock", "BreakpointBlock", "DerivativeBlock", "ProcedureBlock",
                      "FunctionBlock", "NetReceiveBlock"):
             for b in self.blocks.get(kind, []):
-                values |= _value_calls(b.statement_block.statements)
+                values |= value_calls(b.statement_block.statements)
         fields = (self.param_names | self.assigned_names | self.state_names | self.ion_read
                   | self.ion_write)
         for f, block in list(self.functions.items()):
-            if f not in values and _writes(block.statement_block.statements) & fields:
+            if f not in values and writes(block.statement_block.statements) & fields:
                 self.function_procedures.add(f)
                 self.procedures[f] = self.functions.pop(f)
         callables = {**self.functions, **self.procedures}
-        graph = {n: _reads_and_calls(b.statement_block.statements)[1] & set(callables)
+        graph = {n: reads_and_calls(b.statement_block.statements)[1] & set(callables)
                  for n, b in callables.items()}
         state: dict = {}
 
@@ -401,7 +397,7 @@ class _Lowering:
             for st in stmts:
                 k = type(st).__name__
                 if k == "ExpressionStatement":
-                    e = _unwrap(st.expression)
+                    e = unwrap(st.expression)
                     if type(e).__name__ == "BinaryExpression" and e.op.eval() == "=":
                         out.add(e.lhs.get_node_name())
                     elif type(e).__name__ == "DiffEqExpression":
@@ -439,9 +435,9 @@ class _Lowering:
         it is inside an unrolled FROM loop)."""
         pat = rf"\b{re.escape(array)}\s*\["
         if array not in self.arrays:
-            self.fail(f"{array}[]", f"not an ASSIGNED array (only those are translated)",
+            self.fail(f"{array}[]", "not an ASSIGNED array (only those are translated)",
                       pat)
-        k = _constant_value(index)
+        k = constant_value(index)
         if k is None or k != int(k):
             self.fail(f"{array}[]", "an index that is not a constant (or a FROM loop's "
                       "variable)", rf"\b{re.escape(array)}\s*\[\s*[A-Za-z_(]", pat)
@@ -533,7 +529,7 @@ class _Lowering:
         return out
 
     def _expression_statement(self, e, ctx, pad) -> list[str]:
-        e = _unwrap(e)
+        e = unwrap(e)
         k = type(e).__name__
         if k == "SolveBlock":
             self.fail("SOLVE", f"SOLVE in {ctx.where} is not translated", r"\bSOLVE\b")
@@ -602,7 +598,7 @@ class _Lowering:
         tail = st.elses
         if rest:
             first = rest[0]
-            nested = _IfLike(first.condition, first.statement_block, rest[1:], tail)
+            nested = IfLike(first.condition, first.statement_block, rest[1:], tail)
             out += [f"{pad}else:\n"] + self._if(nested, ctx, indent + 1)
         elif tail is not None:
             out += [f"{pad}else:\n"]
@@ -619,7 +615,7 @@ class _Lowering:
                 bounds.append(1.0)
                 continue
             e = ex.substitute(ex.from_ast(part), self.const)
-            value = _constant_value(e)
+            value = constant_value(e)
             if value is None:
                 self.fail("FROM", "loop bounds must be constants", r"\bFROM\b")
             bounds.append(value)
@@ -643,147 +639,6 @@ class _Lowering:
         return out
 
     # ---- callables ----------------------------------------------------------------------
-    def function_extra(self, f) -> tuple:
-        """The mechanism variables and ``v``/``t``/``dt`` FUNCTION ``f`` reads (through the
-        functions it calls too), passed as extra arguments."""
-        cache = self.__dict__.setdefault("_extra", {})
-        if f in cache:
-            return cache[f]
-        cache[f] = ()
-        block = self.functions[f]
-        params = {p.get_node_name() for p in block.parameters}
-        reads, calls = _reads_and_calls(block.statement_block.statements)
-        reads = self._expand(reads)
-        extra = set()
-        for n in reads - params - set(self.const):
-            if n in self.field_names or n in {"v", "t", "dt"}:
-                extra.add(n)
-        for g in calls:
-            if g in self.functions and g != f:
-                extra |= set(self.function_extra(g)) - params
-        cache[f] = tuple(sorted(extra))
-        return cache[f]
-
-    def procedure_info(self, p):
-        cache = self.__dict__.setdefault("_pinfo", {})
-        if p in cache:
-            return cache[p]
-        block = self.procedures[p]
-        reads, calls = _reads_and_calls(block.statement_block.statements)
-        reads = self._expand(reads)
-        writes = self._expand(_writes(block.statement_block.statements))
-        params = {a.get_node_name() for a in block.parameters}
-        info = _ProcInfo()
-        info.fields_used = {n for n in (reads | writes) - params if n in self.field_names
-                            or n in {"v", "t", "dt"}}
-        info.writes = {n for n in writes - params if n in self.field_names}
-        info.table = next((s for s in block.statement_block.statements
-                           if type(s).__name__ == "TableStatement"), None)
-        cache[p] = info
-        for g in calls:
-            if g in self.procedures and g != p:
-                inner = self.procedure_info(g)
-                info.fields_used |= inner.fields_used
-                info.writes |= inner.writes
-        return info
-
-    def _function(self, f) -> Function:
-        block = self.functions[f]
-        where = f"FUNCTION {f}"
-        if any(type(s).__name__ == "TableStatement" for s in block.statement_block.statements):
-            self.fail("TABLE", f"a TABLE in {where} is not translated yet",
-                      rf"FUNCTION\s+{f}\b")
-        params = [a.get_node_name() for a in block.parameters]
-        extra = list(self.function_extra(f))
-        ctx = _Context(where, [rf"FUNCTION\s+{f}\b"], fields=False,
-                       args=set(params) | set(extra))
-        ctx.locals.add(f)
-        ctx.readonly = {n: f"{where} writes the mechanism's variable {n}"
-                        for n in self.field_names if n not in params}
-        body = "".join(self.statements(block.statement_block.statements, ctx))
-        return Function(f, tuple(ex.py_name(a) for a in params + extra), body or "pass")
-
-    def _procedure(self, p) -> Procedure:
-        block = self.procedures[p]
-        where = f"PROCEDURE {p}"
-        params = [a.get_node_name() for a in block.parameters]
-        ctx = _Context(where, [rf"(PROCEDURE|FUNCTION)\s+{p}\b"], fields=True,
-                       args=set(params))
-        ctx.local_suffix = f"__{p}"
-        if p in self.function_procedures:      # its own name is a local there
-            ctx.declare_local(p)
-        info = self.procedure_info(p)
-        table = None
-        if info.table is not None:
-            table = self._table(p, info.table, params, ctx)
-        body = "".join(self.statements(block.statement_block.statements, ctx))
-        return Procedure(p, tuple(ex.py_name(a) for a in params), body or "pass", table)
-
-    def _table(self, p, st, params, ctx) -> Table:
-        outs = tuple(o for v in st.table_vars for o in sorted(
-            self._expand({v.get_node_name()}), key=lambda o: (len(o), o)))
-        where = f"PROCEDURE {p}"
-        pat = rf"PROCEDURE\s+{p}\b"
-        if not outs:
-            self.fail("TABLE", f"a TABLE without outputs in {where}", pat)
-        if len(params) != 1:
-            self.fail("TABLE", f"a TABLE in {where} of {len(params)} arguments (one is "
-                      "translated)", pat)
-        for o in outs:
-            if o not in self.assigned_names:
-                self.fail("TABLE", f"output {o} is not an ASSIGNED variable", pat)
-        info = self.procedure_info(p)
-        for n in info.writes - set(outs):
-            self.fail("TABLE", f"{where} writes {n}, which is not one of its table outputs",
-                      pat)
-        calls_procs = _reads_and_calls(self.procedures[p].statement_block.statements)[1]
-        for g in calls_procs:
-            if g in self.procedures and self.procedure_info(g).table is not None:
-                self.fail("TABLE", f"{where} calls PROCEDURE {g}, which has a TABLE", pat)
-        depend = tuple(v.get_node_name() for v in st.depend_vars)
-        lo, hi, n = (self._constant(getattr(st, k), "TABLE", pat)
-                     for k in ("from", "to", "with"))
-        if n < 1 or n != int(n):
-            self.fail("TABLE", f"WITH {n}: a positive whole number of intervals", pat)
-        ctx.readonly = {}
-        return Table(tuple(ex.py_name(o) for o in outs), depend, lo, hi, int(n))
-
-    def _table_fixed(self, p, st) -> dict:
-        """The GLOBAL parameters the TABLE of PROCEDURE ``p`` depends on, with their
-        values: a table is built once, so they are fixed at the file's values."""
-        where, pat = f"PROCEDURE {p}", rf"PROCEDURE\s+{p}\b"
-        info = self.procedure_info(p)
-        outs = self._expand({v.get_node_name() for v in st.table_vars})
-        reads = set(info.fields_used) - outs
-        for g in _reads_and_calls(self.procedures[p].statement_block.statements)[1]:
-            if g in self.functions:
-                reads |= set(self.function_extra(g))
-        fixed = {}
-        depend = {v.get_node_name() for v in st.depend_vars}
-        for part in (getattr(st, "from"), st.to):
-            try:
-                depend |= ex.names(ex.from_ast(part)) - set(self.const)
-            except ex.ExpressionError:
-                pass
-        for n in sorted(reads | (depend - {"celsius"})):
-            if n in ("v", "t", "dt"):
-                self.fail("TABLE", f"{where} reads {n} besides its argument", pat)
-            if n == "celsius":
-                continue
-            if n not in self.param_names or n in self.written:
-                self.fail("TABLE", f"{where} depends on {n}, which is not a PARAMETER "
-                          "that no block writes", pat)
-            fixed[n] = ("num", next(q.default for q in self.params if q.name == n))
-        return fixed
-
-    def _constant(self, node, construct, pat) -> float:
-        e = ex.substitute(ex.from_ast(node), self.const)
-        value = _constant_value(e)
-        if value is None:
-            self.fail(construct, "bounds must be constants", pat)
-        return value
-
-    # ---- blocks -------------------------------------------------------------------------
     def _build(self, order: int) -> Mechanism:
         fixed = {}
         for p in self.procedures:
@@ -820,172 +675,8 @@ class _Lowering:
         blocks = self.blocks.get(kind, [])
         if not blocks:
             return ""
-        ctx = _Context(where, [pattern], fields=True)
+        ctx = Context(where, [pattern], fields=True)
         return "".join(self.statements(blocks[0].statement_block.statements, ctx))
-
-    def _breakpoint(self):
-        blocks = self.blocks.get("BreakpointBlock", [])
-        if not blocks:
-            return "", "", (), ""
-        ctx = _Context("BREAKPOINT", [r"\bBREAKPOINT\b"], fields=True)
-        rest, solves = [], []
-        for st in blocks[0].statement_block.statements:
-            if type(st).__name__ == "ExpressionStatement" \
-                    and type(_unwrap(st.expression)).__name__ == "SolveBlock":
-                st = _unwrap(st.expression)
-            (solves if type(st).__name__ == "SolveBlock" else rest).append(st)
-        state, after, cnexp = [], [], ()
-        # the Cnexp passes run after all of ``state``: only the last solve may use them
-        last = max((k for k, st in enumerate(solves) if (st.method is None or
-                    st.method.get_node_name() != "after_cvode")), default=-1)
-        for k, st in enumerate(solves):
-            name = st.block_name.get_node_name()
-            method = st.method.get_node_name() if st.method is not None else None
-            if st.steadystate is not None:
-                self.fail("STEADYSTATE", "not translated", r"STEADYSTATE")
-            if name in self.procedures:
-                if method == "after_cvode":     # NEURON: with the new v, after the states
-                    after.append(f"{name}()\n")
-                    continue
-                if method is not None:
-                    self.fail(f"SOLVE {name} METHOD {method}", "a PROCEDURE is solved "
-                              "without a METHOD (or with after_cvode)", rf"SOLVE\s+{name}\b")
-                state.append(f"{name}()\n")
-                continue
-            if name in self.derivatives:
-                if method not in ("cnexp", "euler", "derivimplicit"):
-                    self.fail(f"SOLVE {name} METHOD {method}", f"METHOD {method} is not "
-                              "translated (cnexp, euler and derivimplicit are)",
-                              rf"SOLVE\s+{name}\b")
-                text, eqs = self._derivative(name, method, passes=k == last)
-                state.append(text)
-                cnexp = eqs
-                continue
-            self.fail(f"SOLVE {name}", "solves no PROCEDURE or DERIVATIVE block of the "
-                      "file (KINETIC, LINEAR and NONLINEAR blocks are not translated)",
-                      rf"SOLVE\s+{name}\b")
-        breakpoint = "".join(self.statements(rest, ctx))
-        return breakpoint, "".join(state), cnexp, "".join(after)
-
-    def _derivative(self, name, method: str, passes: bool = True):
-        """The DERIVATIVE block ``name`` integrated as nocmodl does with ``method``:
-        (statements for the state update, Cnexp tuple).
-
-        - ``cnexp``: y' = b + a·y (a, b symbolic): ``y += (1 - exp(dt·a))·(-(b)/(a) - y)``,
-          or ``y -= dt·(-(b))`` where a = 0, in the block's order;
-        - ``euler``: every derivative from the old states, then ``y += dt·y'``;
-        - ``derivimplicit`` of equations each linear in its own state and not coupled:
-          the implicit step ``y = (y + dt·b)/(1 - dt·a)``, which NEURON's Newton
-          iteration converges to (within its tolerance).
-        """
-        block = self.derivatives[name]
-        where = f"DERIVATIVE {name}"
-        pat = rf"DERIVATIVE\s+{name}\b"
-        ctx = _Context(where, [pat], fields=True)
-        eqs = []
-
-        def diffeq(e, c, pad):
-            b = e.expression
-            y = b.lhs.get_node_name().rstrip("'")
-            if y not in self.state_names:
-                self.fail(f"{y}'", "the derivative of something that is not a STATE", pat)
-            prime = b.lhs.name if type(b.lhs).__name__ == "VarName" else b.lhs
-            if type(prime).__name__ != "PrimeName" or int(prime.order.eval()) != 1:
-                self.fail(f"{y}''", "higher derivatives are not translated", pat)
-            f = self._expr(b.rhs, c)
-            a = b0 = None
-            if method != "euler":
-                try:
-                    a = ex.derivative(f, y)
-                    b0 = ex.simplify_zero(f, y)
-                except ex.ExpressionError as err:
-                    self.fail(f"{y}'", f"{method} of an equation not linear in {y} ({err}) "
-                              "is not translated", rf"\b{re.escape(y)}'\s*=", pat)
-            c.wrote.add(y)
-            eqs.append((y, a, b0, pad, f))
-            return [("EQ", len(eqs) - 1)]
-
-        ctx.diffeq = diffeq
-        items = self.statements(block.statement_block.statements, ctx)
-        if method == "euler":
-            out = []
-            for t in items:
-                if isinstance(t, tuple):
-                    y, _, _, pad, f = eqs[t[1]]
-                    if pad:
-                        self.fail(f"{y}'", "an euler equation inside a condition",
-                                  rf"\b{re.escape(y)}'\s*=", pat)
-                    out.append(f"D{y}__{name} = {ex.to_text(f)}\n")
-                else:
-                    out.append(t)
-            for y, *_ in eqs:
-                yt = ex.py_name(y)
-                out.append(f"{yt} = ({yt} + (dt * D{y}__{name}))\n")
-            return "".join(out), ()
-        if method == "derivimplicit":
-            states = {y for y, *_ in eqs}
-            reads = _reads_and_calls(block.statement_block.statements, skip_diffeq=True)
-            inner = set(reads[0])
-            for g in reads[1]:
-                if g in self.procedures:
-                    inner |= self.procedure_info(g).fields_used
-                if g in self.functions:
-                    inner |= set(self.function_extra(g))
-            for y, a, b0, _, _ in eqs:
-                used = ex.names(b0) | (ex.names(a) if a is not None else set())
-                for g in ex.calls(b0) | (ex.calls(a) if a is not None else set()):
-                    if g in self.functions:
-                        used |= set(self.function_extra(g))
-                coupled = (used | inner) & (states - {y}) | (inner & {y})
-                if coupled:
-                    self.fail(f"SOLVE {name} METHOD derivimplicit", "the equations are "
-                              f"coupled through {', '.join(sorted(coupled))} (Newton "
-                              "iterations are not translated)", rf"SOLVE\s+{name}\b")
-            out = []
-            for t in items:
-                if not isinstance(t, tuple):
-                    out.append(t)
-                    continue
-                y, a, b0, pad, _ = eqs[t[1]]
-                yt, b = ex.py_name(y), ex.to_text(b0)
-                if a is None:
-                    out.append(f"{pad}{yt} = ({yt} + (dt * {b}))\n")
-                else:
-                    out.append(f"{pad}{yt} = (({yt} + (dt * {b})) / (1.0 - (dt * "
-                               f"{ex.to_text(a)})))\n")
-            return "".join(out), ()
-        # cnexp. The Cnexp form: every equation at the end, top level, reading only fields
-        n_eq = len(eqs)
-        tail = items[len(items) - n_eq:] if n_eq else []
-        form = passes and n_eq > 0 and all(isinstance(t, tuple) for t in tail) \
-            and not any(isinstance(t, tuple) for t in items[:len(items) - n_eq])
-        if form:
-            earlier: set = set()
-            for y, a, b0, pad, _ in eqs:
-                used = ex.names(b0) | (ex.names(a) if a is not None else set())
-                if pad or a is None or used & (ctx.locals | earlier) \
-                        or any(c for c in ex.calls(b0) | ex.calls(a) if c in self.functions
-                               and set(self.function_extra(c)) & earlier):
-                    form = False
-                    break
-                earlier.add(y)
-        if form:
-            text = "".join(items[:len(items) - n_eq])
-            return text, tuple(Cnexp(ex.py_name(y), ex.to_text(b0), ex.to_text(a))
-                               for y, a, b0, _, _ in eqs)
-        out = []
-        for t in items:
-            if not isinstance(t, tuple):
-                out.append(t)
-                continue
-            y, a, b0, pad, _ = eqs[t[1]]
-            yt, b = ex.py_name(y), ex.to_text(b0)
-            if a is None:       # nocmodl: y = y - dt*(-(b))
-                out.append(f"{pad}{yt} = ({yt} - (dt * (-{b})))\n")
-            else:
-                out.append(f"{pad}{yt} = ({yt} + ((1.0 - exp((dt * {ex.to_text(a)}))) * "
-                           f"((-{b}) / {ex.to_text(a)} - {yt})))\n")
-        return "".join(out), ()
 
     def _net_receive(self) -> str:
         blocks = self.blocks.get("NetReceiveBlock", [])
@@ -998,197 +689,10 @@ class _Lowering:
         if len(args) != 1:
             self.fail("NET_RECEIVE", f"{len(args)} arguments: weight vectors of more than "
                       "one entry are not translated", r"NET_RECEIVE")
-        ctx = _Context("NET_RECEIVE", [r"NET_RECEIVE"], fields=True)
+        ctx = Context("NET_RECEIVE", [r"NET_RECEIVE"], fields=True)
         ctx.rename = {args[0]: ("name", "weight")}
         ctx.extra = {"weight"}
         ctx.readonly = {"weight": "assigns the NetCon's weight"}
-        if "flag" in _reads_and_calls(b.statement_block.statements)[0]:
+        if "flag" in reads_and_calls(b.statement_block.statements)[0]:
             self.fail("flag", "self-event flags are not translated", r"\bflag\b")
         return "".join(self.statements(b.statement_block.statements, ctx))
-
-
-class _ProcInfo:
-    fields_used: set
-    writes: set
-    table = None
-
-
-@dataclass
-class _IfLike:
-    condition: object
-    statement_block: object
-    elseifs: list
-    elses: object
-
-
-class _Context:
-    """What a block may read and write while it is lowered."""
-
-    def __init__(self, where, patterns, *, fields, args=()):
-        self.where, self.patterns, self.fields = where, patterns, fields
-        self.args = set(args)
-        self.locals: set = set()
-        self.rename: dict = {}
-        self.extra: set = set()
-        self.readonly: dict = {}
-        self.wrote: set = set()
-        self.diffeq = None
-        self.table_ok = where.startswith("PROCEDURE")
-        self.local_suffix = ""
-
-    def declare_local(self, n: str) -> str:
-        if self.local_suffix:
-            new = n + self.local_suffix
-            self.rename[n] = ("name", new)
-            self.locals.add(new)
-            return new
-        self.locals.add(n)
-        return n
-
-
-def _reads_and_calls(stmts, *, skip_diffeq: bool = False) -> tuple[set, set]:
-    """Names read and functions/procedures called by ``stmts`` (without the right-hand
-    sides of differential equations with ``skip_diffeq``)."""
-    reads, calls = set(), set()
-
-    def expr(e):
-        k = type(e).__name__
-        if k in ("Name", "VarName"):
-            reads.add(e.get_node_name())
-        elif k == "FunctionCall":
-            calls.add(e.get_node_name())
-            for a in e.arguments:
-                expr(a)
-        elif k == "BinaryExpression":
-            if e.op.eval() != "=":
-                expr(e.lhs)
-            expr(e.rhs)
-        elif k == "DiffEqExpression":
-            if not skip_diffeq:
-                expr(e.expression)
-        elif k in ("UnaryExpression", "WrappedExpression", "ParenExpression"):
-            expr(e.expression)
-
-    def walk(sts):
-        for st in sts:
-            k = type(st).__name__
-            if k == "ExpressionStatement":
-                expr(st.expression)
-            elif k in ("IfStatement", "ElseIfStatement", "WhileStatement"):
-                expr(st.condition)
-            if k in ("IfStatement", "ElseIfStatement", "ElseStatement", "FromStatement",
-                     "WhileStatement"):
-                walk(st.statement_block.statements)
-            if k == "IfStatement":
-                walk(st.elseifs)
-                if st.elses is not None:
-                    walk([st.elses])
-    walk(stmts)
-    return reads, calls
-
-
-def _value_calls(stmts) -> set:
-    """Functions whose value ``stmts`` use (calls that are not whole statements)."""
-    out: set = set()
-
-    def expr(e):
-        k = type(e).__name__
-        if k == "FunctionCall":
-            out.add(e.get_node_name())
-            for a in e.arguments:
-                expr(a)
-        elif k == "BinaryExpression":
-            expr(e.lhs)
-            expr(e.rhs)
-        elif k in ("UnaryExpression", "WrappedExpression", "ParenExpression",
-                   "DiffEqExpression"):
-            expr(e.expression)
-
-    for st in stmts:
-        k = type(st).__name__
-        if k == "ExpressionStatement":
-            e = _unwrap(st.expression)
-            if type(e).__name__ == "FunctionCall":
-                for a in e.arguments:
-                    expr(a)
-            else:
-                expr(e)
-        if k in ("IfStatement", "ElseIfStatement", "WhileStatement"):
-            expr(st.condition)
-        if k in ("IfStatement", "ElseIfStatement", "ElseStatement", "FromStatement",
-                 "WhileStatement"):
-            out |= _value_calls(st.statement_block.statements)
-        if k == "IfStatement":
-            out |= _value_calls(st.elseifs)
-            if st.elses is not None:
-                out |= _value_calls([st.elses])
-    return out
-
-
-def _writes(stmts) -> set:
-    out = set()
-    for st in stmts:
-        k = type(st).__name__
-        if k == "ExpressionStatement":
-            e = _unwrap(st.expression)
-            if type(e).__name__ == "BinaryExpression" and e.op.eval() == "=":
-                out.add(e.lhs.get_node_name())
-        if k in ("IfStatement", "ElseIfStatement", "ElseStatement", "FromStatement"):
-            out |= _writes(st.statement_block.statements)
-        if k == "IfStatement":
-            out |= _writes(st.elseifs)
-            if st.elses is not None:
-                out |= _writes([st.elses])
-    return out
-
-
-def _unwrap(e):
-    while type(e).__name__ in ("WrappedExpression", "ParenExpression"):
-        e = e.expression
-    return e
-
-
-def _constant_value(e):
-    if e[0] == "num":
-        return float(e[1])
-    if e[0] == "neg":
-        v = _constant_value(e[1])
-        return None if v is None else -v
-    if e[0] == "bin" and e[1] in "+-*/":
-        a, b = _constant_value(e[2]), _constant_value(e[3])
-        if a is None or b is None:
-            return None
-        return {"+": a + b, "-": a - b, "*": a * b, "/": a / b if b else None}[e[1]]
-    return None
-
-
-#: UNITS factors ``NAME = (unit1) (unit2)`` as NEURON 9.0.2's nocmodl evaluates them
-#: (nrnunits.lib with the 2019 SI constants).
-UNIT_FACTORS = {
-    **{("faraday", u): 96485.33212331001 for u in ("coulomb", "coulombs", "coul")},
-    ("faraday", "kilocoulombs"): 96.48533212331002,
-    ("faraday", "10000 coulomb"): 9.648533212331001,
-    ("k-mole", "joule/degC"): 8.31446261815324,
-    ("pi", "1"): 3.141592653589793,
-    ("e", "coulombs"): 1.602176634e-19, ("e", "coul"): 1.602176634e-19,
-    ("k", "joule/degC"): 1.380649e-23,
-    ("mole", "1"): 6.02214076e+23,
-}
-
-
-def _factor_value(d):
-    """The value of a UNITS factor definition, or None where it is not known."""
-    value = getattr(d, "value", None)
-    if value is not None:
-        try:
-            return float(value.eval())
-        except (TypeError, ValueError):
-            return None
-    units = tuple(u.name.eval() if u is not None and u.name is not None else None
-                  for u in (d.unit1, d.unit2))
-    return UNIT_FACTORS.get(units)
-
-
-def _first_int(pattern, text):
-    m = re.search(pattern, text)
-    return int(m.group(1)) if m else None
