@@ -52,10 +52,10 @@ if TYPE_CHECKING:  # the same names for type checkers and the API docs
     from .engine import Results, Simulation
     from .errors import BackendUnavailableError, SingularSystemError
     from .io import load_results
-    from .nmodl import load_mechanisms
     from .model import Cell, PointProcess
     from .morphology import (Morphology, SWCError, SWCStrictError, SWCWarning, check_radii,
                              read_swc)
+    from .nmodl import load_mechanisms
     from .sim import simulate_passive
     from .solvers.plan import Plan, plan, solve
     from .solvers.tridiagonal import TridiagonalPlan, plan_tridiagonal, solve_tridiagonal
