@@ -487,3 +487,23 @@ FUNCTION rates(x) {
     with pytest.raises(NmodlError, match="minf: FUNCTION rates writes the mechanism's "
                                          "variable minf"):
         translate_text(used)
+
+
+def test_assigning_a_read_ion_variable_changes_the_blocks_copy_only():
+    """Regression: ``INITIAL { ek = -90 }`` (ChannelML's files) set the mechanism's ek for
+    the whole run; nocmodl reloads the ion's value at the start of every block."""
+    text = """
+NEURON { SUFFIX kset USEION k READ ek WRITE ik RANGE g, e0 }
+PARAMETER { g = 0.001 }
+ASSIGNED { v ek ik e0 }
+INITIAL { ek = -90 e0 = ek }
+BREAKPOINT { ik = g*(v - ek) }
+"""
+    m = translate_text(text).mechanism
+    assert m.initial == "ek__copy = ek\nek__copy = (-90.0)\ne0 = ek__copy\n"
+    assert m.breakpoint == "ik = (g * (v - ek))\n"
+    late = text.replace("BREAKPOINT { ik = g*(v - ek) }",
+                        "BREAKPOINT {\n ik = g*(v - ek)\n ek = -80 : <-- here\n}")
+    with pytest.raises(NmodlError, match="BREAKPOINT assigns ek, an ion variable the "
+                                         "mechanism only READs, after using it"):
+        translate_text(late)

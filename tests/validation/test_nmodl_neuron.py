@@ -7,7 +7,8 @@ shipped in ``tests/data/nmodl`` (syn1, cacur) and files written here to exercise
 TABLE depending on a GLOBAL, a FUNCTION reading PARAMETERs, cnexp written in place (a
 LOCAL time constant), a FROM loop, file-level LOCALs, NET_RECEIVE with a weight, cnexp of
 y' = k and of equations reading a state updated before them, euler, derivimplicit, and
-ASSIGNED arrays filled by a FROM loop in a TABLE procedure.
+ASSIGNED arrays filled by a FROM loop in a TABLE procedure, and a READ ion variable
+assigned in INITIAL and BREAKPOINT (each block's own copy in NEURON).
 
 Protocol: a one-compartment soma (L = diam = 20 µm) with hh and the mechanism, a current
 clamp (del 1 ms, dur 20 ms, 0.3 nA), dt 0.025 ms, 30 ms; synapses on it driven by a
@@ -209,6 +210,17 @@ FUNCTION vartau(v (mV), i) (ms) {
 }
 """
 
+ION_COPY = """
+NEURON { SUFFIX kcopy USEION k READ ek WRITE ik RANGE g }
+PARAMETER { g = 0.0002 (S/cm2) }
+ASSIGNED { v (mV) ek (mV) ik (mA/cm2) }
+INITIAL { ek = -90 }
+BREAKPOINT {
+    ek = -100
+    ik = g*(v - ek)
+}
+"""
+
 WHEEL_RENAMED = {"hh.mod": "hh", "passive.mod": "pas", "expsyn.mod": "ExpSyn",
                  "exp2syn.mod": "Exp2Syn", "stim.mod": "IClamp", "svclmp.mod": "SEClamp"}
 WHEEL_DEMOS = ("khhchan.mod", "nachan.mod", "nacaex.mod")
@@ -235,7 +247,8 @@ def compiled(tmp_path_factory):
         (folder / name).write_text((DATA / "nmodl" / name).read_text())
     for name, text in (("kchan.mod", CHANNEL), ("nalocal.mod", INPLACE),
                        ("wsyn.mod", SYNAPSE), ("methods.mod", METHODS), ("eulr.mod", EULER),
-                       ("kimp.mod", IMPLICIT), ("karr.mod", ARRAYS)):
+                       ("kimp.mod", IMPLICIT), ("karr.mod", ARRAYS),
+                       ("kcopy.mod", ION_COPY)):
         (folder / name).write_text(text)
     files = sorted(folder.glob("*.mod"))
     lib = nc.compile_mods(files)
@@ -272,6 +285,7 @@ DENSITY = [
     ("eulr", [["hh", {}], ["eulr", {}]]),
     ("kimp", [["hh", {}], ["kimp", {}]]),
     ("karr", [["hh", {}], ["karr", {}]]),
+    ("kcopy", [["hh", {}], ["kcopy", {}]]),     # hh keeps ek = -77: the copy is kcopy's
 ]
 #: derivimplicit: NEURON's Newton iteration stops within its tolerance.
 TOLERANCES_MV = {"kimp": 1e-6}

@@ -76,6 +76,7 @@ class CallableLowering:
         ctx.locals.add(f)
         ctx.readonly = {n: f"{where} writes the mechanism's variable {n}"
                         for n in self.field_names if n not in params}
+        self.ion_copies(block.statement_block.statements, ctx)   # refuses assignments
         body = "".join(self.statements(block.statement_block.statements, ctx))
         return Function(f, tuple(ex.py_name(a) for a in params + extra), body or "pass")
 
@@ -92,6 +93,7 @@ class CallableLowering:
         table = None
         if info.table is not None:
             table = self._table(p, info.table, params, ctx)
+        self.ion_copies(block.statement_block.statements, ctx)   # refuses assignments
         body = "".join(self.statements(block.statement_block.statements, ctx))
         return Procedure(p, tuple(ex.py_name(a) for a in params), body or "pass", table)
 

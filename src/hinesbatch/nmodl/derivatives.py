@@ -54,7 +54,7 @@ class DerivativeLowering:
             self.fail(f"SOLVE {name}", "solves no PROCEDURE or DERIVATIVE block of the "
                       "file (KINETIC, LINEAR and NONLINEAR blocks are not translated)",
                       rf"SOLVE\s+{name}\b")
-        breakpoint = "".join(self.statements(rest, ctx))
+        breakpoint = self.ion_copies(rest, ctx) + "".join(self.statements(rest, ctx))
         return breakpoint, "".join(state), cnexp, "".join(after)
 
     def _derivative(self, name, method: str, passes: bool = True):
@@ -96,7 +96,9 @@ class DerivativeLowering:
             return [("EQ", len(eqs) - 1)]
 
         ctx.diffeq = diffeq
-        items = self.statements(block.statement_block.statements, ctx)
+        copies = self.ion_copies(block.statement_block.statements, ctx)
+        items = ([copies] if copies else []) + self.statements(block.statement_block.statements,
+                                                               ctx)
         if method == "euler":
             out = []
             for t in items:

@@ -676,7 +676,51 @@ class _Lowering(CallableLowering, DerivativeLowering):
         if not blocks:
             return ""
         ctx = Context(where, [pattern], fields=True)
-        return "".join(self.statements(blocks[0].statement_block.statements, ctx))
+        stmts = blocks[0].statement_block.statements
+        prefix = self.ion_copies(stmts, ctx)
+        return prefix + "".join(self.statements(stmts, ctx))
+
+    def ion_copies(self, stmts, ctx) -> str:
+        """A block that assigns an ion variable it only READs changes its own copy: nocmodl
+        loads the ion's value into the copy at the start of each block and never stores it
+        back. Such variables become locals of the block, loaded first (the text returned).
+
+        Raises NmodlError where a PROCEDURE or FUNCTION would need to see the copy, or a
+        PROCEDURE assigns one (its caller's copy would change)."""
+        names = self._expand(writes(stmts)) & self.ion_read
+        if not names:
+            return ""
+        if ctx.where.startswith(("PROCEDURE", "FUNCTION", "NET_RECEIVE")):
+            n = sorted(names)[0]
+            self.fail(n, f"{ctx.where} assigns {n}, an ion variable the mechanism only "
+                      "READs", rf"\b{re.escape(n)}\s*=")
+        if ctx.where == "BREAKPOINT":
+            # nocmodl loads the copy once for both evaluations of the currents: the same
+            # as once per evaluation where the block first sets it from other values
+            for n in sorted(names):
+                first = next((st for st in stmts if n in self._expand(
+                    reads_and_calls([st])[0] | writes([st]))), None)
+                e = unwrap(first.expression) if type(first).__name__ == \
+                    "ExpressionStatement" else None
+                if e is None or type(e).__name__ != "BinaryExpression" \
+                        or e.op.eval() != "=" or e.lhs.get_node_name() != n \
+                        or n in self._expand(reads_and_calls([first])[0]):
+                    self.fail(n, f"BREAKPOINT assigns {n}, an ion variable the mechanism "
+                              "only READs, after using it", rf"\b{re.escape(n)}\b")
+        calls = reads_and_calls(stmts)[1]
+        for g in calls:
+            used = (self.procedure_info(g).fields_used if g in self.procedures
+                    else set(self.function_extra(g)) if g in self.functions else set())
+            for n in sorted(used & names):
+                self.fail(n, f"{ctx.where} assigns {n}, an ion variable the mechanism only "
+                          f"READs, and {g} reads it", rf"\b{re.escape(n)}\s*=")
+        out = ""
+        for n in sorted(names):
+            local = f"{n}__copy"
+            ctx.rename[n] = ("name", local)
+            ctx.locals.add(local)
+            out += f"{local} = {ex.py_name(n)}\n"
+        return out
 
     def _net_receive(self) -> str:
         blocks = self.blocks.get("NetReceiveBlock", [])
@@ -695,4 +739,5 @@ class _Lowering(CallableLowering, DerivativeLowering):
         ctx.readonly = {"weight": "assigns the NetCon's weight"}
         if "flag" in reads_and_calls(b.statement_block.statements)[0]:
             self.fail("flag", "self-event flags are not translated", r"\bflag\b")
-        return "".join(self.statements(b.statement_block.statements, ctx))
+        stmts = b.statement_block.statements
+        return self.ion_copies(stmts, ctx) + "".join(self.statements(stmts, ctx))
