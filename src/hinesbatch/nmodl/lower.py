@@ -691,7 +691,7 @@ class _Lowering(CallableLowering, DerivativeLowering):
         if not names:
             return ""
         if ctx.where.startswith(("PROCEDURE", "FUNCTION", "NET_RECEIVE")):
-            n = sorted(names)[0]
+            n = min(names)
             self.fail(n, f"{ctx.where} assigns {n}, an ion variable the mechanism only "
                       "READs", rf"\b{re.escape(n)}\s*=")
         if ctx.where == "BREAKPOINT":
