@@ -507,3 +507,20 @@ BREAKPOINT { ik = g*(v - ek) }
     with pytest.raises(NmodlError, match="BREAKPOINT assigns ek, an ion variable the "
                                          "mechanism only READs, after using it"):
         translate_text(late)
+
+
+def test_a_local_hides_the_variable_of_its_name():
+    """Regression: a LOCAL named like a RANGE variable wrote the RANGE variable."""
+    text = """
+NEURON { SUFFIX hide RANGE g, x }
+ASSIGNED { g x }
+INITIAL { g = 1 }
+BREAKPOINT {
+    LOCAL g
+    g = 5
+    x = g
+}
+"""
+    m = translate_text(text).mechanism
+    assert m.breakpoint == "g__local = 5.0\nx = g__local\n"
+    assert m.initial == "g = 1.0\n"

@@ -490,7 +490,12 @@ class _Lowering(CallableLowering, DerivativeLowering):
                     if type(var.name).__name__ == "IndexedName":
                         self.fail(f"LOCAL {n}[]", "arrays are not translated",
                                   rf"\b{re.escape(n)}\s*\[")
-                    ctx.declare_local(n)
+                    if ctx.declare_local(n) == n and (n in self.field_names
+                                                      or n in SPECIALS):
+                        # a LOCAL hides the mechanism's variable of its name
+                        ctx.locals.discard(n)
+                        ctx.rename[n] = ("name", f"{n}__local")
+                        ctx.locals.add(f"{n}__local")
                 continue
             if k == "ProtectStatement":
                 st = st.expression
