@@ -524,3 +524,20 @@ BREAKPOINT {
     m = translate_text(text).mechanism
     assert m.breakpoint == "g__local = 5.0\nx = g__local\n"
     assert m.initial == "g = 1.0\n"
+
+
+def test_a_function_without_arguments(tmp_path, soma):
+    """Regression: the generated ``def _F_m_f(, _celsius)`` did not compile."""
+    from hinesbatch.mechanisms.c_emitter import emit_c
+
+    text = """
+NEURON { SUFFIX noarg RANGE x }
+ASSIGNED { x }
+INITIAL { x = two() + 1 }
+FUNCTION two() { two = 2 }
+"""
+    assert "static double noarg_two(double celsius)" in emit_c(translate_text(text).mechanism)
+    hb.load_mechanisms(write(tmp_path, "noarg.mod", text))
+    sim = hb.Simulation(hb.Cell(str(soma)).insert("noarg"))
+    key = sim.record("x_noarg")
+    assert sim.run(0.025)[key][0] == 3.0

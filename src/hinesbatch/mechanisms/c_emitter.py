@@ -165,8 +165,8 @@ def emit_c(mech: Mechanism, *, tables: bool = True) -> str:
     for f in mech.functions:
         scope = _CScope(mech, fields=False, args={a: f"a_{a}" for a in f.args})
         body = em.block(f.body, scope, 1)
-        args = ", ".join(f"double a_{a}" for a in f.args)
-        out.append(f"static double {m}_{f.name}({args}, double celsius) {{\n"
+        args = "".join(f"double a_{a}, " for a in f.args)
+        out.append(f"static double {m}_{f.name}({args}double celsius) {{\n"
                    f"{_locals(scope)}{body}    return l_{f.name};\n}}\n")
     for p in mech.procedures:
         if p.table is None:

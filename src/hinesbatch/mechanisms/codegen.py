@@ -159,9 +159,9 @@ class MechanismCode:
             scope = _Scope(self.mech, fields=False,
                            args={a: f"_a_{a}" for a in f.args})
             body = self._block(f.body, scope, 1, f"FUNCTION {f.name}")
-            args = ", ".join(f"_a_{a}" for a in f.args)
+            args = "".join(f"_a_{a}, " for a in f.args)
             out.append(f"@njit(cache=True, error_model='numpy')\n"
-                       f"def _F_{m}_{f.name}({args}, _celsius):\n{body}"
+                       f"def _F_{m}_{f.name}({args}_celsius):\n{body}"
                        f"    return _l_{f.name}\n")
         for p in self.table_procedures:
             out.append(self._table_functions(p))
