@@ -312,10 +312,10 @@ def _compare_one(hb, path, name, lib, swc):
         ref = run_neuron(model, lib)
         try:
             got = run_hinesbatch(model)
-        except NonFiniteStateError as err:
+        except NonFiniteStateError:
             if not np.isfinite(ref).all():
                 return (path, name, "non-finite in NEURON too (the file's defaults)", None)
-            raise err
+            raise
         dv = float(np.max(np.abs(ref - got))) if ref.shape == got.shape else np.inf
         return (path, name, "compared", dv)
     except Exception as err:  # noqa: BLE001 - report and go on: this is a survey
