@@ -541,3 +541,28 @@ FUNCTION two() { two = 2 }
     sim = hb.Simulation(hb.Cell(str(soma)).insert("noarg"))
     key = sim.record("x_noarg")
     assert sim.run(0.025)[key][0] == 3.0
+
+
+def test_keyword_names_as_arguments_and_table_outputs(tmp_path, soma):
+    """Regression: a FUNCTION reading the PARAMETER ``del`` got the argument ``del_`` and
+    compiled to an undefined local (NEURON's ModelDB 266732 synapses)."""
+    text = """
+NEURON { SUFFIX kwarg RANGE del, x, y }
+PARAMETER { del = 2 }
+ASSIGNED { v x y lambda }
+INITIAL { x = late(1) scale(3) y = lambda }
+FUNCTION late(a) { late = a + del }
+PROCEDURE scale(lambda) {
+    TABLE lambda FROM -100 TO 100 WITH 200
+    lambda = lambda*0 + 7
+}
+"""
+    text = text.replace("PROCEDURE scale(lambda) {\n    TABLE lambda", "PROCEDURE scale(w) {\n"
+                        "    TABLE lambda").replace("lambda = lambda*0 + 7", "lambda = w*0 + 7")
+    m = translate_text(text).mechanism
+    assert m.functions[0].args == ("a", "del") and m.procedures[0].table.outputs == ("lambda",)
+    hb.load_mechanisms(write(tmp_path, "kwarg.mod", text))
+    sim = hb.Simulation(hb.Cell(str(soma)).insert("kwarg"))
+    kx, ky = sim.record("x_kwarg"), sim.record("y_kwarg")
+    res = sim.run(0.025)
+    assert (res[kx][0], res[ky][0]) == (3.0, 7.0)

@@ -78,7 +78,7 @@ class CallableLowering:
                         for n in self.field_names if n not in params}
         self.ion_copies(block.statement_block.statements, ctx)   # refuses assignments
         body = "".join(self.statements(block.statement_block.statements, ctx))
-        return Function(f, tuple(ex.py_name(a) for a in params + extra), body or "pass")
+        return Function(f, tuple(params + extra), body or "pass")
 
     def _procedure(self, p) -> Procedure:
         block = self.procedures[p]
@@ -95,7 +95,7 @@ class CallableLowering:
             table = self._table(p, info.table, params, ctx)
         self.ion_copies(block.statement_block.statements, ctx)   # refuses assignments
         body = "".join(self.statements(block.statement_block.statements, ctx))
-        return Procedure(p, tuple(ex.py_name(a) for a in params), body or "pass", table)
+        return Procedure(p, tuple(params), body or "pass", table)
 
     def _table(self, p, st, params, ctx) -> Table:
         outs = tuple(o for v in st.table_vars for o in sorted(
@@ -124,7 +124,7 @@ class CallableLowering:
         if n < 1 or n != int(n):
             self.fail("TABLE", f"WITH {n}: a positive whole number of intervals", pat)
         ctx.readonly = {}
-        return Table(tuple(ex.py_name(o) for o in outs), depend, lo, hi, int(n))
+        return Table(tuple(outs), depend, lo, hi, int(n))
 
     def _table_fixed(self, p, st) -> dict:
         """The GLOBAL parameters the TABLE of PROCEDURE ``p`` depends on, with their
