@@ -566,3 +566,14 @@ PROCEDURE scale(lambda) {
     kx, ky = sim.record("x_kwarg"), sim.record("y_kwarg")
     res = sim.run(0.025)
     assert (res[kx][0], res[ky][0]) == (3.0, 7.0)
+
+
+def test_parameter_defaults_have_neurons_six_digits():
+    """Regression: nocmodl writes PARAMETER defaults with %g, so NEURON runs
+    ``C = -14.87115`` as -14.8712 (ModelDB 86537's nav1p9 differed by 3e-3 mV)."""
+    text = """
+NEURON { SUFFIX six RANGE r }
+PARAMETER { r = 1.23456789 C = -14.87115 big = 123456789 small = 0.000123456789 }
+"""
+    m = translate_text(text).mechanism
+    assert [p.default for p in m.parameters] == [1.23457, -14.8712, 1.23457e8, 0.000123457]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -193,8 +194,8 @@ def compile_mods(files, folder=None) -> str:
         return found
     build = Path(tempfile.mkdtemp(prefix="build-", dir=folder.parent
                                   if folder.parent.exists() else None))
-    for f in files:        # nrnivmodl does not take names with spaces
-        shutil.copy(f, build / f.name.replace(" ", "_"))
+    for f in files:        # nrnivmodl takes only plain names
+        shutil.copy(f, build / re.sub(r"[^A-Za-z0-9_.]", "_", f.name))
     env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
                MAKEFLAGS="-j2")
     proc = subprocess.run([str(VENV_BIN / "nrnivmodl")], cwd=build, env=env,

@@ -304,7 +304,10 @@ class _Lowering(CallableLowering, DerivativeLowering):
                               rf"\b{re.escape(n)}\s*\[")
                 if n in skip:
                     continue
-                value = float(st.value.eval()) if st.value is not None else 0.0
+                # nocmodl writes PARAMETER defaults into its C with printf's %g: six
+                # significant digits are what NEURON runs with
+                value = float(format(float(st.value.eval()), "g")) if st.value is not None \
+                    else 0.0
                 self.params.append(Variable(n, value, unit_of(st)))
         self.states: list[Variable] = []
         for b in self.blocks.get("StateBlock", []):
