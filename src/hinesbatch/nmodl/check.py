@@ -76,7 +76,12 @@ def _category(err: NmodlError) -> str:
         return "SOLVE METHOD " + c.split()[-1]
     if c.endswith("()"):
         return c
-    if c in ("TABLE",):
+    if c == "TABLE":
+        for words, label in (("reads dt", "TABLE reading dt"),
+                             ("depends on", "TABLE depending on a computed value"),
+                             ("in FUNCTION", "TABLE in a FUNCTION")):
+            if words in err.reason:
+                return label
         return f"TABLE: {err.reason.split(':')[0][:60]}"
     if err.reason.startswith("unknown name"):
         return "unknown name"
