@@ -100,9 +100,13 @@ for k, model in enumerate(spec["models"]):
     keep.append(sec)
     for name, params in model["insert"]:
         sec.insert(name)
+        for key, value in params.items():
+            setattr(sec(0.5), f"{key}_{name}", value)
     points = []
     for kind, _, x, params in model.get("point", []):
         pp = getattr(h, kind)(sec(x))
+        for key, value in params.items():
+            setattr(pp, key, value)
         points.append(pp)
         keep.append(pp)
     if model.get("iclamp"):
@@ -132,8 +136,9 @@ np.save(spec["out"], np.array([np.array(v) for v in vecs]))
 
 def run_batch(models: list, lib, swc, *, tstop=30.0, dt=0.025, celsius=6.3):
     """NEURON's and hinesbatch's soma voltage [mV] for many one-compartment models at once
-    (cell k runs ``models[k]``, default parameters; each model's cell alone would give the
-    same): ``(neuron, hinesbatch)``, each models × steps + 1."""
+    (cell k runs ``models[k]``; each model's cell alone would give the same):
+    ``(neuron, hinesbatch)``, each models × steps + 1. One run on each side compiles the
+    mechanisms once."""
     import hinesbatch as hb
 
     with tempfile.TemporaryDirectory() as tmp:

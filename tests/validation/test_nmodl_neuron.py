@@ -291,12 +291,26 @@ DENSITY = [
 TOLERANCES_MV = {"kimp": 1e-6}
 
 
-@pytest.mark.parametrize("label, insert", DENSITY, ids=[d[0] for d in DENSITY])
-def test_density_mechanism_on_a_soma_with_hh(compiled, tmp_path, label, insert):
+@pytest.fixture(scope="module")
+def soma_runs(compiled, tmp_path_factory):
+    """Every soma model of DENSITY and SYNAPSES, one cell each, in one NEURON run and one
+    hinesbatch run (one compilation): ``{label: (neuron, hinesbatch)}``."""
     lib, _, _ = compiled
-    model = {"swc": soma(tmp_path), "insert": insert, "iclamp": [1.0, 20.0, 0.3],
-             "tstop": 30.0}
-    dv, ref = compare(model, lib)
+    swc = tmp_path_factory.mktemp("soma") / "soma.swc"
+    swc.write_text("1 1 0 0 0 10 -1\n")
+    models = {label: {"insert": insert, "iclamp": [1.0, 20.0, 0.3]}
+              for label, insert in DENSITY}
+    for kind, params, weight in SYNAPSES:
+        models[kind] = {"insert": [["hh", {}]], "point": [[kind, "soma[0]", 0.5, params]],
+                        "netstim": [2.0, 6.0, 4, [[0, weight, 1.0]]]}
+    ref, got = nc.run_batch(list(models.values()), lib, swc, tstop=30.0)
+    return {label: (r, g) for label, r, g in zip(models, ref, got)}
+
+
+@pytest.mark.parametrize("label", [d[0] for d in DENSITY])
+def test_density_mechanism_on_a_soma_with_hh(soma_runs, label):
+    ref, got = soma_runs[label]
+    dv = float(np.max(np.abs(ref - got)))
     assert ref.max() > 0.0, "the soma should spike: the comparison must cover a spike"
     assert dv <= TOLERANCES_MV.get(label, TOLERANCE_MV), f"{label}: max |dV| = {dv} mV"
 
@@ -308,13 +322,10 @@ SYNAPSES = [
 ]
 
 
-@pytest.mark.parametrize("kind, params, weight", SYNAPSES, ids=[s[0] for s in SYNAPSES])
-def test_synapse_driven_by_a_netstim(compiled, tmp_path, kind, params, weight):
-    lib, _, _ = compiled
-    model = {"swc": soma(tmp_path), "insert": [["hh", {}]],
-             "point": [[kind, "soma[0]", 0.5, params]],
-             "netstim": [2.0, 6.0, 4, [[0, weight, 1.0]]], "tstop": 30.0}
-    dv, ref = compare(model, lib)
+@pytest.mark.parametrize("kind", [s[0] for s in SYNAPSES])
+def test_synapse_driven_by_a_netstim(soma_runs, kind):
+    ref, got = soma_runs[kind]
+    dv = float(np.max(np.abs(ref - got)))
     assert ref.max() > -60.0, "the synapse should depolarize the soma"
     assert dv <= TOLERANCE_MV, f"{kind}: max |dV| = {dv} mV"
 
