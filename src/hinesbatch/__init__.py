@@ -10,6 +10,7 @@ The layers, each in its own subpackage (data flows down once per set-up)::
     sim/         simulate_passive                    (implicit Euler, NEURON's units)
     model/       Cell                                (morphology + policy + mechanisms)
     mechanisms/  pas, hh, IClamp, ... descriptions   (compiled into the engine's loops)
+    nmodl/       load_mechanisms                     (.mod files -> descriptions)
     engine/      Simulation -> Results               (NEURON's fixed step, CPU backends)
     network/     events, spike sources, MPI exchange (NEURON's delivery rules)
     io/          .npz, SONATA spike reports, model files
@@ -43,6 +44,7 @@ _PUBLIC = {
     "Results": "engine", "Simulation": "engine",
     "Network": "network", "NetworkResults": "engine", "run_network": "engine",
     "load_results": "io",
+    "load_mechanisms": "nmodl",
 }
 
 if TYPE_CHECKING:  # the same names for type checkers and the API docs
@@ -55,13 +57,14 @@ if TYPE_CHECKING:  # the same names for type checkers and the API docs
     from .morphology import (Morphology, SWCError, SWCStrictError, SWCWarning, check_radii,
                              read_swc)
     from .network import Network
+    from .nmodl import load_mechanisms
     from .sim import simulate_passive
     from .solvers.plan import Plan, plan, solve
     from .solvers.tridiagonal import TridiagonalPlan, plan_tridiagonal, solve_tridiagonal
     from .tree import HinesStructure, MonoBatch, branches
 
 _SUBPACKAGES = {"mechanisms", "morphology", "tree", "solvers", "sim", "model",
-                "engine", "io", "network", "bench", "errors"}
+                "engine", "io", "network", "bench", "errors", "nmodl"}
 
 
 def __getattr__(name: str):
@@ -97,6 +100,7 @@ __all__ = [
     "Cell", "PointProcess", "Simulation", "Results", "load_results", "mechanisms",
     # networks over MPI ranks
     "Network", "run_network", "NetworkResults",
+    "load_mechanisms",
 ]
 
 

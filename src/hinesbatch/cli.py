@@ -24,6 +24,7 @@ examples:
                                         Hodgkin-Huxley everywhere, soma spikes recorded
   hinesbatch simulate --help            every option of the simulation
   hinesbatch run model.json             run the model a file describes
+  hinesbatch mechanisms check mods/     which .mod files translate, and why not
   hinesbatch bench cpu --quick          a quick CPU benchmark, results in this folder
   hinesbatch bench sim --quick          the hh simulation against NEURON, quickly
   hinesbatch bench network --quick      NEURON's ringtest against NEURON, quickly
@@ -36,6 +37,7 @@ COMMANDS = {
     "simulate": ("sim.command", ("simulate a morphology (passive, or with --mechanism hh ...) "
                                  "driven by current clamps")),
     "run": ("sim.run_command", "run the model a .json or .py file describes"),
+    "mechanisms": ("nmodl.check", "NMODL files: which translate, and why the others do not"),
 }
 BENCHMARKS = {
     "cpu": ("bench.cpu", "serial vs multicore CPU solves, and simulate vs NEURON"),

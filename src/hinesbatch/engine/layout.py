@@ -142,7 +142,8 @@ class Layout:
                 data = np.array([values[f.name][old] if f.name in values
                                  else np.full(old.size, f.default) for f in mech.fields])
                 per_mech.setdefault(m, []).append(
-                    (cl.gid, data.reshape(len(mech.fields), -1), new_nodes + cl.start, None))
+                    (cl.gid, data.reshape(len(mech.fields), old.size), new_nodes + cl.start,
+                     None))
             pps = sorted(cell.point_processes,
                          key=lambda p: (cl.global_node(geo.node(*_loc(p.location))),
                                         -p.index))
@@ -154,7 +155,7 @@ class Layout:
                 nodes = np.array([cl.global_node(geo.node(*_loc(p.location))) for p in plist],
                                  dtype=np.int64)
                 data = np.array([[p.params.get(f.name, f.default) for p in plist]
-                                 for f in mech.fields]).reshape(len(mech.fields), -1)
+                                 for f in mech.fields]).reshape(len(mech.fields), len(plist))
                 per_mech.setdefault(m, []).append((cl.gid, data, nodes, plist))
         self.mechs = sorted((_mechanisms.get(m) for m in per_mech), key=lambda m: m.order)
         self.data, self.nodes, self.offsets, self.scale = {}, {}, {}, {}

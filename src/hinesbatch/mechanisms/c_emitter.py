@@ -38,7 +38,9 @@ static double hoc_Exp(double x) {
     return exp(x);
 }
 """
-_INTRINSICS = {"exp": "hoc_Exp", "log": "log", "pow": "pow", "fabs": "fabs", "sqrt": "sqrt"}
+_INTRINSICS = {"exp": "hoc_Exp", "log": "log", "pow": "pow", "fabs": "fabs", "sqrt": "sqrt",
+               **{f: f for f in ("log10", "sin", "cos", "tan", "asin", "acos", "atan",
+                                 "atan2", "sinh", "cosh", "tanh", "fmod", "floor", "ceil")}}
 _SPECIAL = {"v": "v", "t": "t", "dt": "dt", "celsius": "celsius"}
 _ARGS = "double* D, long n, long j, double v, double t, double dt, double celsius, " \
         "const double* table"

@@ -9,8 +9,9 @@ contract to FMA). Names are resolved here:
   ``fields × instances`` (:attr:`Mechanism.fields` order), ``_j`` the instance;
 - ``v``, ``t``, ``dt``, ``celsius``, ``weight`` become ``_v``, ``_t``, ``_dt``, ``_celsius``,
   ``_w``; any other name is a local ``_l_<name>``;
-- ``exp`` is NEURON's ``hoc_Exp`` (``_hoc_exp``); ``log``, ``pow``, ``fabs``, ``sqrt`` are
-  the C library's (``math``);
+- ``exp`` is NEURON's ``hoc_Exp`` (``_hoc_exp``); ``log``, ``pow``, ``fabs``, ``sqrt``
+  (and ``log10``, the trigonometric and hyperbolic functions, ``floor``, ``ceil``,
+  ``fmod``, which NMODL files use) are the C library's (``math``);
 - a FUNCTION becomes ``_F_<mech>_<name>(args..., _celsius)``; a PROCEDURE is inlined at
   its call; one with a TABLE also becomes ``_P_<mech>_<name>`` (the exact outputs, which
   build the table) and ``_L_<mech>_<name>`` (NEURON's lookup), and with tables on its
@@ -19,13 +20,17 @@ contract to FMA). Names are resolved here:
 from __future__ import annotations
 
 import ast
+import keyword
 
 from .description import Mechanism
 
 __all__ = ["CodegenError", "MechanismCode", "hoc_exp_source"]
 
 _INTRINSICS = {"exp": "_hoc_exp", "log": "math.log", "pow": "math.pow", "fabs": "math.fabs",
-               "sqrt": "math.sqrt"}
+               "sqrt": "math.sqrt",
+               **{f: f"math.{f}" for f in ("log10", "sin", "cos", "tan", "asin", "acos",
+                                           "atan", "atan2", "sinh", "cosh", "tanh", "fmod",
+                                           "floor", "ceil")}}
 _SPECIAL = {"v": "_v", "t": "_t", "dt": "_dt", "celsius": "_celsius"}
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 _CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
@@ -58,8 +63,7 @@ def _name(code_name: str) -> str:
         code_name
 
 
-_KEYWORDS = {"del", "in", "is", "if", "or", "and", "not", "for", "def", "class", "lambda",
-             "from", "global", "pass", "with", "yield", "return", "try", "while", "as"}
+_KEYWORDS = set(keyword.kwlist) | set(keyword.softkwlist)
 
 
 class _Scope:
@@ -155,9 +159,9 @@ class MechanismCode:
             scope = _Scope(self.mech, fields=False,
                            args={a: f"_a_{a}" for a in f.args})
             body = self._block(f.body, scope, 1, f"FUNCTION {f.name}")
-            args = ", ".join(f"_a_{a}" for a in f.args)
+            args = "".join(f"_a_{a}, " for a in f.args)
             out.append(f"@njit(cache=True, error_model='numpy')\n"
-                       f"def _F_{m}_{f.name}({args}, _celsius):\n{body}"
+                       f"def _F_{m}_{f.name}({args}_celsius):\n{body}"
                        f"    return _l_{f.name}\n")
         for p in self.table_procedures:
             out.append(self._table_functions(p))

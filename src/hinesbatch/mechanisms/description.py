@@ -15,8 +15,10 @@ Code blocks
 -----------
 Each block is Python-syntax source restricted to: assignments to a single name, arithmetic
 (``+ - * / **``), comparisons, ``and``/``or``/``not``, ``if``/``elif``/``else``, calls of
-``exp`` (NEURON's ``hoc_Exp``: 0 below -700), ``log``, ``pow``, ``fabs``, ``sqrt``, the
-mechanism's own functions and procedures. Names resolve to the mechanism's variables,
+``exp`` (NEURON's ``hoc_Exp``: 0 below -700), ``log``, ``pow``, ``fabs``, ``sqrt`` (and the
+C library's ``log10``, ``sin``, ``cos``, ``tan``, ``asin``, ``acos``, ``atan``, ``atan2``,
+``sinh``, ``cosh``, ``tanh``, ``floor``, ``ceil``, ``fmod``), the mechanism's own functions
+and procedures. Names resolve to the mechanism's variables,
 ``v`` [mV], ``t`` [ms], ``dt`` [ms], ``celsius`` [degC], ``weight`` (in ``net_receive``), or
 locals. A NEURON name that is a Python keyword is written with a trailing underscore
 (``del_`` for IClamp's ``del``). Each statement is evaluated left to right in double
@@ -196,5 +198,7 @@ class Mechanism:
         raise KeyError(name)
 
 
-#: NEURON's ion defaults without concentrations (membdef.h): ena = 115 + (-65), ek = -12 + (-65).
-ION_DEFAULTS = {"ena": 50.0, "ek": -77.0}
+#: NEURON's reversal potentials where no mechanism of the section reads or writes the ion's
+#: concentrations (membdef.h): ena = 115 + (-65), ek = -12 + (-65), and eca as NEURON 9.0.2
+#: prints it; any other ion's is 0.
+ION_DEFAULTS = {"ena": 50.0, "ek": -77.0, "eca": 132.4579341637009}

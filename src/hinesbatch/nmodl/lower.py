@@ -1,0 +1,751 @@
+"""Lower an NMODL file (parsed by ``neuron.nmodl``) to a :class:`~hinesbatch.mechanisms.Mechanism`.
+
+The lowering keeps nocmodl's semantics where the engine runs them bit for bit:
+
+- ``SOLVE d METHOD cnexp`` with ``y' = f(y)`` linear in ``y``: ``a = df/dy`` and
+  ``b = f(0)`` symbolically (terms that vanish dropped, as nocmodl does), giving
+  ``y = y + (1 - exp(dt·a))·(-(b)/(a) - y)``; as :class:`~hinesbatch.mechanisms.Cnexp`
+  where the equations only read the mechanism's own values, else as statements in place;
+- ``SOLVE p`` of a PROCEDURE: ``p()`` in the state update;
+- a PROCEDURE with a TABLE of one argument: :class:`~hinesbatch.mechanisms.Table`
+  (NEURON's linear interpolation); the PARAMETERs it depends on are fixed at the file's
+  values (a notice says so; setting one is then an error, not a silent difference);
+- FUNCTIONs that read the mechanism's variables or ``v``/``t``/``dt`` get them as extra
+  arguments; PROCEDUREs are inlined, their LOCALs renamed so they cannot meet the
+  caller's;
+- a GLOBAL that a block writes is stored per instance (a notice says so);
+- FROM loops with constant bounds are unrolled.
+
+Everything else raises :class:`NmodlError` (``file:line: construct: reason``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..mechanisms.description import Ion, Mechanism, Variable
+from . import expressions as ex
+from .callables import CallableLowering
+from .derivatives import DerivativeLowering
+from .syntax import (
+    Context,
+    IfLike,
+    code_lines,
+    constant_value,
+    factor_value,
+    first_int,
+    reads_and_calls,
+    unwrap,
+    value_calls,
+    writes,
+)
+
+__all__ = ["NmodlError", "Translation", "translate", "translate_text"]
+
+#: NEURON's own names a mechanism reads (never its fields).
+SPECIALS = {"v", "t", "dt", "celsius"}
+#: NEURON names the engine does not provide to mechanisms.
+UNPROVIDED = {"diam": "the segment diameter", "area": "the segment area",
+              "secondorder": "the integration order", "nrn_ghk": "NEURON's ghk helper"}
+_RANDOM = {"scop_random", "exprand", "normrand", "unirand", "set_seed", "random_negexp",
+           "random_normal", "random_uniform", "random_setseq", "random_setids", "erand"}
+_EVENTS = {"net_send": "self-events (net_send)", "net_event": "net_event",
+           "net_move": "net_move"}
+_INTRINSICS = {"exp", "log", "log10", "pow", "fabs", "sqrt", "sin", "cos", "tan", "atan",
+               "tanh", "sinh", "cosh", "floor", "ceil", "asin", "acos", "atan2", "fmod"}
+_IGNORED_CALLS = {"at_time"}   # no-ops for NEURON's fixed step
+_FROM_LIMIT = 1000
+
+
+class NmodlError(ValueError):
+    """An NMODL file that cannot be translated.
+
+    The message reads ``file:line: construct: reason``; the parts are attributes.
+    """
+
+    def __init__(self, path: str, line: int, construct: str, reason: str):
+        self.path, self.line, self.construct, self.reason = str(path), int(line), construct, reason
+        super().__init__(f"{path}:{line}: {construct}: {reason}")
+
+
+@dataclass
+class Translation:
+    """A translated file: the mechanism and the notices (changes of meaning the engine
+    makes, such as a written GLOBAL stored per instance)."""
+
+    mechanism: Mechanism
+    notices: list = field(default_factory=list)
+    path: str = ""
+
+
+def translate(path, *, order: int = 1000) -> Translation:
+    """Translate the NMODL file ``path``.
+
+    Parameters
+    ----------
+    path : str or Path
+    order : int
+        The mechanism's type order (contributions to the matrix are added in increasing
+        order, as NEURON adds its types).
+
+    Raises
+    ------
+    NmodlError
+        The file does not parse, or uses a construct the engine cannot run.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as err:
+        raise NmodlError(path, 1, "file", f"cannot be read ({err.strerror})") from None
+    return translate_text(text, str(path), order=order)
+
+
+def translate_text(text: str, path: str = "<string>", *, order: int = 1000) -> Translation:
+    """Translate NMODL source ``text`` (``path`` names it in messages)."""
+    return _Lowering(text, path).mechanism(order)
+
+
+# ---- source positions -------------------------------------------------------------------
+class _Lowering(CallableLowering, DerivativeLowering):
+    def __init__(self, text: str, path: str):
+        self.path, self.text = path, text
+        self.lines = code_lines(text)
+        self.notices: list[str] = []
+        try:
+            from neuron.nmodl import dsl
+        except ImportError as err:       # pragma: no cover - the validate extra
+            raise NmodlError(path, 1, "file", f"needs NEURON's NMODL parser "
+                             f"(pip install neuron): {err}") from None
+        try:
+            self.tree = dsl.NmodlDriver().parse_string(text)
+        except RuntimeError as err:      # the driver's message holds the location
+            msg = str(err).strip().splitlines()
+            text = str(err)
+            line = first_int(r"Location : (\d+)\.", text) or first_int(r"line (\d+)", text) \
+                or 1
+            reason = (msg[-1] if msg else "does not parse").replace("NMODL Parser Error : ", "")
+            reason = re.sub(r"\s*\[Location : [^]]*\]", "", reason)
+            construct = "INCLUDE" if "can not open file" in reason else "syntax"
+            raise NmodlError(path, line, construct, reason[:200]) from None
+
+    # ---- errors -------------------------------------------------------------------------
+    def line_of(self, *patterns: str) -> int:
+        for pat in patterns:
+            rx = re.compile(pat)
+            for k, line in enumerate(self.lines):
+                if rx.search(line):
+                    return k + 1
+        return 1
+
+    def fail(self, construct: str, reason: str, *patterns: str):
+        raise NmodlError(self.path, self.line_of(*(patterns or (re.escape(construct),))),
+                         construct, reason)
+
+    # ---- the file -----------------------------------------------------------------------
+    def mechanism(self, order: int) -> Translation:
+        blocks = list(self.tree.blocks)
+        self._refuse_blocks(blocks)
+        self.blocks = {}
+        for b in blocks:
+            self.blocks.setdefault(type(b).__name__, []).append(b)
+        self._neuron_block()
+        self._constants()
+        self._variables()
+        self._callables()
+        self.written = self._written_everywhere()
+        self.globals_declared = self._expand(self.globals_declared)
+        globals_written = sorted(n for n in self.globals_declared & self.written
+                                 if n in self.param_names | self.assigned_names)
+        for n in globals_written:
+            line = self.line_of(rf"\b{n}\b")
+            self.notices.append(f"{self.path}:{line}: GLOBAL {n} is written by a block: "
+                                "stored per instance")
+        mech = self._build(order)
+        return Translation(mech, self.notices, self.path)
+
+    def _refuse_blocks(self, blocks):
+        if any(re.search(r"\bLONGITUDINAL_DIFFUSION\b", line) for line in self.lines):
+            self.fail("LONGITUDINAL_DIFFUSION", "the engine has no longitudinal diffusion",
+                      r"\bLONGITUDINAL_DIFFUSION\b")
+        reasons = {
+            "Verbatim": ("VERBATIM", "C code cannot be translated", r"\bVERBATIM\b"),
+            "KineticBlock": ("KINETIC", "kinetic schemes are not translated yet",
+                             r"\bKINETIC\b"),
+            "LinearBlock": ("LINEAR", "linear systems are not translated", r"\bLINEAR\b"),
+            "NonLinearBlock": ("NONLINEAR", "nonlinear systems are not translated",
+                               r"\bNONLINEAR\b"),
+            "DiscreteBlock": ("DISCRETE", "not translated", r"\bDISCRETE\b"),
+            "FunctionTableBlock": ("FUNCTION_TABLE", "not translated", r"FUNCTION_TABLE"),
+            "ConstructorBlock": ("CONSTRUCTOR", "not translated", r"\bCONSTRUCTOR\b"),
+            "DestructorBlock": ("DESTRUCTOR", "not translated", r"\bDESTRUCTOR\b"),
+            "BeforeBlock": ("BEFORE", "BEFORE/AFTER blocks are not translated",
+                            r"\bBEFORE\b"),
+            "AfterBlock": ("AFTER", "BEFORE/AFTER blocks are not translated", r"\bAFTER\b"),
+            "LongitudinalDiffusionBlock": ("LONGITUDINAL_DIFFUSION",
+                                           "the engine has no longitudinal diffusion",
+                                           r"LONGITUDINAL_DIFF"),
+            "Include": ("INCLUDE", "included files are not read", r"\bINCLUDE\b"),
+            "IndependentBlock": (None, None, None),
+        }
+        for b in blocks:
+            kind = type(b).__name__
+            if kind in reasons and reasons[kind][0]:
+                construct, why, pat = reasons[kind]
+                self.fail(construct, why, pat)
+
+    def _neuron_block(self):
+        nb = self.blocks.get("NeuronBlock")
+        if not nb:
+            self.fail("NEURON", "the file has no NEURON block", r"\bNEURON\b")
+        self.name = None
+        self.kind = None
+        self.range_names, self.globals_declared = set(), set()
+        self.ions: list[Ion] = []
+        self.currents: list[str] = []
+        self.electrode = False
+        self.ion_read, self.ion_write = set(), set()
+        for st in nb[0].statement_block.statements:
+            k = type(st).__name__
+            if k == "Suffix":
+                typ = st.type.get_node_name()
+                self.name = st.name.get_node_name()
+                if typ == "SUFFIX":
+                    self.kind = "density"
+                elif typ == "POINT_PROCESS":
+                    self.kind = "point"
+                else:
+                    self.fail(typ, "artificial cells are not translated", re.escape(typ))
+            elif k == "Range":
+                self.range_names |= {v.get_node_name() for v in st.variables}
+            elif k == "Global":
+                self.globals_declared |= {v.get_node_name() for v in st.variables}
+            elif k == "Useion":
+                self._useion(st)
+            elif k == "Nonspecific":
+                self.currents += [c.get_node_name() for c in st.currents]
+            elif k == "ElectrodeCurrent":
+                self.currents += [c.get_node_name() for c in st.currents]
+                self.electrode = True
+            elif k == "Pointer" or k == "BbcorePointer":
+                self.fail("POINTER", "pointers to other mechanisms' variables are not "
+                          "translated", r"\b(BBCORE)?POINTER\b")
+            elif k == "External":
+                self.fail("EXTERNAL", "variables of other mechanisms are not translated",
+                          r"\bEXTERNAL\b")
+            elif k == "RandomVarList":
+                self.fail("RANDOM", "random streams are not translated", r"\bRANDOM\b")
+        if self.name is None:
+            self.fail("NEURON", "no SUFFIX or POINT_PROCESS", r"\bNEURON\b")
+        if self.electrode and self.kind == "density" and len(self.currents) > 1:
+            self.fail("ELECTRODE_CURRENT", "mixed with transmembrane currents",
+                      r"ELECTRODE_CURRENT")
+
+    def _useion(self, st):
+        ion = st.name.get_node_name()
+        reads = [r.get_node_name() for r in st.readlist]
+        writes = [w.get_node_name() for w in st.writelist]
+        for w in writes:
+            if w == f"i{ion}":
+                continue
+            what = "reversal potential" if w == f"e{ion}" else "concentration"
+            self.fail(f"USEION {ion} WRITE {w}", f"writes the {what} {w}: the engine keeps "
+                      "ion concentrations and reversal potentials constant",
+                      rf"USEION\s+{ion}\b")
+        for r in reads:
+            if r in (f"{ion}i", f"{ion}o"):
+                self.fail(f"USEION {ion} READ {r}", f"reads the concentration {r}: the "
+                          "engine keeps no ion concentrations (and NEURON then computes "
+                          f"e{ion} from them for every mechanism of the section)",
+                          rf"USEION\s+{ion}\b")
+            if r != f"e{ion}":
+                self.fail(f"USEION {ion} READ {r}", "only the reversal potential "
+                          f"e{ion} is read by translated mechanisms", rf"USEION\s+{ion}\b")
+        self.ions.append(Ion(ion, read=tuple(reads), write=tuple(writes)))
+        self.ion_read |= set(reads)
+        self.ion_write |= set(writes)
+        self.currents += [w for w in writes if w == f"i{ion}"]
+
+    def _constants(self):
+        """CONSTANT block values and UNITS factors as literals."""
+        self.const: dict = {}
+        for b in self.blocks.get("ConstantBlock", []):
+            for st in b.statements:
+                if type(st).__name__ != "ConstantStatement":
+                    continue
+                c = st.constant
+                self.const[c.get_node_name()] = ("num", float(c.value.eval()))
+        for b in self.blocks.get("UnitBlock", []):
+            for d in b.definitions:
+                if type(d).__name__ == "FactorDef":
+                    name = d.get_node_name()
+                    value = factor_value(d)
+                    if value is None:
+                        self.fail(f"UNITS {name}", "this unit factor is not known to the "
+                                  "translator",
+                                  rf"\b{re.escape(name)}\s*=")
+                    self.const[name] = ("num", value)
+
+    def _variables(self):
+        def unit_of(d):
+            u = getattr(d, "unit", None)
+            return u.name.eval() if u is not None and u.name is not None else "1"
+
+        skip = SPECIALS | set(UNPROVIDED) | self.ion_read | self.ion_write
+        self.params: list[Variable] = []
+        for b in self.blocks.get("ParamBlock", []):
+            for st in b.statements:
+                if type(st).__name__ != "ParamAssign":
+                    continue
+                n = st.get_node_name()
+                if type(st.name).__name__ == "IndexedName":
+                    self.fail(f"PARAMETER {n}[]", "arrays are not translated",
+                              rf"\b{re.escape(n)}\s*\[")
+                if n in skip:
+                    continue
+                # nocmodl writes PARAMETER defaults into its C with printf's %g: six
+                # significant digits are what NEURON runs with
+                value = float(format(float(st.value.eval()), "g")) if st.value is not None \
+                    else 0.0
+                self.params.append(Variable(n, value, unit_of(st)))
+        self.states: list[Variable] = []
+        for b in self.blocks.get("StateBlock", []):
+            for d in b.definitions:
+                n = d.get_node_name()
+                if d.length is not None or type(d.name).__name__ == "IndexedName":
+                    self.fail(f"STATE {n}[]", "arrays are not translated",
+                              rf"\b{re.escape(n)}\s*\[")
+                if n in self.ion_read | self.ion_write:
+                    self.fail(f"STATE {n}", "an ion variable as a state (a concentration "
+                              "the mechanism integrates) is not translated",
+                              rf"\b{re.escape(n)}\b")
+                self.states.append(Variable(n, 0.0, unit_of(d)))
+        self.assigned: list[Variable] = []
+        self.arrays: dict = {}
+        for b in self.blocks.get("AssignedBlock", []):
+            for d in b.definitions:
+                n = d.get_node_name()
+                if n in skip:
+                    continue
+                if d.length is not None:      # inf[2]: the fields inf__0, inf__1
+                    length = int(float(d.length.eval()))
+                    self.arrays[n] = length
+                    self.assigned += [Variable(f"{n}__{k}", 0.0, unit_of(d))
+                                      for k in range(length)]
+                    continue
+                self.assigned.append(Variable(n, 0.0, unit_of(d)))
+        # LOCAL at file level: a value per instance
+        for b in self.blocks.get("LocalListStatement", []):
+            for var in b.variables:
+                self.assigned.append(Variable(var.get_node_name(), 0.0, "1"))
+        for c in self.currents:
+            if c not in self.ion_write and c not in {a.name for a in self.assigned}:
+                self.fail(c, "a current not declared in ASSIGNED", rf"\b{re.escape(c)}\b")
+        self.param_names = {p.name for p in self.params}
+        self.assigned_names = {a.name for a in self.assigned}
+        self.state_names = {s.name for s in self.states}
+        self.field_names = (self.param_names | self.assigned_names | self.state_names
+                            | self.ion_read | self.ion_write)
+        for n in self.field_names:
+            if n.startswith("_"):
+                self.fail(n, "names starting with '_' are not translated",
+                          rf"\b{re.escape(n)}\b")
+
+    def _callables(self):
+        self.functions = {f.get_node_name(): f for f in self.blocks.get("FunctionBlock", [])}
+        self.procedures = {p.get_node_name(): p
+                           for p in self.blocks.get("ProcedureBlock", [])}
+        self.derivatives = {d.get_node_name(): d
+                            for d in self.blocks.get("DerivativeBlock", [])}
+        # A FUNCTION that writes the mechanism's variables and is only ever called as a
+        # statement (its value unused) is a PROCEDURE in all but name.
+        self.function_procedures = set()
+        values = set()
+        for kind in ("InitialBlock", "BreakpointBlock", "DerivativeBlock", "ProcedureBlock",
+                     "FunctionBlock", "NetReceiveBlock"):
+            for b in self.blocks.get(kind, []):
+                values |= value_calls(b.statement_block.statements)
+        fields = (self.param_names | self.assigned_names | self.state_names | self.ion_read
+                  | self.ion_write)
+        for f, block in list(self.functions.items()):
+            if f not in values and writes(block.statement_block.statements) & fields:
+                self.function_procedures.add(f)
+                self.procedures[f] = self.functions.pop(f)
+        callables = {**self.functions, **self.procedures}
+        graph = {n: reads_and_calls(b.statement_block.statements)[1] & set(callables)
+                 for n, b in callables.items()}
+        state: dict = {}
+
+        def visit(n, path):
+            if state.get(n) == 1:
+                kind = "FUNCTION" if n in self.functions else "PROCEDURE"
+                self.fail(f"{kind} {n}", "recursion (" + " -> ".join(path + [n])
+                          + ") is not translated", rf"(FUNCTION|PROCEDURE)\s+{n}\b")
+            if state.get(n) == 2:
+                return
+            state[n] = 1
+            for g in sorted(graph[n]):
+                visit(g, path + [n])
+            state[n] = 2
+
+        for n in sorted(graph):
+            visit(n, [])
+
+    # ---- statements ---------------------------------------------------------------------
+    def _written_everywhere(self) -> set:
+        out: set = set()
+
+        def walk(stmts):
+            for st in stmts:
+                k = type(st).__name__
+                if k == "ExpressionStatement":
+                    e = unwrap(st.expression)
+                    if type(e).__name__ == "BinaryExpression" and e.op.eval() == "=":
+                        out.add(e.lhs.get_node_name())
+                    elif type(e).__name__ == "DiffEqExpression":
+                        out.add(e.expression.lhs.get_node_name().rstrip("'"))
+                elif k in ("IfStatement", "ElseIfStatement", "ElseStatement",
+                           "FromStatement", "WhileStatement"):
+                    walk(st.statement_block.statements)
+                    if k == "IfStatement":
+                        for e in st.elseifs:
+                            walk(e.statement_block.statements)
+                        if st.elses is not None:
+                            walk(st.elses.statement_block.statements)
+                elif k == "TableStatement":
+                    out.update(v.get_node_name() for v in st.table_vars)
+        for kind in ("InitialBlock", "BreakpointBlock", "DerivativeBlock", "ProcedureBlock",
+                     "FunctionBlock", "NetReceiveBlock"):
+            for b in self.blocks.get(kind, []):
+                walk(b.statement_block.statements)
+        return self._expand(out)
+
+    def _expr(self, node, ctx) -> tuple:
+        try:
+            e = ex.from_ast(node)
+        except ex.ExpressionError as err:
+            self.fail(ctx.where, str(err), *ctx.patterns)
+        e = ex.substitute(e, self.const)
+        e = ex.substitute(e, ctx.rename)
+        e = ex.fold_indices(e, lambda a, i: self._element(a, i, ctx))
+        for n in ex.names(e):
+            self._check_name(n, ctx)
+        return ex.map_calls(e, lambda f, args: self._call(f, args, ctx))
+
+    def _element(self, array, index, ctx) -> tuple:
+        """``array[index]`` as the field ``array__k`` (the index must be a constant, as
+        it is inside an unrolled FROM loop)."""
+        pat = rf"\b{re.escape(array)}\s*\["
+        if array not in self.arrays:
+            self.fail(f"{array}[]", "not an ASSIGNED array (only those are translated)",
+                      pat)
+        k = constant_value(index)
+        if k is None or k != int(k):
+            self.fail(f"{array}[]", "an index that is not a constant (or a FROM loop's "
+                      "variable)", rf"\b{re.escape(array)}\s*\[\s*[A-Za-z_(]", pat)
+        if not 0 <= k < self.arrays[array]:
+            self.fail(f"{array}[]", f"index {int(k)} outside [0, {self.arrays[array]})",
+                      rf"\b{re.escape(array)}\s*\[\s*{int(k)}\s*\]", pat)
+        return ("name", f"{array}__{int(k)}")
+
+    def _expand(self, names: set) -> set:
+        """``names`` with each array replaced by its elements."""
+        out = set()
+        for n in names:
+            out |= {f"{n}__{k}" for k in range(self.arrays[n])} if n in self.arrays else {n}
+        return out
+
+    def _check_name(self, n, ctx):
+        if n in ctx.locals or n in ctx.args or n in SPECIALS or n in self.field_names \
+                or n in ctx.extra:
+            return
+        if n in UNPROVIDED:
+            self.fail(n, f"{UNPROVIDED[n]} is not provided to mechanisms",
+                      rf"\b{re.escape(n)}\b")
+        self.fail(n, f"unknown name in {ctx.where}", rf"\b{re.escape(n)}\b")
+
+    def _call(self, f, args, ctx) -> tuple:
+        if f in _RANDOM:
+            self.fail(f"{f}()", "random numbers are not translated", rf"\b{f}\s*\(")
+        if f in _EVENTS:
+            self.fail(f"{f}()", f"{_EVENTS[f]} is not translated", rf"\b{f}\s*\(")
+        if f in _INTRINSICS:
+            return ("call", f, args)
+        if f in self.functions:
+            extra = self.function_extra(f)
+            return ("call", f, args + tuple(ex.substitute(("name", n), ctx.rename)
+                                            for n in extra))
+        if f in self.procedures:
+            self.fail(f"{f}()", "a PROCEDURE used as a value", rf"\b{f}\s*\(")
+        self.fail(f"{f}()", "unknown function", rf"\b{f}\s*\(")
+
+    def statements(self, stmts, ctx, indent: int = 0) -> list[str]:
+        pad = "    " * indent
+        out: list[str] = []
+        for st in stmts:
+            k = type(st).__name__
+            if k in ("LineComment", "BlockComment", "MutexLock", "MutexUnlock", "UnitState"):
+                continue
+            if k == "LocalListStatement":
+                for var in st.variables:
+                    n = var.get_node_name()
+                    if type(var.name).__name__ == "IndexedName":
+                        self.fail(f"LOCAL {n}[]", "arrays are not translated",
+                                  rf"\b{re.escape(n)}\s*\[")
+                    if ctx.declare_local(n) == n and (n in self.field_names
+                                                      or n in SPECIALS):
+                        # a LOCAL hides the mechanism's variable of its name
+                        ctx.locals.discard(n)
+                        ctx.rename[n] = ("name", f"{n}__local")
+                        ctx.locals.add(f"{n}__local")
+                continue
+            if k == "ProtectStatement":
+                st = st.expression
+                k = "ExpressionStatement"
+            if k == "ExpressionStatement":
+                out += self._expression_statement(st.expression, ctx, pad)
+            elif k == "IfStatement":
+                out += self._if(st, ctx, indent)
+            elif k == "FromStatement":
+                out += self._from(st, ctx, indent)
+            elif k == "Verbatim":
+                self.fail("VERBATIM", "C code cannot be translated", r"\bVERBATIM\b")
+            elif k == "TableStatement":
+                if not ctx.table_ok:
+                    self.fail("TABLE", f"a TABLE in {ctx.where} is not translated",
+                              r"\bTABLE\b")
+            elif k == "SolveBlock":
+                self.fail("SOLVE", f"SOLVE in {ctx.where} is not translated", r"\bSOLVE\b")
+            elif k == "WhileStatement":
+                self.fail("WHILE", "loops other than FROM are not translated", r"\bWHILE\b")
+            elif k == "ConserveStatement" or k == "Conserve":
+                self.fail("CONSERVE", "kinetic schemes are not translated", r"\bCONSERVE\b")
+            elif k == "ReactionStatement":
+                self.fail("~", "reactions are not translated", r"~")
+            elif k == "WatchStatement":
+                self.fail("WATCH", "not translated", r"\bWATCH\b")
+            elif k == "ForNetcon":
+                self.fail("FOR_NETCONS", "not translated", r"FOR_NETCONS")
+            elif k == "LagStatement":
+                self.fail("LAG", "not translated", r"\bLAG\b")
+            elif k == "InitialBlock":
+                self.fail("INITIAL", f"an INITIAL block inside {ctx.where} is not "
+                          "translated", r"\bINITIAL\b")
+            else:
+                self.fail(k, f"statement not translated in {ctx.where}", *ctx.patterns)
+        return out
+
+    def _expression_statement(self, e, ctx, pad) -> list[str]:
+        e = unwrap(e)
+        k = type(e).__name__
+        if k == "SolveBlock":
+            self.fail("SOLVE", f"SOLVE in {ctx.where} is not translated", r"\bSOLVE\b")
+        if k == "DiffEqExpression":
+            if ctx.diffeq is None:
+                self.fail("'", f"a differential equation in {ctx.where}", *ctx.patterns)
+            return ctx.diffeq(e, ctx, pad)
+        if k == "BinaryExpression" and e.op.eval() == "=":
+            lhs = e.lhs
+            if type(lhs).__name__ not in ("Name", "VarName") or (
+                    type(lhs).__name__ == "VarName" and lhs.index is not None):
+                self.fail(lhs.get_node_name(), "assignment to this kind of element",
+                          rf"\b{re.escape(lhs.get_node_name())}\s*\[")
+            if type(lhs).__name__ == "VarName" and type(lhs.name).__name__ == "IndexedName":
+                element = ex.substitute(ex.substitute(ex.from_ast(lhs), self.const),
+                                        ctx.rename)
+                target = ex.fold_indices(element, lambda a, i: self._element(a, i, ctx))[1]
+            else:
+                target = ctx.rename.get(lhs.get_node_name(),
+                                        ("name", lhs.get_node_name()))[1]
+            if not isinstance(target, str):
+                self.fail(lhs.get_node_name(), "assigns a FROM loop's variable or a "
+                          "constant", rf"\b{re.escape(lhs.get_node_name())}\s*=")
+            if target in SPECIALS and target not in ctx.args and target not in ctx.locals:
+                self.fail(target, f"assigns NEURON's {target}", rf"\b{target}\s*=")
+            if target in self.const:
+                self.fail(target, "assigns a CONSTANT", rf"\b{target}\s*=")
+            self._check_name(target, ctx)
+            if target in ctx.readonly:
+                self.fail(target, ctx.readonly[target], rf"\b{re.escape(target)}\s*=")
+            ctx.wrote.add(target)
+            value = self._expr(e.rhs, ctx)
+            return [f"{pad}{ex.py_name(target)} = {ex.to_text(value)}\n"]
+        if k == "FunctionCall":
+            f = e.get_node_name()
+            if f in _IGNORED_CALLS:
+                return []
+            if f in self.procedures:
+                return [pad + self._procedure_call(f, e, ctx) + "\n"]
+            value = self._expr(e, ctx)
+            name = ctx.declare_local("unused")
+            return [f"{pad}{ex.py_name(name)} = {ex.to_text(value)}\n"]
+        self.fail(k, f"expression statement not translated in {ctx.where}", *ctx.patterns)
+
+    def _procedure_call(self, f, call, ctx) -> str:
+        args = [self._expr(a, ctx) for a in call.arguments]
+        proc = self.procedures[f]
+        if len(args) != len(proc.parameters):
+            self.fail(f"{f}()", f"called with {len(args)} argument(s), takes "
+                      f"{len(proc.parameters)}", rf"\b{f}\s*\(")
+        if not ctx.fields:
+            info = self.procedure_info(f)
+            if info.fields_used or info.table is not None:
+                self.fail(f"{f}()", f"a PROCEDURE that uses the mechanism's variables or a "
+                          f"TABLE, called from {ctx.where}", rf"\b{f}\s*\(")
+        ctx.wrote |= self.procedure_info(f).writes
+        return f"{f}({', '.join(ex.to_text(a) for a in args)})"
+
+    def _if(self, st, ctx, indent) -> list[str]:
+        pad = "    " * indent
+        cond = ex.to_text(self._expr(st.condition, ctx))
+        out = [f"{pad}if {cond}:\n"]
+        out += self.statements(st.statement_block.statements, ctx, indent + 1) \
+            or [f"{pad}    pass\n"]
+        rest = list(st.elseifs)
+        tail = st.elses
+        if rest:
+            first = rest[0]
+            nested = IfLike(first.condition, first.statement_block, rest[1:], tail)
+            out += [f"{pad}else:\n"] + self._if(nested, ctx, indent + 1)
+        elif tail is not None:
+            out += [f"{pad}else:\n"]
+            out += self.statements(tail.statement_block.statements, ctx, indent + 1) \
+                or [f"{pad}    pass\n"]
+        return out
+
+    def _from(self, st, ctx, indent) -> list[str]:
+        pad = "    " * indent
+        n = st.get_node_name()
+        bounds = []
+        for part in (getattr(st, "from"), st.to, st.increment):
+            if part is None:
+                bounds.append(1.0)
+                continue
+            e = ex.substitute(ex.from_ast(part), self.const)
+            value = constant_value(e)
+            if value is None:
+                self.fail("FROM", "loop bounds must be constants", r"\bFROM\b")
+            bounds.append(value)
+        lo, hi, step = bounds
+        if step == 0 or (hi - lo) / step > _FROM_LIMIT:
+            self.fail("FROM", f"more than {_FROM_LIMIT} iterations", r"\bFROM\b")
+        # each pass with the loop variable a constant (so that arrays can be indexed by
+        # it), then the variable's value after the loop, as C's for loop leaves it
+        name = ctx.declare_local(n)
+        before = ctx.rename.get(n)
+        out, i = [], lo
+        while (step > 0 and i <= hi) or (step < 0 and i >= hi):
+            ctx.rename[n] = ("num", float(i))
+            out += self.statements(st.statement_block.statements, ctx, indent)
+            i += step
+        if before is None:
+            ctx.rename.pop(n, None)
+        else:
+            ctx.rename[n] = before
+        out.append(f"{pad}{ex.py_name(name)} = {float(i)!r}\n")
+        return out
+
+    # ---- callables ----------------------------------------------------------------------
+    def _build(self, order: int) -> Mechanism:
+        fixed = {}
+        for p in self.procedures:
+            info = self.procedure_info(p)
+            if info.table is not None:
+                fixed.update(self._table_fixed(p, info.table))
+        self.fixed = set(fixed)
+        self.const.update(fixed)
+        self.param_names -= self.fixed
+        self.field_names -= self.fixed
+        self.__dict__.pop("_extra", None)
+        self.__dict__.pop("_pinfo", None)
+        procedures = tuple(self._procedure(p) for p in self.procedures)
+        functions = tuple(self._function(f) for f in self.functions)
+        initial = self._simple_block("InitialBlock", "INITIAL", r"\bINITIAL\b")
+        breakpoint, state, cnexp, after_solve = self._breakpoint()
+        net_receive = self._net_receive()
+        params = tuple(p for p in self.params if p.name not in self.fixed)
+        for n in sorted(self.fixed):
+            line = self.line_of(rf"\b{n}\b")
+            self.notices.append(f"{self.path}:{line}: PARAMETER {n} is fixed at the "
+                                "file's value (a TABLE depends on it)")
+        return Mechanism(
+            name=self.name, kind=self.kind, order=order, parameters=params,
+            states=tuple(self.states), assigned=tuple(self.assigned), ions=tuple(self.ions),
+            currents=tuple(self.currents), electrode=self.electrode,
+            functions=functions, procedures=procedures, initial=initial,
+            breakpoint=breakpoint, state=state, cnexp=cnexp, after_solve=after_solve,
+            net_receive=net_receive, aliases={ex.py_name(p.name): p.name for p in params
+                     if ex.py_name(p.name) != p.name},
+            doc=f"Translated from {Path(self.path).name}.")
+
+    def _simple_block(self, kind, where, pattern) -> str:
+        blocks = self.blocks.get(kind, [])
+        if not blocks:
+            return ""
+        ctx = Context(where, [pattern], fields=True)
+        stmts = blocks[0].statement_block.statements
+        prefix = self.ion_copies(stmts, ctx)
+        return prefix + "".join(self.statements(stmts, ctx))
+
+    def ion_copies(self, stmts, ctx) -> str:
+        """A block that assigns an ion variable it only READs changes its own copy: nocmodl
+        loads the ion's value into the copy at the start of each block and never stores it
+        back. Such variables become locals of the block, loaded first (the text returned).
+
+        Raises NmodlError where a PROCEDURE or FUNCTION would need to see the copy, or a
+        PROCEDURE assigns one (its caller's copy would change)."""
+        names = self._expand(writes(stmts)) & self.ion_read
+        if not names:
+            return ""
+        if ctx.where.startswith(("PROCEDURE", "FUNCTION", "NET_RECEIVE")):
+            n = min(names)
+            self.fail(n, f"{ctx.where} assigns {n}, an ion variable the mechanism only "
+                      "READs", rf"\b{re.escape(n)}\s*=")
+        if ctx.where == "BREAKPOINT":
+            # nocmodl loads the copy once for both evaluations of the currents: the same
+            # as once per evaluation where the block first sets it from other values
+            for n in sorted(names):
+                first = next((st for st in stmts if n in self._expand(
+                    reads_and_calls([st])[0] | writes([st]))), None)
+                e = unwrap(first.expression) if type(first).__name__ == \
+                    "ExpressionStatement" else None
+                if e is None or type(e).__name__ != "BinaryExpression" \
+                        or e.op.eval() != "=" or e.lhs.get_node_name() != n \
+                        or n in self._expand(reads_and_calls([first])[0]):
+                    self.fail(n, f"BREAKPOINT assigns {n}, an ion variable the mechanism "
+                              "only READs, after using it", rf"\b{re.escape(n)}\b")
+        calls = reads_and_calls(stmts)[1]
+        for g in calls:
+            used = (self.procedure_info(g).fields_used if g in self.procedures
+                    else set(self.function_extra(g)) if g in self.functions else set())
+            for n in sorted(used & names):
+                self.fail(n, f"{ctx.where} assigns {n}, an ion variable the mechanism only "
+                          f"READs, and {g} reads it", rf"\b{re.escape(n)}\s*=")
+        out = ""
+        for n in sorted(names):
+            local = f"{n}__copy"
+            ctx.rename[n] = ("name", local)
+            ctx.locals.add(local)
+            out += f"{local} = {ex.py_name(n)}\n"
+        return out
+
+    def _net_receive(self) -> str:
+        blocks = self.blocks.get("NetReceiveBlock", [])
+        if not blocks:
+            return ""
+        if self.kind != "point":
+            self.fail("NET_RECEIVE", "in a density mechanism", r"NET_RECEIVE")
+        b = blocks[0]
+        args = [a.get_node_name() for a in b.parameters]
+        if len(args) != 1:
+            self.fail("NET_RECEIVE", f"{len(args)} arguments: weight vectors of more than "
+                      "one entry are not translated", r"NET_RECEIVE")
+        ctx = Context("NET_RECEIVE", [r"NET_RECEIVE"], fields=True)
+        ctx.rename = {args[0]: ("name", "weight")}
+        ctx.extra = {"weight"}
+        ctx.readonly = {"weight": "assigns the NetCon's weight"}
+        if "flag" in reads_and_calls(b.statement_block.statements)[0]:
+            self.fail("flag", "self-event flags are not translated", r"\bflag\b")
+        stmts = b.statement_block.statements
+        return self.ion_copies(stmts, ctx) + "".join(self.statements(stmts, ctx))

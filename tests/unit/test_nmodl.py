@@ -1,0 +1,579 @@
+"""The NMODL front end: each construct on a small .mod file, the refusals (with their
+file:line), the registry and the ``mechanisms check`` command.
+
+NEURON's own hh.mod, passive.mod, expsyn.mod, exp2syn.mod, stim.mod and svclmp.mod (read
+from the installed ``neuron`` wheel) must give the built-in descriptions' traces bit for bit.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("neuron.nmodl", reason="the NMODL parser comes with `pip install neuron`")
+
+import hinesbatch as hb
+from hinesbatch import mechanisms
+from hinesbatch.cli import main
+from hinesbatch.nmodl import (
+    NmodlError,
+    NmodlNotice,
+    registry,
+    translate_text,
+)
+
+MODFILES = Path(__import__("neuron").__file__).parent / ".data" / "share" / "modfile"
+BUILTIN_FILES = ("hh.mod", "passive.mod", "expsyn.mod", "exp2syn.mod", "stim.mod",
+                 "svclmp.mod")
+
+
+@pytest.fixture(autouse=True)
+def clean_registry():
+    """Every test starts and ends with the built-ins only."""
+    before = set(mechanisms._REGISTERED)
+    yield
+    for name in set(mechanisms._REGISTERED) - before:
+        mechanisms.unregister(name)
+    for name in before:
+        mechanisms.unregister(name)
+
+
+@pytest.fixture
+def small(tmp_path) -> Path:
+    path = tmp_path / "small.swc"
+    path.write_text("1 1 0 0 0 5 -1\n2 3 5 0 0 1 1\n3 3 60 0 0 1 2\n4 3 90 20 0 0.8 3\n"
+                    "5 3 90 -20 0 0.6 3\n6 2 -5 0 0 0.5 1\n7 2 -200 0 0 0.5 6\n")
+    return path
+
+
+@pytest.fixture
+def soma(tmp_path) -> Path:
+    path = tmp_path / "soma.swc"
+    path.write_text("1 1 0 0 0 10 -1\n")
+    return path
+
+
+def write(tmp_path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def marked_line(text: str) -> int:
+    """The line of ``text`` carrying the marker ``: <-- here``."""
+    return next(k + 1 for k, line in enumerate(text.splitlines()) if "<-- here" in line)
+
+
+# ---- NEURON's own files give the built-ins' bits -------------------------------------------
+def _builtin_model(swc):
+    cell = hb.Cell(str(swc)).insert("hh").insert("pas", "dend", g_pas=1e-4)
+    cell.place("IClamp", "soma[0](0.5)", amp=0.3, dur=20, delay=1)
+    syn = cell.place("Exp2Syn", "dend[0](0.5)", tau1=0.5, tau2=3)
+    syn2 = cell.place("ExpSyn", "soma[0](0.5)", tau=2)
+    clamp = cell.place("SEClamp", "dend[1](0.5)", dur1=8, amp1=-60, dur2=4, amp2=-20,
+                       dur3=5, amp3=-70, rs=20)
+    sim = hb.Simulation(cell, celsius=16)
+    ns = sim.net_stim(start=3, interval=7, number=5)
+    sim.connect(ns, syn, weight=0.01, delay=1)
+    sim.connect(ns, syn2, weight=0.005, delay=2)
+    keys = [sim.record("v", location="dend[1](0.5)"), sim.record("v"),
+            sim.record("m_hh"), sim.record("i", target=syn), sim.record("i", target=clamp)]
+    res = sim.run(40)
+    return np.array([res[k] for k in keys])
+
+
+def test_neurons_mod_files_give_the_builtins_bits(small):
+    reference = _builtin_model(small)
+    for name in BUILTIN_FILES:
+        hb.load_mechanisms(MODFILES / name, replace=True)
+    assert set(mechanisms._REGISTERED) == {"hh", "pas", "ExpSyn", "Exp2Syn", "IClamp",
+                                           "SEClamp"}
+    assert mechanisms.get("hh").order == mechanisms.BUILTINS["hh"].order
+    translated = _builtin_model(small)
+    assert np.abs(translated - reference).max() == 0.0
+    assert reference[1].max() > 0.0           # the soma spiked: the comparison means something
+
+
+def test_hh_mod_lowers_to_the_builtin_description():
+    hh = registry.translation(MODFILES / "hh.mod").mechanism
+    builtin = mechanisms.BUILTINS["hh"]
+    assert hh.field_names == builtin.field_names
+    assert hh.currents == builtin.currents
+    assert [(c.state, c.b, c.a) for c in hh.cnexp] == [
+        ("m", "(minf / mtau)", "((-1.0) / mtau)"), ("h", "(hinf / htau)", "((-1.0) / htau)"),
+        ("n", "(ninf / ntau)", "((-1.0) / ntau)")]
+    assert hh.procedures[0].table == builtin.procedures[0].table
+
+
+# ---- constructs ---------------------------------------------------------------------------
+CHANNEL = """
+NEURON {
+    SUFFIX chan
+    USEION k READ ek WRITE ik
+    RANGE gbar, g
+    GLOBAL vhalf, minf, mtau
+}
+PARAMETER {
+    gbar = 0.01 (S/cm2)
+    vhalf = -40 (mV)
+    k = 6 (mV)
+}
+ASSIGNED { v (mV) ik (mA/cm2) ek (mV) g (S/cm2) minf mtau (ms) }
+STATE { m }
+INITIAL { rates(v) m = minf }
+BREAKPOINT {
+    SOLVE states METHOD cnexp
+    g = gbar*m^2
+    ik = g*(v - ek)
+}
+DERIVATIVE states {
+    rates(v)
+    m' = (minf - m)/mtau
+}
+PROCEDURE rates(v (mV)) {
+    LOCAL a
+    a = alpha(v)
+    minf = 1/(1 + exp(-(v - vhalf)/k))
+    mtau = 1/(a + 0.1)
+}
+FUNCTION alpha(x (mV)) {
+    alpha = 0.5*exp((x - vhalf)/20)
+}
+"""
+
+
+def test_channel_lowering(tmp_path):
+    tr = translate_text(CHANNEL, "chan.mod")
+    m = tr.mechanism
+    assert (m.name, m.kind) == ("chan", "density")
+    assert m.field_names == ("gbar", "vhalf", "k", "ek", "ik", "m", "g", "minf", "mtau")
+    assert m.currents == ("ik",)
+    # the FUNCTION reads the GLOBAL vhalf: it becomes an argument
+    assert m.functions[0].args == ("x", "vhalf")
+    assert "alpha(v, vhalf)" in m.procedures[0].body
+    # the PROCEDURE's LOCAL is renamed so it cannot meet a caller's
+    assert "a__rates = " in m.procedures[0].body
+    # GLOBALs written by a block: per instance, with a notice each
+    assert sorted(n.split("GLOBAL ")[1].split()[0] for n in tr.notices) == ["minf", "mtau"]
+    assert all(n.startswith("chan.mod:") for n in tr.notices)
+    assert [(c.state, c.b, c.a) for c in m.cnexp] == [("m", "(minf / mtau)",
+                                                      "((-1.0) / mtau)")]
+    assert m.state == "rates(v)\n"
+
+
+def test_channel_runs_and_notices_are_warnings(tmp_path, soma):
+    path = write(tmp_path, "chan.mod", CHANNEL)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert hb.load_mechanisms(path) == ["chan"]
+    assert sorted(str(w.message) for w in caught if w.category is NmodlNotice) == [
+        f"{path}:6: GLOBAL {n} is written by a block: stored per instance"
+        for n in ("minf", "mtau")]
+    cell = hb.Cell(str(soma)).insert("hh").insert("chan", gbar_chan=0.02)
+    cell.place("IClamp", delay=1, dur=5, amp=0.2)
+    sim = hb.Simulation(cell)
+    kv, km = sim.record("v"), sim.record("m_chan")
+    res = sim.run(5)
+    # INITIAL: m = minf(v_init) exactly
+    minf = 1.0 / (1.0 + math.exp(-(-65.0 + 40.0) / 6.0))
+    assert res[km][0] == minf
+    assert np.isfinite(res[kv]).all() and res[km][-1] != minf
+
+
+def test_cnexp_in_place_equals_the_cnexp_passes(tmp_path, soma):
+    """An equation reading a LOCAL cannot use the separate cnexp passes; written in place it
+    gives the same bits."""
+    passes = CHANNEL.replace("SUFFIX chan", "SUFFIX chanp")
+    in_place = CHANNEL.replace("SUFFIX chan", "SUFFIX chani").replace(
+        "DERIVATIVE states {\n    rates(v)\n    m' = (minf - m)/mtau",
+        "DERIVATIVE states {\n    LOCAL tau\n    rates(v)\n    tau = mtau\n"
+        "    m' = (minf - m)/tau")
+    assert translate_text(in_place).mechanism.cnexp == ()
+    assert translate_text(passes).mechanism.cnexp != ()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NmodlNotice)
+        hb.load_mechanisms(write(tmp_path, "p.mod", passes))
+        hb.load_mechanisms(write(tmp_path, "i.mod", in_place))
+    traces = []
+    for name in ("chanp", "chani"):
+        cell = hb.Cell(str(soma)).insert("hh").insert(name)
+        cell.place("IClamp", delay=1, dur=10, amp=0.3)
+        sim = hb.Simulation(cell)
+        key = sim.record("v")
+        traces.append(sim.run(15)[key])
+    assert np.array_equal(traces[0], traces[1])
+    assert traces[0].max() > 0
+
+
+SYNAPSE = """
+NEURON {
+    POINT_PROCESS Syn
+    NONSPECIFIC_CURRENT i
+    RANGE tau, e, i
+}
+PARAMETER { tau = 2 (ms) e = 0 (mV) }
+ASSIGNED { v (mV) i (nA) }
+STATE { g (uS) }
+INITIAL { g = 0 }
+BREAKPOINT {
+    SOLVE state METHOD cnexp
+    i = g*(v - e)
+}
+DERIVATIVE state { g' = -g/tau }
+NET_RECEIVE(w (uS)) { g = g + 2*w }
+"""
+
+
+def test_point_process_with_net_receive(tmp_path, soma):
+    m = translate_text(SYNAPSE).mechanism
+    assert (m.kind, m.electrode, m.net_receive) == ("point", False,
+                                                    "g = (g + (2.0 * weight))\n")
+    assert [(c.b, c.a) for c in m.cnexp] == [("0.0", "((-1.0) / tau)")]
+    hb.load_mechanisms(write(tmp_path, "syn.mod", SYNAPSE))
+    cell = hb.Cell(str(soma)).insert("pas")
+    syn = cell.place("Syn", tau=3.0)
+    sim = hb.Simulation(cell)
+    ns = sim.net_stim(start=1, interval=5, number=2)
+    sim.connect(ns, syn, weight=0.001, delay=1)
+    key = sim.record("g", target=syn)
+    g = sim.run(4)[key]
+    assert g[0] == 0.0 and g.max() > 0.0019         # one event added 2·w
+
+
+def test_electrode_current_and_solve_of_a_procedure(tmp_path):
+    text = """
+NEURON { POINT_PROCESS Pulse ELECTRODE_CURRENT i RANGE amp, i, n }
+PARAMETER { amp = 0.1 (nA) }
+ASSIGNED { i (nA) n }
+INITIAL { n = 0 }
+BREAKPOINT { SOLVE count i = amp }
+PROCEDURE count() { n = n + 1 }
+"""
+    m = translate_text(text).mechanism
+    assert m.electrode and m.currents == ("i",)
+    assert m.state == "count()\n" and m.breakpoint == "i = amp\n"
+
+
+def test_from_loop_is_unrolled_and_constants_inlined():
+    text = """
+NEURON { SUFFIX loop RANGE s }
+CONSTANT { K = 3 }
+ASSIGNED { s }
+INITIAL {
+    LOCAL j
+    s = 0
+    FROM j = 1 TO K { s = s + j }
+}
+"""
+    m = translate_text(text).mechanism
+    assert m.initial.splitlines() == ["s = 0.0", "s = (s + 1.0)", "s = (s + 2.0)",
+                                      "s = (s + 3.0)", "j = 4.0"]
+
+
+def test_arrays_indexed_by_from_loops_become_fields():
+    text = """
+NEURON { SUFFIX arr RANGE inf }
+ASSIGNED { v inf[2] tau[2] }
+STATE { m h }
+INITIAL { rates(v) m = inf[0] h = inf[1] }
+PROCEDURE rates(v) {
+    LOCAL i
+    TABLE inf, tau FROM -100 TO 100 WITH 200
+    FROM i = 0 TO 1 {
+        inf[i] = 1/(1 + exp(-(v + 40 + 10*i)/5))
+        tau[i] = 1 + i
+    }
+}
+"""
+    m = translate_text(text).mechanism
+    assert m.field_names == ("m", "h", "inf__0", "inf__1", "tau__0", "tau__1")
+    assert m.procedures[0].table.outputs == ("inf__0", "inf__1", "tau__0", "tau__1")
+    assert "inf__1 = (1.0 / (1.0 + exp(((-((v + 40.0) + (10.0 * 1.0))) / 5.0))))" \
+        in m.procedures[0].body
+    bad = text.replace("m = inf[0]", "m = inf[m]")
+    with pytest.raises(NmodlError, match=r":5: inf\[\]: an index that is not a constant"):
+        translate_text(bad)
+
+
+def test_table_depends_on_a_parameter_that_is_then_fixed():
+    text = """
+NEURON { SUFFIX tb RANGE minf GLOBAL vh }
+PARAMETER { vh = -30 (mV) }
+ASSIGNED { minf }
+PROCEDURE rates(v) {
+    TABLE minf DEPEND vh FROM -100 TO 100 WITH 200
+    minf = 1/(1 + exp(-(v - vh)/5))
+}
+"""
+    tr = translate_text(text, "tb.mod")
+    m = tr.mechanism
+    assert m.procedures[0].table.n == 200
+    assert "vh" not in m.field_names             # setting it now fails instead of differing
+    assert "(v - -30.0)" in m.procedures[0].body
+    assert any("PARAMETER vh is fixed" in n for n in tr.notices)
+
+
+def test_keyword_names_and_c_maths(tmp_path, soma):
+    """A variable named like a Python keyword stays the mechanism's (regression: ``import``
+    became a local), and log10/tanh are the C library's."""
+    text = """
+NEURON { SUFFIX kw RANGE import, lambda, r }
+PARAMETER { import = 100 lambda = 0.5 }
+ASSIGNED { r }
+INITIAL { r = log10(import) + tanh(lambda) }
+"""
+    hb.load_mechanisms(write(tmp_path, "kw.mod", text))
+    cell = hb.Cell(str(soma)).insert("kw", import_kw=1000.0)
+    sim = hb.Simulation(cell)
+    key = sim.record("r_kw")
+    assert sim.run(0.025)[key][0] == math.log10(1000.0) + math.tanh(0.5)
+
+
+def test_a_mechanism_without_variables_runs(tmp_path, soma):
+    """Regression: the layout reshaped an empty field table with -1."""
+    hb.load_mechanisms(write(tmp_path, "nothing.mod", "NEURON { SUFFIX nothing }\n"))
+    traces = []
+    for extra in ([], ["nothing"]):
+        cell = hb.Cell(str(soma)).insert("pas")
+        for name in extra:
+            cell.insert(name)
+        sim = hb.Simulation(cell)
+        key = sim.record("v")
+        traces.append(sim.run(1.0)[key])
+    assert np.array_equal(traces[0], traces[1]) and traces[0][-1] < -65.0
+
+
+def test_ion_reversal_defaults():
+    text = """
+NEURON { SUFFIX cach USEION ca READ eca WRITE ica RANGE g }
+PARAMETER { g = 0.001 }
+ASSIGNED { v eca ica }
+BREAKPOINT { ica = g*(v - eca) }
+"""
+    m = translate_text(text).mechanism
+    eca = next(v for v in m.ion_variables if v.name == "eca")
+    assert eca.default == 132.4579341637009          # NEURON 9.0.2's eca without ca_ion conc.
+    assert m.currents == ("ica",)
+
+
+# ---- refusals: file:line: construct: reason -------------------------------------------------
+HEAD = "NEURON {\n    SUFFIX bad\n    %s\n}\nASSIGNED { v x y }\n"
+REFUSED = [
+    ("VERBATIM", "", "INITIAL {\nVERBATIM : <-- here\n x = 1;\nENDVERBATIM\n}\n"),
+    ("POINTER", "POINTER p : <-- here", ""),
+    ("KINETIC", "", ("STATE { c o }\nBREAKPOINT { SOLVE k METHOD sparse }\n"
+                     "KINETIC k { : <-- here\n ~ c <-> o (1, 2)\n}\n")),
+    ("SOLVE s METHOD derivimplicit", "",
+     ("STATE { m n }\nBREAKPOINT { SOLVE s METHOD derivimplicit : <-- here\n}\n"
+      "DERIVATIVE s { m' = -m + n  n' = -n }\n")),
+    ("SOLVE s METHOD sparse", "",
+     ("STATE { m }\nBREAKPOINT { SOLVE s METHOD sparse : <-- here\n}\n"
+      "DERIVATIVE s { m' = -m }\n")),
+    ("net_send()", "", "NET_RECEIVE(w) {\n net_send(1, 1) : <-- here\n}\n"),
+    ("USEION ca READ cai", "USEION ca READ cai : <-- here", ""),
+    ("USEION ca WRITE cai", "USEION ca WRITE cai : <-- here", ""),
+    ("diam", "", "INITIAL {\n x = diam : <-- here\n}\n"),
+    ("normrand()", "", "INITIAL {\n x = normrand(0, 1) : <-- here\n}\n"),
+    ("WHILE", "", "INITIAL {\n x = 0\n WHILE (x < 3) { : <-- here\n x = x + 1\n }\n}\n"),
+    ("m'", "", ("STATE { m }\nBREAKPOINT { SOLVE s METHOD cnexp }\n"
+                "DERIVATIVE s {\n m' = -m*m : <-- here\n}\n")),
+    ("TABLE", "", "FUNCTION f(v) { : <-- here\n TABLE FROM -1 TO 1 WITH 10\n f = v\n}\n"),
+    ("FUNCTION f", "", "FUNCTION g(x) { g = f(x) }\nFUNCTION f(x) { : <-- here\n f = g(x - 1)\n}\n"),
+    ("LONGITUDINAL_DIFFUSION", "USEION ca WRITE ica",
+     "STATE { c }\nKINETIC k {\n LONGITUDINAL_DIFFUSION 1 {c} : <-- here\n ~ c << (1)\n}\n"),
+]
+
+
+@pytest.mark.parametrize("construct, neuron, body", REFUSED, ids=[r[0] for r in REFUSED])
+def test_untranslatable_constructs_are_refused_with_their_line(tmp_path, construct, neuron,
+                                                               body):
+    text = HEAD % neuron + body
+    if "NET_RECEIVE" in body:
+        text = text.replace("SUFFIX", "POINT_PROCESS")
+    path = write(tmp_path, "bad.mod", text)
+    with pytest.raises(NmodlError) as info:
+        hb.load_mechanisms(path)
+    err = info.value
+    assert err.path == str(path) and str(err).startswith(f"{path}:{err.line}: ")
+    assert err.construct == construct, str(err)
+    assert err.line == marked_line(text), str(err)
+    assert "bad" not in mechanisms.names()
+
+
+def test_syntax_error_names_the_line(tmp_path):
+    text = "NEURON { SUFFIX s }\nASSIGNED { x }\nINITIAL {\n x = = 1 : <-- here\n}\n"
+    with pytest.raises(NmodlError, match=r"s\.mod:4: syntax"):
+        hb.load_mechanisms(write(tmp_path, "s.mod", text))
+
+
+# ---- the registry -------------------------------------------------------------------------
+def test_builtin_names_need_replace(tmp_path):
+    with pytest.raises(ValueError, match="'hh' is a built-in; pass replace=True"):
+        hb.load_mechanisms(MODFILES / "hh.mod")
+    assert mechanisms.registered("hh") is None
+    hb.load_mechanisms(MODFILES / "hh.mod", replace=True)
+    assert mechanisms.get("hh") is mechanisms.registered("hh")
+    mechanisms.unregister("hh")
+    assert mechanisms.get("hh") is mechanisms.BUILTINS["hh"]
+
+
+def test_translated_once_per_content_and_usable_by_name(tmp_path):
+    a = write(tmp_path, "a.mod", SYNAPSE)
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    b = write(copy, "b.mod", SYNAPSE)
+    assert hb.load_mechanisms(a) == ["Syn"]
+    first = registry.translation(a)
+    again = registry.translation(b)                # same bytes: translated once
+    assert again.mechanism is first.mechanism and again.path == str(b)
+    assert hb.load_mechanisms(b) == ["Syn"]        # same content again: no clash
+    assert "Syn" in mechanisms.names() and mechanisms.get("Syn").order >= registry.USER_ORDER
+    other = write(tmp_path, "other.mod", SYNAPSE.replace("tau = 2", "tau = 4"))
+    with pytest.raises(ValueError, match="loaded before from other content"):
+        hb.load_mechanisms(other)
+    hb.load_mechanisms(other, replace=True)
+    assert mechanisms.get("Syn").parameters[0].default == 4.0
+
+
+def test_a_folder_loads_all_or_nothing(tmp_path):
+    folder = tmp_path / "mods"
+    folder.mkdir()
+    write(folder, "a_chan.mod", CHANNEL)
+    write(folder, "b_bad.mod", HEAD % "POINTER p")
+    with pytest.raises(NmodlError, match="b_bad.mod:3: POINTER"):
+        hb.load_mechanisms(folder)
+    assert "chan" not in mechanisms.names()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert hb.load_mechanisms(folder, strict=False) == ["chan"]
+    assert any(str(w.message).startswith("skipped: ") and "POINTER" in str(w.message)
+               for w in caught)
+
+
+# ---- the command --------------------------------------------------------------------------
+def test_mechanisms_check_command(tmp_path, capsys):
+    folder = tmp_path / "mods"
+    (folder / "model").mkdir(parents=True)
+    write(folder / "model", "chan.mod", CHANNEL)
+    write(folder / "model", "bad.mod", HEAD % "POINTER p")
+    write(folder, "syn.mod", SYNAPSE)
+    assert main(["mechanisms", "check", str(folder), "--models"]) == 0
+    out = capsys.readouterr().out
+    assert f"{folder / 'model' / 'chan.mod'}: translated chan" in out
+    assert f"{folder / 'model' / 'bad.mod'}:3: POINTER: pointers" in out
+    assert "3 files: 3 parsed, 2 translated (66.7 %)" in out
+    assert "      1  POINTER" in out
+    assert "2 models: 1 fully translated (50.0 %)" in out
+
+
+def test_a_function_called_only_as_a_statement_may_write_variables():
+    """``FUNCTION rates(v) { minf = ... }`` called as ``rates(v)`` acts as a PROCEDURE."""
+    text = """
+NEURON { SUFFIX fp RANGE minf }
+ASSIGNED { v minf }
+INITIAL { rates(v) }
+FUNCTION rates(x) {
+    minf = 1/(1 + exp(-x/5))
+    rates = minf
+}
+"""
+    m = translate_text(text).mechanism
+    assert [p.name for p in m.procedures] == ["rates"] and m.functions == ()
+    assert "rates__rates = minf" in m.procedures[0].body
+    used = text.replace("INITIAL { rates(v) }", "INITIAL { minf = 2*rates(v) }")
+    with pytest.raises(NmodlError, match="minf: FUNCTION rates writes the mechanism's "
+                                         "variable minf"):
+        translate_text(used)
+
+
+def test_assigning_a_read_ion_variable_changes_the_blocks_copy_only():
+    """Regression: ``INITIAL { ek = -90 }`` (ChannelML's files) set the mechanism's ek for
+    the whole run; nocmodl reloads the ion's value at the start of every block."""
+    text = """
+NEURON { SUFFIX kset USEION k READ ek WRITE ik RANGE g, e0 }
+PARAMETER { g = 0.001 }
+ASSIGNED { v ek ik e0 }
+INITIAL { ek = -90 e0 = ek }
+BREAKPOINT { ik = g*(v - ek) }
+"""
+    m = translate_text(text).mechanism
+    assert m.initial == "ek__copy = ek\nek__copy = (-90.0)\ne0 = ek__copy\n"
+    assert m.breakpoint == "ik = (g * (v - ek))\n"
+    late = text.replace("BREAKPOINT { ik = g*(v - ek) }",
+                        "BREAKPOINT {\n ik = g*(v - ek)\n ek = -80 : <-- here\n}")
+    with pytest.raises(NmodlError, match="BREAKPOINT assigns ek, an ion variable the "
+                                         "mechanism only READs, after using it"):
+        translate_text(late)
+
+
+def test_a_local_hides_the_variable_of_its_name():
+    """Regression: a LOCAL named like a RANGE variable wrote the RANGE variable."""
+    text = """
+NEURON { SUFFIX hide RANGE g, x }
+ASSIGNED { g x }
+INITIAL { g = 1 }
+BREAKPOINT {
+    LOCAL g
+    g = 5
+    x = g
+}
+"""
+    m = translate_text(text).mechanism
+    assert m.breakpoint == "g__local = 5.0\nx = g__local\n"
+    assert m.initial == "g = 1.0\n"
+
+
+def test_a_function_without_arguments(tmp_path, soma):
+    """Regression: the generated ``def _F_m_f(, _celsius)`` did not compile."""
+    from hinesbatch.mechanisms.c_emitter import emit_c
+
+    text = """
+NEURON { SUFFIX noarg RANGE x }
+ASSIGNED { x }
+INITIAL { x = two() + 1 }
+FUNCTION two() { two = 2 }
+"""
+    assert "static double noarg_two(double celsius)" in emit_c(translate_text(text).mechanism)
+    hb.load_mechanisms(write(tmp_path, "noarg.mod", text))
+    sim = hb.Simulation(hb.Cell(str(soma)).insert("noarg"))
+    key = sim.record("x_noarg")
+    assert sim.run(0.025)[key][0] == 3.0
+
+
+def test_keyword_names_as_arguments_and_table_outputs(tmp_path, soma):
+    """Regression: a FUNCTION reading the PARAMETER ``del`` got the argument ``del_`` and
+    compiled to an undefined local (NEURON's ModelDB 266732 synapses)."""
+    text = """
+NEURON { SUFFIX kwarg RANGE del, x, y }
+PARAMETER { del = 2 }
+ASSIGNED { v x y lambda }
+INITIAL { x = late(1) scale(3) y = lambda }
+FUNCTION late(a) { late = a + del }
+PROCEDURE scale(lambda) {
+    TABLE lambda FROM -100 TO 100 WITH 200
+    lambda = lambda*0 + 7
+}
+"""
+    text = text.replace("PROCEDURE scale(lambda) {\n    TABLE lambda", "PROCEDURE scale(w) {\n"
+                        "    TABLE lambda").replace("lambda = lambda*0 + 7", "lambda = w*0 + 7")
+    m = translate_text(text).mechanism
+    assert m.functions[0].args == ("a", "del") and m.procedures[0].table.outputs == ("lambda",)
+    hb.load_mechanisms(write(tmp_path, "kwarg.mod", text))
+    sim = hb.Simulation(hb.Cell(str(soma)).insert("kwarg"))
+    kx, ky = sim.record("x_kwarg"), sim.record("y_kwarg")
+    res = sim.run(0.025)
+    assert (res[kx][0], res[ky][0]) == (3.0, 7.0)
+
+
+def test_parameter_defaults_have_neurons_six_digits():
+    """Regression: nocmodl writes PARAMETER defaults with %g, so NEURON runs
+    ``C = -14.87115`` as -14.8712 (ModelDB 86537's nav1p9 differed by 3e-3 mV)."""
+    text = """
+NEURON { SUFFIX six RANGE r }
+PARAMETER { r = 1.23456789 C = -14.87115 big = 123456789 small = 0.000123456789 }
+"""
+    m = translate_text(text).mechanism
+    assert [p.default for p in m.parameters] == [1.23457, -14.8712, 1.23457e8, 0.000123457]

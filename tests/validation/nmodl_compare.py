@@ -1,0 +1,426 @@
+"""Run the same model with NMODL files in NEURON (``nrnivmodl``) and in hinesbatch.
+
+NEURON loads compiled mechanisms once per process and keeps them, so each NEURON run is a
+child process (:func:`run_neuron`) given the model as JSON. A model::
+
+    {"swc": "cell.swc", "nseg": 1, "d_lambda": None,
+     "insert": [["hh", {}], ["kdr", {"gbar": 0.01}]],      # everywhere
+     "point": [["ExpSyn", "soma[0]", 0.5, {"tau": 2}]],
+     "iclamp": [1.0, 20.0, 0.3],                            # soma[0](0.5): del, dur, amp
+     "netstim": [3.0, 7.0, 5, [[0, 0.01, 1.0]]],           # start, interval, number,
+                                                            # [point, weight, delay]
+     "record": [["soma[0]", 0.5]], "tstop": 30.0, "dt": 0.025, "celsius": 6.3,
+     "v_init": -65.0}
+
+Run as a script, it compares every translated density mechanism and synapse of a folder
+(``python tests/validation/nmodl_compare.py DIR``): one line per file with max |ΔV|.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+
+_CHILD = r"""
+import json, sys
+import numpy as np
+from neuron import h
+spec = json.loads(sys.argv[1])
+if spec["lib"]:
+    h.nrn_load_dll(spec["lib"])
+from hinesbatch.bench.neuron_models import build_cell
+h_, secs = build_cell(spec["swc"], ra=35.4, cm=1.0, d_lambda=spec["d_lambda"],
+                      nseg=spec["nseg"], freq=100.0)
+for name, params in spec["insert"]:
+    for sec in secs.values():
+        sec.insert(name)
+        for k, v in params.items():
+            for seg in sec:
+                setattr(seg, f"{k}_{name}", v)
+points = []
+for kind, sec, x, params in spec["point"]:
+    p = getattr(h, kind)(secs[sec](x))
+    for k, v in params.items():
+        setattr(p, k, v)
+    points.append(p)
+keep = []
+if spec.get("iclamp"):
+    stim = h.IClamp(secs["soma[0]"](0.5))
+    stim.delay, stim.dur, stim.amp = spec["iclamp"]
+    keep.append(stim)
+if spec.get("netstim"):
+    start, interval, number, targets = spec["netstim"]
+    ns = h.NetStim()
+    ns.start, ns.interval, ns.number, ns.noise = start, interval, number, 0
+    keep.append(ns)
+    for k, w, d in targets:
+        nc = h.NetCon(ns, points[k])
+        nc.weight[0], nc.delay = w, d
+        keep.append(nc)
+vecs = []
+for sec, x in spec["record"]:
+    vec = h.Vector()
+    vec.record(secs[sec](x)._ref_v)
+    vecs.append(vec)
+h.dt, h.celsius = spec["dt"], spec["celsius"]
+h.steps_per_ms = 1.0 / spec["dt"]
+h.finitialize(spec["v_init"])
+h.continuerun(spec["tstop"])
+np.save(spec["out"], np.array([np.array(v) for v in vecs]))
+"""
+
+
+_CHILD_BATCH = r"""
+import json, sys
+import numpy as np
+from neuron import h
+spec = json.loads(sys.argv[1])
+if spec["lib"]:
+    h.nrn_load_dll(spec["lib"])
+from hinesbatch.bench.neuron_models import build_cell
+h_, secs = build_cell(spec["swc"], ra=35.4, cm=1.0, nseg=1)
+soma = secs["soma[0]"]
+pts = [(soma.x3d(i), soma.y3d(i), soma.z3d(i), soma.diam3d(i)) for i in range(soma.n3d())]
+keep, vecs = [], []
+for k, model in enumerate(spec["models"]):
+    sec = h.Section(name=f"cell{k}")
+    for p in pts:
+        h.pt3dadd(*p, sec=sec)
+    sec.Ra, sec.cm, sec.nseg = 35.4, 1.0, 1
+    keep.append(sec)
+    for name, params in model["insert"]:
+        sec.insert(name)
+        for key, value in params.items():
+            setattr(sec(0.5), f"{key}_{name}", value)
+    points = []
+    for kind, _, x, params in model.get("point", []):
+        pp = getattr(h, kind)(sec(x))
+        for key, value in params.items():
+            setattr(pp, key, value)
+        points.append(pp)
+        keep.append(pp)
+    if model.get("iclamp"):
+        stim = h.IClamp(sec(0.5))
+        stim.delay, stim.dur, stim.amp = model["iclamp"]
+        keep.append(stim)
+    if model.get("netstim"):
+        start, interval, number, targets = model["netstim"]
+        ns = h.NetStim()
+        ns.start, ns.interval, ns.number, ns.noise = start, interval, number, 0
+        keep.append(ns)
+        for j, w, d in targets:
+            nc = h.NetCon(ns, points[j])
+            nc.weight[0], nc.delay = w, d
+            keep.append(nc)
+    vec = h.Vector()
+    vec.record(sec(0.5)._ref_v)
+    vecs.append(vec)
+h.delete_section(sec=soma)
+h.dt, h.celsius = spec["dt"], spec["celsius"]
+h.steps_per_ms = 1.0 / spec["dt"]
+h.finitialize(-65.0)
+h.continuerun(spec["tstop"])
+np.save(spec["out"], np.array([np.array(v) for v in vecs]))
+"""
+
+
+def run_batch(models: list, lib, swc, *, tstop=30.0, dt=0.025, celsius=6.3):
+    """NEURON's and hinesbatch's soma voltage [mV] for many one-compartment models at once
+    (cell k runs ``models[k]``; each model's cell alone would give the same):
+    ``(neuron, hinesbatch)``, each models × steps + 1. One run on each side compiles the
+    mechanisms once."""
+    import hinesbatch as hb
+
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = {"lib": lib, "swc": str(swc), "models": models, "tstop": tstop, "dt": dt,
+                "celsius": celsius, "out": os.path.join(tmp, "v.npy")}
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+        proc = subprocess.run([sys.executable, "-c", _CHILD_BATCH, json.dumps(spec)],
+                              env=env, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"NEURON run failed:\n{proc.stderr[-3000:]}")
+        ref = np.load(spec["out"])
+    cells, plan = [], []
+    for model in models:
+        cell = hb.Cell(str(swc), nseg=1, ra=35.4, cm=1.0)
+        for name, params in model["insert"]:
+            cell.insert(name, **params)
+        points = [cell.place(kind, f"soma[0]({x})", **params)
+                  for kind, _, x, params in model.get("point", [])]
+        if model.get("iclamp"):
+            delay, dur, amp = model["iclamp"]
+            cell.place("IClamp", "soma[0](0.5)", delay=delay, dur=dur, amp=amp)
+        cells.append(cell)
+        plan.append(points)
+    sim = hb.Simulation(cells, dt=dt, celsius=celsius)
+    for model, points in zip(models, plan):
+        if model.get("netstim"):
+            start, interval, number, targets = model["netstim"]
+            ns = sim.net_stim(start=start, interval=interval, number=number)
+            for j, w, d in targets:
+                sim.connect(ns, points[j], weight=w, delay=d)
+    keys = [sim.record("v", cell=k) for k in range(len(cells))]
+    res = sim.run(tstop)
+    return ref, np.array([res[k] for k in keys])
+
+
+def compile_mods(files, folder=None) -> str:
+    """Build ``files`` with nrnivmodl; the library's path.
+
+    Builds are kept under ``$XDG_CACHE_HOME/hinesbatch/nrnivmodl/<hash of the files' names
+    and contents and NEURON's version>`` (``folder`` overrides), so a second run of the
+    tests does not compile again.
+    """
+    import hashlib
+
+    import neuron
+
+    files = sorted(Path(f) for f in files)
+    digest = hashlib.sha256(neuron.__version__.encode())
+    for f in files:
+        digest.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    if folder is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                                ".cache")
+        folder = Path(base) / "hinesbatch" / "nrnivmodl" / digest.hexdigest()[:20]
+    folder = Path(folder)
+    found = _library(folder)
+    if found is not None:
+        return found
+    build = Path(tempfile.mkdtemp(prefix="build-", dir=folder.parent
+                                  if folder.parent.exists() else None))
+    for f in files:        # nrnivmodl takes only plain names
+        shutil.copy(f, build / re.sub(r"[^A-Za-z0-9_.]", "_", f.name))
+    env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+               MAKEFLAGS="-j2")
+    proc = subprocess.run([str(VENV_BIN / "nrnivmodl")], cwd=build, env=env,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0 or _library(build) is None:
+        raise RuntimeError(f"nrnivmodl failed in {build}:\n{proc.stdout[-2000:]}"
+                           f"\n{proc.stderr[-2000:]}")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(build, folder)
+    except OSError:            # built meanwhile by another process: use that one
+        shutil.rmtree(build, ignore_errors=True)
+    return _library(folder)
+
+
+def _library(folder: Path):
+    for p in (folder / "x86_64" / "libnrnmech.so", folder / "x86_64" / ".libs" / "libnrnmech.so"):
+        if p.exists():
+            return str(p)
+    return None
+
+
+def _defaults(model: dict) -> dict:
+    out = {"nseg": 1, "d_lambda": None, "insert": [], "point": [], "iclamp": None,
+           "netstim": None, "record": [["soma[0]", 0.5]], "tstop": 30.0, "dt": 0.025,
+           "celsius": 6.3, "v_init": -65.0}
+    out.update(model)
+    return out
+
+
+def run_neuron(model: dict, lib: str | None) -> np.ndarray:
+    """NEURON's voltage traces [mV] of ``model`` (records × steps + 1)."""
+    spec = _defaults(model)
+    with tempfile.TemporaryDirectory() as tmp:
+        spec.update(lib=lib, out=os.path.join(tmp, "v.npy"), swc=str(spec["swc"]))
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+        proc = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(spec)], env=env,
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"NEURON run failed:\n{proc.stderr[-3000:]}")
+        return np.load(spec["out"])
+
+
+def run_hinesbatch(model: dict) -> np.ndarray:
+    """hinesbatch's voltage traces [mV] of ``model`` (mechanisms must be loaded)."""
+    import hinesbatch as hb
+
+    spec = _defaults(model)
+    cell = hb.Cell(str(spec["swc"]), nseg=spec["nseg"], d_lambda=spec["d_lambda"],
+                   ra=35.4, cm=1.0)
+    for name, params in spec["insert"]:
+        cell.insert(name, **params)
+    points = [cell.place(kind, f"{sec}({x})", **params)
+              for kind, sec, x, params in spec["point"]]
+    if spec["iclamp"]:
+        delay, dur, amp = spec["iclamp"]
+        cell.place("IClamp", "soma[0](0.5)", delay=delay, dur=dur, amp=amp)
+    sim = hb.Simulation(cell, dt=spec["dt"], celsius=spec["celsius"], v_init=spec["v_init"])
+    if spec["netstim"]:
+        start, interval, number, targets = spec["netstim"]
+        ns = sim.net_stim(start=start, interval=interval, number=number)
+        for k, w, d in targets:
+            sim.connect(ns, points[k], weight=w, delay=d)
+    keys = [sim.record("v", location=f"{sec}({x})") for sec, x in spec["record"]]
+    res = sim.run(spec["tstop"])
+    return np.array([res[k] for k in keys])
+
+
+#: Mechanisms NEURON 9.0.2 has built in besides hinesbatch's built-ins.
+NEURON_NAMES = {"AlphaSynapse", "PointProcessMark", "APCount", "OClamp", "VClamp",
+                "NetStim", "IntFire1", "IntFire2", "IntFire4", "PatternStim", "ExpSyn",
+                "Exp2Syn", "extracellular", "fastpas", "capacitance", "morphology",
+                "na_ion", "k_ion", "ca_ion"}
+
+
+def renamed(path, name: str, new: str, out) -> Path:
+    """A copy of ``path`` at ``out`` whose SUFFIX or POINT_PROCESS ``name`` is ``new``."""
+    import re
+
+    text = Path(path).read_text(errors="replace")
+    text = re.sub(rf"\b(SUFFIX|POINT_PROCESS)(\s+){name}\b", rf"\g<1>\g<2>{new}", text,
+                  count=1)
+    Path(out).write_text(text)
+    return Path(out)
+
+
+def standard_model(mech, swc) -> dict:
+    """The standard protocol for one translated mechanism: a density mechanism with hh
+    everywhere and a current clamp at the soma; a point process on the soma with hh (a
+    synapse driven by a NetStim)."""
+    if mech.kind == "density":
+        return {"swc": swc, "insert": [["hh", {}], [mech.name, {}]],
+                "iclamp": [1.0, 20.0, 0.3], "tstop": 30.0}
+    model = {"swc": swc, "insert": [["hh", {}]], "point": [[mech.name, "soma[0]", 0.5, {}]],
+             "iclamp": [1.0, 20.0, 0.1], "tstop": 30.0}
+    if mech.net_receive:
+        model["netstim"] = [2.0, 5.0, 4, [[0, 0.005, 1.0]]]
+    return model
+
+
+def _compare_one(hb, path, name, lib, swc):
+    """(path, name, status, max |dV| or None) of one file under the standard protocol."""
+    import warnings
+
+    from hinesbatch.sim import NonFiniteStateError
+
+    if lib is None:
+        return (path, name, "nrnivmodl fails", None)
+    hb.mechanisms.unregister(name)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            hb.load_mechanisms(path)
+        model = standard_model(hb.mechanisms.get(name), swc)
+        ref = run_neuron(model, lib)
+        try:
+            got = run_hinesbatch(model)
+        except NonFiniteStateError:
+            if not np.isfinite(ref).all():
+                return (path, name, "non-finite in NEURON too (the file's defaults)", None)
+            raise
+        dv = float(np.max(np.abs(ref - got))) if ref.shape == got.shape else np.inf
+        return (path, name, "compared", dv)
+    except Exception as err:  # noqa: BLE001 - report and go on: this is a survey
+        return (path, name, f"error: {type(err).__name__}: {err}"[:300].replace("\n", " "),
+                None)
+    finally:
+        hb.mechanisms.unregister(name)
+
+
+def _compare_batch(hb, items, libs, swc) -> dict:
+    """The files of one library compared in one NEURON run and one hinesbatch run ({} when
+    that fails: then each file runs alone)."""
+    import warnings
+
+    lib = {libs[p] for p, _ in items}
+    if len(lib) != 1 or None in lib:
+        return {}
+    loaded, models = [], []
+    try:
+        for path, name in items:
+            hb.mechanisms.unregister(name)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                hb.load_mechanisms(path)
+            loaded.append((path, name))
+            models.append(standard_model(hb.mechanisms.get(name), swc))
+        ref, got = run_batch(models, lib.pop(), swc)
+        return {path: (path, name, "compared", float(np.max(np.abs(r - g))))
+                for (path, name), r, g in zip(loaded, ref, got)}
+    except Exception:  # noqa: BLE001 - then each file runs alone, reporting its error
+        return {}
+    finally:
+        for _, name in loaded:
+            hb.mechanisms.unregister(name)
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    import hinesbatch as hb
+    from hinesbatch.nmodl import NmodlError
+    from hinesbatch.nmodl.registry import translation
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dir")
+    parser.add_argument("--swc", default=None, help="default: a one-compartment soma")
+    parser.add_argument("--skip-listed", metavar="LOG", default=None,
+                        help="skip the files an earlier run's output compared")
+    args = parser.parse_args(argv)
+    skip = set()
+    if args.skip_listed:
+        for line in Path(args.skip_listed).read_text().splitlines():
+            if ": compared " in line:
+                skip.add(line.split(": ")[0])
+    root = Path(args.dir)
+    work = Path(tempfile.mkdtemp(prefix="nmodl-compare-"))
+    swc = args.swc
+    if swc is None:
+        swc = str(work / "soma.swc")
+        Path(swc).write_text("1 1 0 0 0 10 -1\n")
+    rows = []
+    folders: dict = {}
+    for path in sorted(root.rglob("*.mod")):
+        if str(path) in skip:
+            continue
+        try:
+            mech = translation(path).mechanism
+        except NmodlError:
+            continue
+        if mech.name in hb.mechanisms.names() and hb.mechanisms.registered(mech.name) is None \
+                or mech.name in NEURON_NAMES:
+            path = renamed(path, mech.name, f"{mech.name}_t",
+                           work / f"{sum(map(len, folders.values())):04d}.mod")
+            mech = translation(path).mechanism
+        folders.setdefault(path.parent, []).append((path, mech.name))
+    rows = []
+    for items in folders.values():
+        try:       # one build per folder; per file where names clash
+            libs = dict.fromkeys((p for p, _ in items), compile_mods([p for p, _ in items]))
+        except RuntimeError:
+            libs = {}
+            for p, _ in items:
+                try:
+                    libs[p] = compile_mods([p])
+                except RuntimeError:
+                    libs[p] = None
+        batch = _compare_batch(hb, items, libs, swc)
+        for path, name in items:
+            r = batch.get(path) or _compare_one(hb, path, name, libs[path], swc)
+            rows.append(r)
+            print(f"{r[0]}: {r[1]}: {r[2]}"
+                  + ("" if r[3] is None else f" max|dV| = {r[3]:.3g} mV"), flush=True)
+    dvs = [r[3] for r in rows if r[3] is not None]
+    within = sum(1 for d in dvs if d <= 1e-9)
+    print(f"\n{len(rows)} translated files; {len(dvs)} compared with NEURON; "
+          f"{within} within 1e-9 mV; worst {max(dvs) if dvs else float('nan'):.3g} mV")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

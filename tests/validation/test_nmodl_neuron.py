@@ -1,0 +1,361 @@
+"""Translated NMODL files against NEURON: the same files compiled by ``nrnivmodl``.
+
+Files: the mechanisms of NEURON's wheel that translate (``share/modfile``: hh, pas,
+ExpSyn, Exp2Syn, IClamp, SEClamp, renamed ``*_t`` so that they do not meet NEURON's
+built-ins; ``share/nrn/demo/release``: khhchan, nachan, nacaex), two of NEURON's examples
+shipped in ``tests/data/nmodl`` (syn1, cacur) and files written here to exercise a
+TABLE depending on a GLOBAL, a FUNCTION reading PARAMETERs, cnexp written in place (a
+LOCAL time constant), a FROM loop, file-level LOCALs, NET_RECEIVE with a weight, cnexp of
+y' = k and of equations reading a state updated before them, euler, derivimplicit, and
+ASSIGNED arrays filled by a FROM loop in a TABLE procedure, and a READ ion variable
+assigned in INITIAL and BREAKPOINT (each block's own copy in NEURON).
+
+Protocol: a one-compartment soma (L = diam = 20 µm) with hh and the mechanism, a current
+clamp (del 1 ms, dur 20 ms, 0.3 nA), dt 0.025 ms, 30 ms; synapses on it driven by a
+NetStim; and a real cell (ko20x-07, d_lambda 0.1) with several of them at once.
+Acceptance: max |ΔV| <= 1e-9 mV at every step for explicit methods and TABLEs, 1e-6 mV for
+derivimplicit (NEURON's Newton tolerance).
+"""
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import nmodl_compare as nc
+import numpy as np
+import pytest
+
+pytestmark = [pytest.mark.neuron,
+              pytest.mark.filterwarnings("ignore::UserWarning")]  # notices, SWC notes
+
+DATA = Path(__file__).parents[1] / "data"
+TOLERANCE_MV = 1e-9
+
+CHANNEL = """
+NEURON {
+    SUFFIX kchan
+    USEION k READ ek WRITE ik
+    RANGE gbar, g
+    GLOBAL vhalf, minf, mtau
+}
+PARAMETER {
+    gbar = 0.005 (S/cm2)
+    vhalf = -40 (mV)
+    slope = 6 (mV)
+    q10 = 3
+}
+ASSIGNED { v (mV) celsius (degC) ik (mA/cm2) ek (mV) g (S/cm2) minf mtau (ms) }
+STATE { m }
+INITIAL { rates(v) m = minf }
+BREAKPOINT {
+    SOLVE states METHOD cnexp
+    g = gbar*m^4
+    ik = g*(v - ek)
+}
+DERIVATIVE states {
+    rates(v)
+    m' = (minf - m)/mtau
+}
+PROCEDURE rates(v (mV)) {
+    LOCAL a, b, qt
+    TABLE minf, mtau DEPEND celsius, vhalf FROM -120 TO 80 WITH 400
+    qt = q10^((celsius - 22)/10)
+    a = alpha(v)
+    b = 0.125*exp(-(v + 65)/80)
+    minf = 1/(1 + exp(-(v - vhalf)/slope))
+    mtau = 1/(qt*(a + b))
+}
+FUNCTION alpha(x (mV)) {
+    if (fabs(x - vhalf) < 1e-6) {
+        alpha = 0.1*slope
+    } else {
+        alpha = 0.1*(x - vhalf)/(1 - exp(-(x - vhalf)/slope))
+    }
+}
+"""
+
+INPLACE = """
+NEURON {
+    SUFFIX nalocal
+    USEION na READ ena WRITE ina
+    RANGE gbar
+}
+PARAMETER { gbar = 0.002 (S/cm2) }
+ASSIGNED { v (mV) ina (mA/cm2) ena (mV) }
+STATE { h }
+LOCAL hsum
+INITIAL { h = 1/(1 + exp((v + 60)/7)) hsum = 0 }
+BREAKPOINT {
+    SOLVE states METHOD cnexp
+    ina = gbar*(1 - h)*(v - ena)
+}
+DERIVATIVE states {
+    LOCAL tau, k, hinf
+    tau = 0
+    FROM k = 1 TO 3 { tau = tau + k*0.5 }
+    hinf = 1/(1 + exp((v + 60)/7))
+    h' = (hinf - h)/tau
+}
+"""
+
+SYNAPSE = """
+NEURON {
+    POINT_PROCESS wsyn
+    NONSPECIFIC_CURRENT i
+    RANGE tau, e, i
+}
+PARAMETER { tau = 3 (ms) e = -10 (mV) }
+ASSIGNED { v (mV) i (nA) }
+STATE { g (uS) }
+INITIAL { g = 0 }
+BREAKPOINT {
+    SOLVE state METHOD cnexp
+    i = g*(v - e)
+}
+DERIVATIVE state { g' = -g/tau }
+NET_RECEIVE(w (uS)) { g = g + w*(1 + 0.5*(t > 10)) }
+"""
+
+METHODS = """
+NEURON { SUFFIX methods NONSPECIFIC_CURRENT i RANGE k, g }
+PARAMETER { k = 0.1 (/ms) g = 0.0005 (S/cm2) }
+ASSIGNED { v (mV) i (mA/cm2) }
+STATE { p z w }
+INITIAL { p = 0 z = 0.2 w = 0.1 }
+BREAKPOINT {
+    SOLVE s METHOD cnexp
+    i = g*(p*0.01 + z + w)*(v + 70)
+}
+DERIVATIVE s {
+    p' = k
+    z' = k*(1 - z) - 2*z*exp(v/50)
+    w' = -w/k*0.05 + z
+}
+"""
+
+EULER = """
+NEURON { SUFFIX eulr NONSPECIFIC_CURRENT i RANGE k, g }
+PARAMETER { k = 0.1 (/ms) g = 0.0005 (S/cm2) }
+ASSIGNED { v (mV) i (mA/cm2) }
+STATE { e1 e2 }
+INITIAL { e1 = 0.5 e2 = 0 }
+BREAKPOINT {
+    SOLVE eu METHOD euler
+    i = g*(e1 - e2)*(v + 70)
+}
+DERIVATIVE eu {
+    e1' = k*(1 - e1) - e1*exp(v/40)
+    e2' = -e2/2 + e1
+}
+"""
+
+IMPLICIT = """
+NEURON {
+    SUFFIX kimp
+    USEION k READ ek WRITE ik
+    RANGE gbar, ninf, ntau
+}
+PARAMETER { gbar = 0.01 (S/cm2) }
+ASSIGNED { v (mV) ik (mA/cm2) ek (mV) ninf ntau (ms) }
+STATE { n }
+INITIAL { rates(v) n = ninf }
+BREAKPOINT {
+    SOLVE states METHOD derivimplicit
+    ik = gbar*n*n*(v - ek)
+}
+DERIVATIVE states {
+    rates(v)
+    n' = (ninf - n)/ntau
+}
+PROCEDURE rates(v (mV)) {
+    ninf = 1/(1 + exp(-(v + 45)/8))
+    ntau = 0.5 + 4*exp(-((v + 50)/25)^2)
+}
+"""
+
+ARRAYS = """
+NEURON {
+    SUFFIX karr
+    USEION k READ ek WRITE ik
+    RANGE gbar, inf, tau
+}
+PARAMETER { gbar = 0.01 (S/cm2) }
+ASSIGNED { v (mV) ik (mA/cm2) ek (mV) inf[2] tau[2] (ms) }
+STATE { m h }
+INITIAL { rates(v) m = inf[0] h = inf[1] }
+BREAKPOINT {
+    SOLVE states METHOD cnexp
+    ik = gbar*m*m*h*(v - ek)
+}
+DERIVATIVE states {
+    rates(v)
+    m' = (inf[0] - m)/tau[0]
+    h' = (inf[1] - h)/tau[1]
+}
+PROCEDURE rates(v (mV)) {
+    LOCAL i
+    TABLE inf, tau DEPEND celsius FROM -100 TO 100 WITH 200
+    FROM i = 0 TO 1 {
+        tau[i] = vartau(v, i)
+        inf[i] = 1/(1 + exp((v - (-30 - 35*i))/(-8 + 14*i)))
+    }
+}
+FUNCTION vartau(v (mV), i) (ms) {
+    if (i == 0) {
+        vartau = 1 + 0.5*exp(-((v + 40)/20)^2)
+    } else {
+        vartau = 20
+    }
+}
+"""
+
+ION_COPY = """
+NEURON { SUFFIX kcopy USEION k READ ek WRITE ik RANGE g }
+PARAMETER { g = 0.0002 (S/cm2) }
+ASSIGNED { v (mV) ek (mV) ik (mA/cm2) }
+INITIAL { ek = -90 }
+BREAKPOINT {
+    ek = -100
+    ik = g*(v - ek)
+}
+"""
+
+WHEEL_RENAMED = {"hh.mod": "hh", "passive.mod": "pas", "expsyn.mod": "ExpSyn",
+                 "exp2syn.mod": "Exp2Syn", "stim.mod": "IClamp", "svclmp.mod": "SEClamp"}
+WHEEL_DEMOS = ("khhchan.mod", "nachan.mod", "nacaex.mod")
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """Every file in one folder, built by nrnivmodl and loaded into hinesbatch."""
+    import neuron
+
+    import hinesbatch as hb
+    from hinesbatch import mechanisms
+
+    share = Path(neuron.__file__).parent / ".data" / "share"
+    folder = tmp_path_factory.mktemp("mods")
+    for name, mech in WHEEL_RENAMED.items():
+        text = (share / "modfile" / name).read_text()
+        text = re.sub(rf"\b(SUFFIX|POINT_PROCESS)(\s+){mech}\b", rf"\g<1>\g<2>{mech}_t", text,
+                      count=1)
+        (folder / f"t_{name}").write_text(text)
+    for name in WHEEL_DEMOS:
+        (folder / name).write_text((share / "nrn" / "demo" / "release" / name).read_text())
+    for name in ("syn1.mod", "cacur.mod"):
+        (folder / name).write_text((DATA / "nmodl" / name).read_text())
+    for name, text in (("kchan.mod", CHANNEL), ("nalocal.mod", INPLACE),
+                       ("wsyn.mod", SYNAPSE), ("methods.mod", METHODS), ("eulr.mod", EULER),
+                       ("kimp.mod", IMPLICIT), ("karr.mod", ARRAYS),
+                       ("kcopy.mod", ION_COPY)):
+        (folder / name).write_text(text)
+    files = sorted(folder.glob("*.mod"))
+    lib = nc.compile_mods(files)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        names = hb.load_mechanisms(folder)
+    yield lib, names, folder
+    for n in names:
+        mechanisms.unregister(n)
+
+
+def soma(tmp_path) -> str:
+    path = tmp_path / "soma.swc"
+    path.write_text("1 1 0 0 0 10 -1\n")
+    return str(path)
+
+
+def compare(model, lib):
+    ref = nc.run_neuron(model, lib)
+    got = nc.run_hinesbatch(model)
+    assert ref.shape == got.shape
+    return float(np.max(np.abs(ref - got))), ref
+
+
+DENSITY = [
+    ("hh_t", [["hh_t", {}]]),
+    ("pas_t", [["hh", {}], ["pas_t", {"g": 2e-4}]]),
+    ("kchan", [["hh", {}], ["kchan", {}]]),
+    ("nalocal", [["hh", {}], ["nalocal", {}]]),
+    ("HHna+HHk", [["HHna", {}], ["HHk", {}], ["pas_t", {"g": 1e-4, "e": -65}]]),
+    ("nacax", [["hh", {}], ["nacax", {}]]),
+    ("cacur", [["hh", {}], ["cacur", {"del": 3.0, "dur": 2.0, "amp": -0.005}]]),
+    ("methods", [["hh", {}], ["methods", {}]]),
+    ("eulr", [["hh", {}], ["eulr", {}]]),
+    ("kimp", [["hh", {}], ["kimp", {}]]),
+    ("karr", [["hh", {}], ["karr", {}]]),
+    ("kcopy", [["hh", {}], ["kcopy", {}]]),     # hh keeps ek = -77: the copy is kcopy's
+]
+#: derivimplicit: NEURON's Newton iteration stops within its tolerance.
+TOLERANCES_MV = {"kimp": 1e-6}
+
+
+@pytest.fixture(scope="module")
+def soma_runs(compiled, tmp_path_factory):
+    """Every soma model of DENSITY and SYNAPSES, one cell each, in one NEURON run and one
+    hinesbatch run (one compilation): ``{label: (neuron, hinesbatch)}``."""
+    lib, _, _ = compiled
+    swc = tmp_path_factory.mktemp("soma") / "soma.swc"
+    swc.write_text("1 1 0 0 0 10 -1\n")
+    models = {label: {"insert": insert, "iclamp": [1.0, 20.0, 0.3]}
+              for label, insert in DENSITY}
+    for kind, params, weight in SYNAPSES:
+        models[kind] = {"insert": [["hh", {}]], "point": [[kind, "soma[0]", 0.5, params]],
+                        "netstim": [2.0, 6.0, 4, [[0, weight, 1.0]]]}
+    ref, got = nc.run_batch(list(models.values()), lib, swc, tstop=30.0)
+    return {label: (r, g) for label, r, g in zip(models, ref, got)}
+
+
+@pytest.mark.parametrize("label", [d[0] for d in DENSITY])
+def test_density_mechanism_on_a_soma_with_hh(soma_runs, label):
+    ref, got = soma_runs[label]
+    dv = float(np.max(np.abs(ref - got)))
+    assert ref.max() > 0.0, "the soma should spike: the comparison must cover a spike"
+    assert dv <= TOLERANCES_MV.get(label, TOLERANCE_MV), f"{label}: max |dV| = {dv} mV"
+
+
+SYNAPSES = [
+    ("ExpSyn_t", {"tau": 2.0}, 0.01),
+    ("Exp2Syn_t", {"tau1": 0.5, "tau2": 4.0}, 0.01),
+    ("wsyn", {}, 0.004),
+]
+
+
+@pytest.mark.parametrize("kind", [s[0] for s in SYNAPSES])
+def test_synapse_driven_by_a_netstim(soma_runs, kind):
+    ref, got = soma_runs[kind]
+    dv = float(np.max(np.abs(ref - got)))
+    assert ref.max() > -60.0, "the synapse should depolarize the soma"
+    assert dv <= TOLERANCE_MV, f"{kind}: max |dV| = {dv} mV"
+
+
+def test_point_processes_without_events(compiled, tmp_path):
+    """IClamp_t drives, syn1 (a FUNCTION of t) and SEClamp_t (after_cvode) act on hh."""
+    lib, _, _ = compiled
+    model = {"swc": soma(tmp_path), "insert": [["hh", {}]],
+             "point": [["IClamp_t", "soma[0]", 0.5, {"dur": 5.0, "amp": 0.4}],
+                       ["syn1", "soma[0]", 0.5, {"onset": 12.0, "tau": 1.0, "gmax": 0.01}],
+                       ["SEClamp_t", "soma[0]", 0.5,
+                        {"dur1": 20.0, "amp1": -65.0, "dur2": 3.0, "amp2": -20.0,
+                         "rs": 500.0}]],
+             "tstop": 30.0}
+    model["point"][0][3]["del"] = 1.0
+    dv, ref = compare(model, lib)
+    assert ref.max() > 0.0
+    assert dv <= TOLERANCE_MV, f"max |dV| = {dv} mV"
+
+
+def test_real_cell_with_several_translated_mechanisms(compiled):
+    lib, _, _ = compiled
+    model = {"swc": str(DATA / "morphologies" / "real" / "ko20x-07.CNG.swc"),
+             "nseg": None, "d_lambda": 0.1,
+             "insert": [["hh_t", {}], ["kchan", {}], ["nalocal", {"gbar": 0.001}]],
+             "point": [["Exp2Syn_t", "apic[0]", 0.5, {"tau1": 0.3, "tau2": 3.0}],
+                       ["wsyn", "soma[0]", 0.5, {}]],
+             "iclamp": [2.0, 15.0, 0.5],
+             "netstim": [1.0, 4.0, 6, [[0, 0.02, 1.0], [1, 0.005, 2.0]]],
+             "record": [["soma[0]", 0.5], ["dend[3]", 0.5]], "tstop": 25.0}
+    dv, ref = compare(model, lib)
+    assert ref[0].max() > 0.0
+    assert dv <= TOLERANCE_MV, f"max |dV| = {dv} mV"
