@@ -1,0 +1,99 @@
+"""Mechanisms translated from NMODL files on the GPU engine: its kernel built as host C++
+(``HINESBATCH_GPU_EMULATION``) gives the serial CPU engine's numbers bit for bit, and the
+generated CUDA compiles with nvcc for sm_90. Files: NEURON's own (the wheel's
+``share/modfile`` and ``share/nrn/demo/release``, and ``tests/data/nmodl``)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+neuron = pytest.importorskip("neuron", reason="NMODL files are read with neuron.nmodl")
+
+import hinesbatch as hb  # noqa: E402
+from hinesbatch import mechanisms  # noqa: E402
+from hinesbatch.engine.gpu.devices import EMULATION_ENV  # noqa: E402
+from hinesbatch.engine.gpu.source import field_roles, kernel_source  # noqa: E402
+
+DATA = Path(neuron.__file__).parent / ".data" / "share"
+DEMO = DATA / "nrn" / "demo" / "release"
+MODFILES = DATA / "modfile"
+HERE = Path(__file__).parents[1] / "data"
+SWC = HERE / "morphologies" / "real" / "ko20x-07.CNG.swc"
+NVCC = shutil.which("nvcc")
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                                reason="the host build of the GPU kernel needs g++")
+
+
+@pytest.fixture(autouse=True)
+def translated(monkeypatch):
+    """NEURON's demo channels, syn1 and the wheel's hh.mod, expsyn.mod (replacing the
+    built-ins); the registry is restored afterwards."""
+    monkeypatch.setenv(EMULATION_ENV, "2")
+    before = set(mechanisms._REGISTERED)
+    with warnings.catch_warnings():     # the notices about files that do not translate
+        warnings.simplefilter("ignore")
+        names = hb.load_mechanisms(DEMO, strict=False)
+    names += hb.load_mechanisms(HERE / "nmodl" / "syn1.mod")
+    for f in ("hh.mod", "expsyn.mod"):
+        names += hb.load_mechanisms(MODFILES / f, replace=True)
+    yield names
+    for name in set(mechanisms._REGISTERED) - before:
+        mechanisms.unregister(name)
+    for name in before:
+        mechanisms.unregister(name)
+
+
+def _model(backend, channels, seed):
+    rng = np.random.default_rng(seed)
+    cells = []
+    for k in range(4):
+        c = hb.Cell(SWC, nseg=1 + k % 2)
+        c.insert("hh")
+        for name in channels:
+            c.insert(name)
+        c.place("IClamp", "soma[0](0.5)", delay=1.0, dur=3.0, amp=float(rng.uniform(0.3, 1)))
+        cells.append(c)
+    sim = hb.Simulation(cells, backend=backend, devices=2 if backend == "gpu" else None)
+    syn = cells[3].place("syn1", "soma[0](0.5)", onset=5.0, tau=1.0, gmax=0.01)
+    exp = cells[2].place("ExpSyn", "soma[0](0.5)", tau=2.0)
+    sim.connect((0, "soma[0](0.5)"), exp, weight=0.02, delay=1.5)
+    keys = [sim.record("v", cell=k) for k in range(4)]
+    keys += [sim.record("i", target=syn), sim.record("g", target=exp)]
+    spikes = [sim.record_spikes(sim.spike_source(k)) for k in range(4)]
+    return sim.run(25.0), keys, spikes
+
+
+def test_translated_mechanisms_on_the_gpu_engine_equal_serial(translated, seed):
+    channels = [n for n in translated if mechanisms.get(n).kind == "density"
+                and n not in ("hh",)]
+    assert channels, translated
+    a, keys, spikes = _model("serial", channels, seed)
+    b, _, _ = _model("gpu", channels, seed)
+    for k in keys:
+        assert np.array_equal(a.traces[k], b.traces[k]), k
+    for k in spikes:
+        assert np.array_equal(a.spikes[k], b.spikes[k]), k
+    assert sum(a.spikes[k].size for k in spikes) > 0
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on the PATH")
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_translated_mechanisms_compile_for_sm90(translated, precision, tmp_path):
+    mechs = sorted((mechanisms.get(n) for n in translated), key=lambda m: m.order)
+    roles = {m.name: field_roles(m, np.array([[f.default] * 2 for f in m.fields])
+                                 .reshape(len(m.fields), 2), True) for m in mechs}
+    src = tmp_path / "engine.cu"
+    src.write_text(kernel_source(mechs, roles, precision=precision, tables=True, dt=0.025,
+                                 celsius=6.3, block_threads=128))
+    fmad = ["--fmad=false"] if precision == "float64" else []
+    out = subprocess.run([NVCC, "-arch=sm_90", "-std=c++17", *fmad, "-c", str(src), "-o",
+                          str(tmp_path / "engine.o")], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
