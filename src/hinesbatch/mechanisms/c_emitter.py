@@ -24,6 +24,7 @@ Functions for mechanism ``m`` (only those its description has):
 from __future__ import annotations
 
 import ast
+import copy
 
 from .codegen import _BINOPS, _CMPOPS, CodegenError, _name, _parse_expr
 from .description import Mechanism
@@ -47,18 +48,25 @@ _ARGS = "double* D, long n, long j, double v, double t, double dt, double celsiu
 
 
 class _CScope:
+    """How names resolve in one block: arguments, ``weight``, the special names, fields
+    (:meth:`field`), else locals ``l_<name>``."""
+
     def __init__(self, mech: Mechanism, *, fields: bool, args=None, weight=False):
         self.mech = mech
         self.fields = {f: k for k, f in enumerate(mech.field_names)} if fields else {}
         self.args = dict(args or {})
         self.weight = weight
+        self.special = _SPECIAL
         self.locals: set = set()
 
     def inner(self, args: dict):
         """The scope of an inlined procedure: its arguments, the same locals and fields."""
-        inner = _CScope(self.mech, fields=bool(self.fields), args=args, weight=self.weight)
-        inner.locals = self.locals
+        inner = copy.copy(self)
+        inner.args = dict(args)
         return inner
+
+    def field(self, name: str) -> str:
+        return f"D[{self.fields[name]}*n + j]"
 
     def name(self, name: str) -> str:
         name = _name(name)
@@ -66,10 +74,10 @@ class _CScope:
             return self.args[name]
         if name == "weight" and self.weight:
             return "weight"
-        if name in _SPECIAL:
-            return _SPECIAL[name]
+        if name in self.special:
+            return self.special[name]
         if name in self.fields:
-            return f"D[{self.fields[name]}*n + j]"
+            return self.field(name)
         self.locals.add(name)
         return f"l_{name}"
 

@@ -280,6 +280,7 @@ class GpuRunner:
             n = len(code.table_procedures) if sim.tables else 0
             self.tables[code.mech.name] = run_arrays.tables[k:k + n]
             k += n
+        self.mech_index = {m.name: k for k, m in enumerate(lay.mechs)}
         self.structs, self.struct_ids = structures(lay)
         roles = {m.name: field_roles(m, sim._data[m.name], sim.tables) for m in lay.mechs}
         args = kernel_args(lay.mechs, sim.tables)
@@ -414,7 +415,7 @@ class GpuRunner:
         target = sim._event_target(event)
         m, j = lay.pp_index[id(target)]
         gid = sim._gid(target.cell)
-        k = next(i for i, mech in enumerate(lay.mechs) if mech.name == m)
+        k = self.mech_index[m]
         for p in self.parts:
             if p.c0 <= gid < p.c1:
                 found[id(p)].append((gid - p.c0, step, k, j - p.inst0[m], event.weight,

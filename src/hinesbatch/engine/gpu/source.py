@@ -206,32 +206,25 @@ def field_roles(mech, data, tables: bool) -> tuple[dict, set]:
 class _KernelScope(_CScope):
     """Fields as locals ``f_<name>`` (or literals for constants); ``v`` as ``v_name``."""
 
-    def __init__(self, mech, constants: dict, literal, *, v_name="v", args=None,
-                 weight=False, shared=None):
-        super().__init__(mech, fields=True, args=args, weight=weight)
-        self.constants, self.literal, self.v_name = constants, literal, v_name
-        self.used = set() if shared is None else shared
+    def __init__(self, mech, constants: dict, literal, *, v_name="v", weight=False):
+        super().__init__(mech, fields=True, weight=weight)
+        self.constants, self.literal = constants, literal
+        self.v_name = v_name
+        self.used: set = set()     # shared with the scopes of inlined procedures
 
-    def inner(self, args: dict):
-        inner = _KernelScope(self.mech, self.constants, self.literal, v_name=self.v_name,
-                             args=args, weight=self.weight, shared=self.used)
-        inner.locals = self.locals
-        return inner
+    @property
+    def v_name(self) -> str:
+        return self.special["v"]
 
-    def name(self, name: str) -> str:
-        n = _name(name)
-        if n in self.args:
-            return self.args[n]
-        if n == "v":
-            return self.v_name
-        if n in ("t", "dt", "celsius") or (n == "weight" and self.weight):
-            return n
-        if n in self.fields:
-            if n in self.constants:
-                return self.literal(self.constants[n])
-            self.used.add(n)
-            return f"f_{n}"
-        return super().name(name)
+    @v_name.setter
+    def v_name(self, value: str) -> None:
+        self.special = {"v": value, "t": "t", "dt": "dt", "celsius": "celsius"}
+
+    def field(self, name: str) -> str:
+        if name in self.constants:
+            return self.literal(self.constants[name])
+        self.used.add(name)
+        return f"f_{name}"
 
 
 def _loads_stores(mech, used: set, access: _Access, transient: set) -> tuple:
