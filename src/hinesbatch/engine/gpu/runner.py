@@ -281,6 +281,9 @@ class GpuRunner:
             self.tables[code.mech.name] = run_arrays.tables[k:k + n]
             k += n
         self.mech_index = {m.name: k for k, m in enumerate(lay.mechs)}
+        # threshold -> synapse delays bound how long the cells may run on their own
+        delays = [nc.delay for s in run_arrays.sources for nc in s.netcons]
+        self.min_delay = min(delays) if delays else math.inf
         self.structs, self.struct_ids = structures(lay)
         roles = {m.name: field_roles(m, sim._data[m.name], sim.tables) for m in lay.mechs}
         args = kernel_args(lay.mechs, sim.tables)
@@ -351,9 +354,7 @@ class GpuRunner:
         sim, run = self.sim, self.run_arrays
         tgrid = run.tgrid
         n_steps = tgrid.size - 1
-        half = 0.5 * sim.dt
-        delays = [nc.delay for s in run.sources for nc in s.netcons]
-        min_delay = min(delays) if delays else math.inf
+        half, min_delay = 0.5 * sim.dt, self.min_delay
         chunk = max(1, n_steps // 50) if progress is not None else MAX_EPOCH
         begin = time.perf_counter()
         while step < stop:
