@@ -21,6 +21,10 @@ cores, and does it give NEURON's raster?
   ``--branch 32 64 --nring 128 --ncell 128 --tstop 10`` is the case of CoreNEURON's
   published one-GPU time (16 384 cells, 0.431 s), which the goal for one GPU is measured
   against: at least 10x faster.
+* Every row is also compared with the row of the fewest ranks of the same size:
+  ``speedup_vs_fewest_ranks`` and ``same_raster_as_fewest_ranks`` (gids and times, float
+  equality). On GPUs, 4 ranks against 1 at >= 100 000 cells is the strong-scaling goal
+  (>= 3.5x); each row splits the slowest rank's time into compute and exchange.
 * Each pair is timed in turn (hinesbatch, NEURON, hinesbatch, ...), ``--repeats`` times;
   medians. The rasters are compared (gids and times, float equality): a speed-up of a run
   that differs from NEURON meets no goal.
@@ -55,6 +59,10 @@ SPEEDUP_GOAL = 2.0
 CORENEURON_GPU = {(128, 128, (32, 64), 10.0): 0.431}
 CORENEURON_GOAL = 10.0
 TIMEOUT = 1800  # [s] per subprocess
+#: Strong scaling on one machine's GPUs: 4 ranks at least this much faster than 1 ...
+SCALING_GOAL = 3.5
+#: ... on networks of at least this many cells.
+SCALING_CELLS = 100_000
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -105,11 +113,18 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="hinesbatch-bench-network-") as tmp:
         for nring in nrings:
-            for n in ranks:
-                rows.append(_row(nring, args.ncell, tstop, n, repeats, Path(tmp), mpiexec,
-                                 use_neuron=use_neuron, backend=args.backend,
-                                 branch=tuple(args.branch)))
+            first = None        # (seconds, gids, times) of the fewest ranks
+            for n in sorted(ranks):
+                row, raster = _row(nring, args.ncell, tstop, n, repeats, Path(tmp), mpiexec,
+                                   use_neuron=use_neuron, backend=args.backend,
+                                   branch=tuple(args.branch))
+                first = first or (n, row["hinesbatch_s"], raster)
+                row["speedup_vs_fewest_ranks"] = first[1] / row["hinesbatch_s"]
+                row["same_raster_as_fewest_ranks"] = bool(
+                    all(np.array_equal(a, b) for a, b in zip(first[2], raster)))
+                rows.append(row)
     notes += _goals(rows)
+    notes += _scaling_goals(rows)
     for note in notes:
         print(note)
     notes += _coreneuron_goals(rows, args.ncell, tuple(args.branch), tstop)
@@ -163,7 +178,7 @@ def _row(nring, ncell, tstop, n, repeats, tmp: Path, mpiexec, *, use_neuron: boo
             and np.array_equal(nrn["times"][order], last["times"]))
     print("  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                     for k, v in row.items()), flush=True)
-    return row
+    return row, (last["gids"], last["times"])
 
 
 def _call(argv, out: Path) -> Path:
@@ -208,6 +223,27 @@ def _coreneuron_goals(rows, ncell: int, branch: tuple, tstop: float) -> list[str
                      f"{tstop:g} ms): {ref} s; hinesbatch on one GPU {r['hinesbatch_s']:.3f} s "
                      f"= {ratio:.1f}x; goal >= {CORENEURON_GOAL:g}x -> "
                      f"{'met' if ratio >= CORENEURON_GOAL else 'NOT met'}")
+    return notes
+
+
+def _scaling_goals(rows) -> list[str]:
+    """Strong scaling on GPUs: 4 ranks (one GPU each) against 1 at >= SCALING_CELLS cells."""
+    notes = []
+    for r in rows:
+        if r["backend"] != "gpu" or r["ranks_or_threads"] != 4:
+            continue
+        one = next((x for x in rows if x["nring"] == r["nring"] and x["backend"] == "gpu"
+                    and x["ranks_or_threads"] == 1), None)
+        if one is None:
+            continue
+        ratio = one["hinesbatch_s"] / r["hinesbatch_s"]
+        judged = r["cells"] >= SCALING_CELLS and r["same_raster_as_fewest_ranks"]
+        verdict = ("met" if ratio >= SCALING_GOAL else "NOT met") if judged else (
+            f"not judged: fewer than {SCALING_CELLS} cells" if r["cells"] < SCALING_CELLS
+            else "not judged: the raster differs from one rank's")
+        notes.append(f"{r['cells']} cells, 4 GPUs (one rank each) vs 1: {ratio:.2f}x "
+                     f"(compute {r['compute_s']:.3f} s, exchange {r['exchange_s']:.3f} s on "
+                     f"the slowest rank); goal >= {SCALING_GOAL:g}x -> {verdict}")
     return notes
 
 
