@@ -4,8 +4,9 @@ Usage: ``[mpiexec -n N] python -m hinesbatch.bench.network_worker OUT.npz NRING 
 BRANCH_LO BRANCH_HI COMPART_LO COMPART_HI TSTOP [BACKEND]`` (BACKEND ``serial``, the
 default, or ``gpu``: one GPU per rank)
 
-Builds the ringtest (:mod:`hinesbatch.network.ringtest`), runs it once for 1 ms (the
-kernels load from Numba's cache, or compile), then runs it to TSTOP and rank 0 writes
+Runs a ringtest of as many rings as ranks (at most NRING) for 1 ms first, so that the
+kernels load from Numba's cache, or compile, without building the whole network twice;
+then builds the ringtest (:mod:`hinesbatch.network.ringtest`), runs it to TSTOP and rank 0 writes
 OUT.npz: ``gids``, ``times`` (the cells' spikes, sorted by (time, gid)), ``run_s`` (the
 slowest rank's stepping plus exchange time after ``finitialize``, the part NEURON's
 ``psolve`` timing covers), ``setup_s``, ``compute_s`` and ``exchange_s`` (per rank),
@@ -29,7 +30,8 @@ def main(argv) -> None:
     backend = argv[10] if len(argv) > 10 else "serial"
     params = RingtestParameters(nring, ncell, npt, (b0, b1), (c0, c1), tstop)
     comm = world()
-    run_network(ringtest(params), 1.0, comm=comm, backend=backend)   # warm-up: kernels loaded
+    warm = RingtestParameters(min(nring, comm.size), ncell, npt, (b0, b1), (c0, c1), 1.0)
+    run_network(ringtest(warm), 1.0, comm=comm, backend=backend)   # kernels loaded
     start = time.perf_counter()
     res = run_network(ringtest(params), tstop, comm=comm, backend=backend)
     wall = time.perf_counter() - start

@@ -52,9 +52,9 @@ class NetworkResults(Results):
 
     ``meta`` adds ``n_ranks``, ``rank_of_gid`` (list), ``loads`` (compartments per rank),
     ``min_delay`` [ms], ``epochs``, and per rank (lists by rank) ``setup_s`` (building the
-    engine's arrays and ``finitialize``), ``compute_s`` (stepping the epochs) and
-    ``exchange_s`` (the spike exchanges, waiting for the other ranks included), in
-    wall-clock seconds.
+    engine's arrays and ``finitialize``, until every rank has), ``compute_s`` (stepping the
+    epochs) and ``exchange_s`` (the spike exchanges, waiting for the other ranks
+    included), in wall-clock seconds.
     """
 
     def __init__(self, *args, rank: int = 0, **kwargs):
@@ -141,6 +141,7 @@ def _run(net, tstop: float, comm, options: dict) -> NetworkResults:
     start = time.perf_counter()
     empty = (np.zeros(0, dtype=np.int64), np.zeros(0))
     outbox = sim.begin(tstop) if sim is not None else empty
+    comm.barrier()      # the ranks start stepping together: setup skew is not exchange time
     setup = time.perf_counter() - start
     trade(*outbox)
     t, epochs = 0.0, 0
