@@ -359,6 +359,62 @@ BREAKPOINT { ica = g*(v - eca) }
     assert m.currents == ("ica",)
 
 
+NA_READER = """
+NEURON { SUFFIX naread USEION na READ nai, nao RANGE r }
+ASSIGNED { nai (mM) nao (mM) r }
+INITIAL { r = nai/nao }
+"""
+
+CL_READER = """
+NEURON { SUFFIX clread USEION cl READ cli, clo, ecl WRITE icl VALENCE -1 RANGE g }
+PARAMETER { g = 0.0001 (S/cm2) }
+ASSIGNED { v (mV) cli (mM) clo (mM) ecl (mV) icl (mA/cm2) }
+BREAKPOINT { icl = g*(v - ecl) }
+"""
+
+
+def test_concentrations_read_set_reversal_potentials_at_initialization(tmp_path):
+    """NEURON's ion_init: where a mechanism reads an ion's concentrations, every mechanism
+    there that reads the reversal potential gets the Nernst potential at finitialize (hh's
+    ena too); elsewhere the default stays. An ion NEURON does not know runs with its VALENCE
+    (its default concentrations, 1 mM inside and out, give 0 mV)."""
+    from hinesbatch.mechanisms.ions import nernst
+
+    for name, text in (("naread", NA_READER), ("clread", CL_READER)):
+        hb.load_mechanisms(write(tmp_path, f"{name}.mod", text))
+    try:
+        m = mechanisms.get("naread")
+        assert [(v.name, v.default, v.unit) for v in m.ion_variables] == [
+            ("nai", 10.0, "mM"), ("nao", 140.0, "mM")]
+        cell = hb.Cell(str(write(tmp_path, "two.swc", "1 1 0 0 0 5 -1\n2 3 0 0 5 1 1\n"
+                                                       "3 3 0 0 20 1 2\n")))
+        cell.insert("hh", ena=55.0)
+        cell.insert("naread", region="soma")
+        cell.insert("clread")
+        sim = hb.Simulation(cell, celsius=16.3)
+        sim.run(0.1)
+        lay, data = sim._layout, sim._data
+        hh = mechanisms.get("hh")
+        ena = data["hh"][hh.field_names.index("ena")]
+        soma = np.isin(lay.nodes["hh"], lay.nodes["naread"])
+        assert soma.any() and (~soma).any()
+        assert np.all(ena[soma] == nernst(10.0, 140.0, 1.0, 16.3))   # overrides 55
+        assert np.all(ena[~soma] == 55.0)
+        ecl = data["clread"][mechanisms.get("clread").field_names.index("ecl")]
+        assert np.all(ecl == nernst(1.0, 1.0, -1.0, 16.3)) and ecl[0] == 0.0
+    finally:
+        mechanisms.unregister("naread")
+        mechanisms.unregister("clread")
+
+
+def test_nernst_special_cases():
+    from hinesbatch.mechanisms.ions import nernst
+
+    assert nernst(0.0, 2.0, 2.0, 6.3) == 1e6 and nernst(1.0, 0.0, 2.0, 6.3) == -1e6
+    assert nernst(1.0, 2.0, 0.0, 6.3) == 0.0
+    assert nernst(2.0, 1.0, 1.0, 6.3) == -nernst(1.0, 2.0, 1.0, 6.3) < 0.0
+
+
 # ---- refusals: file:line: construct: reason -------------------------------------------------
 HEAD = "NEURON {\n    SUFFIX bad\n    %s\n}\nASSIGNED { v x y }\n"
 REFUSED = [
@@ -373,7 +429,8 @@ REFUSED = [
      ("STATE { m }\nBREAKPOINT { SOLVE s METHOD sparse : <-- here\n}\n"
       "DERIVATIVE s { m' = -m }\n")),
     ("net_send()", "", "NET_RECEIVE(w) {\n net_send(1, 1) : <-- here\n}\n"),
-    ("USEION ca READ cai", "USEION ca READ cai : <-- here", ""),
+    ("USEION ca READ ica", "USEION ca READ ica : <-- here", ""),
+    ("USEION cl READ cli", "USEION cl READ cli : <-- here", ""),
     ("USEION ca WRITE cai", "USEION ca WRITE cai : <-- here", ""),
     ("diam", "", "INITIAL {\n x = diam : <-- here\n}\n"),
     ("normrand()", "", "INITIAL {\n x = normrand(0, 1) : <-- here\n}\n"),

@@ -7,8 +7,9 @@ shipped in ``tests/data/nmodl`` (syn1, cacur) and files written here to exercise
 TABLE depending on a GLOBAL, a FUNCTION reading PARAMETERs, cnexp written in place (a
 LOCAL time constant), a FROM loop, file-level LOCALs, NET_RECEIVE with a weight, cnexp of
 y' = k and of equations reading a state updated before them, euler, derivimplicit, and
-ASSIGNED arrays filled by a FROM loop in a TABLE procedure, and a READ ion variable
-assigned in INITIAL and BREAKPOINT (each block's own copy in NEURON).
+ASSIGNED arrays filled by a FROM loop in a TABLE procedure, a READ ion variable
+assigned in INITIAL and BREAKPOINT (each block's own copy in NEURON), and concentrations
+read (the reversal potential then computed from them at finitialize, also for hh's ena).
 
 Protocol: a one-compartment soma (L = diam = 20 µm) with hh and the mechanism, a current
 clamp (del 1 ms, dur 20 ms, 0.3 nA), dt 0.025 ms, 30 ms; synapses on it driven by a
@@ -221,6 +222,26 @@ BREAKPOINT {
 }
 """
 
+CA_READER = """
+NEURON { SUFFIX cagate USEION ca READ cai, cao, eca WRITE ica RANGE gbar }
+PARAMETER { gbar = 0.002 (S/cm2) }
+ASSIGNED { v (mV) cai (mM) cao (mM) eca (mV) ica (mA/cm2) ratio }
+STATE { m }
+INITIAL { m = minf(v) ratio = cao/cai }
+BREAKPOINT {
+    SOLVE states METHOD cnexp
+    ica = gbar*m*m*(v - eca)*(1 + 1e-6*ratio)
+}
+DERIVATIVE states { m' = (minf(v) - m)/2 }
+FUNCTION minf(v (mV)) { minf = 1/(1 + exp(-(v + 30)/6)) }
+"""
+
+NA_READER = """
+NEURON { SUFFIX naread USEION na READ nai, nao RANGE r }
+ASSIGNED { nai (mM) nao (mM) r }
+INITIAL { r = nai/nao }
+"""
+
 WHEEL_RENAMED = {"hh.mod": "hh", "passive.mod": "pas", "expsyn.mod": "ExpSyn",
                  "exp2syn.mod": "Exp2Syn", "stim.mod": "IClamp", "svclmp.mod": "SEClamp"}
 WHEEL_DEMOS = ("khhchan.mod", "nachan.mod", "nacaex.mod")
@@ -248,7 +269,8 @@ def compiled(tmp_path_factory):
     for name, text in (("kchan.mod", CHANNEL), ("nalocal.mod", INPLACE),
                        ("wsyn.mod", SYNAPSE), ("methods.mod", METHODS), ("eulr.mod", EULER),
                        ("kimp.mod", IMPLICIT), ("karr.mod", ARRAYS),
-                       ("kcopy.mod", ION_COPY)):
+                       ("kcopy.mod", ION_COPY), ("cagate.mod", CA_READER),
+                       ("naread.mod", NA_READER)):
         (folder / name).write_text(text)
     files = sorted(folder.glob("*.mod"))
     lib = nc.compile_mods(files)
@@ -286,6 +308,10 @@ DENSITY = [
     ("kimp", [["hh", {}], ["kimp", {}]]),
     ("karr", [["hh", {}], ["karr", {}]]),
     ("kcopy", [["hh", {}], ["kcopy", {}]]),     # hh keeps ek = -77: the copy is kcopy's
+    # concentrations read: eca from the Nernst equation at finitialize, not 132.458 mV
+    ("cagate", [["hh", {}], ["cagate", {}]]),
+    # nai read by another mechanism: hh's ena becomes the Nernst potential, not 50 mV
+    ("naread", [["hh", {}], ["naread", {}]]),
 ]
 #: derivimplicit: NEURON's Newton iteration stops within its tolerance.
 TOLERANCES_MV = {"kimp": 1e-6}

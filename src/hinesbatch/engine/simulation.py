@@ -13,6 +13,7 @@ from numbers import Real
 import numpy as np
 
 from .. import mechanisms as _mechanisms
+from ..mechanisms.ions import initialize_reversals
 from ..model.cell import Cell, PointProcess, format_location
 from ..network import (
     INIT_LIMIT,
@@ -333,6 +334,8 @@ class Simulation:
         self._d = np.zeros(n)
         self._rhs = np.zeros(n)
         self._data = {m: d.copy() for m, d in lay.initial_data.items()}
+        # NEURON's ion_init: reversal potentials from concentrations where those are read
+        initialize_reversals(lay.mechs, lay.nodes, self._data, n, celsius)
         tables, mech_tables = [], {}
         for code in km.codes:
             own = [getattr(km.module, f"_build_{code.mech.name}_{p.name}")(celsius)

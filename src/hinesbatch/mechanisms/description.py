@@ -9,7 +9,8 @@ Data
 ----
 ``parameters``, ``states``, ``assigned`` are :class:`Variable` s with NEURON's names (without
 the ``_suffix``), defaults and units. Ions read (``ena``) and written (``ina``) are declared
-with :class:`Ion`; a read ion variable is a per-instance value with NEURON's default.
+with :class:`Ion`; a read ion variable (reversal potential or concentration) is a
+per-instance value with NEURON's default (:mod:`.ions`).
 
 Code blocks
 -----------
@@ -58,6 +59,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .ions import concentration_names
+from .ions import default as ion_default
+
 __all__ = ["Cnexp", "Function", "Ion", "Mechanism", "Procedure", "Table", "Variable"]
 
 KINDS = ("density", "point", "artificial")
@@ -75,11 +79,13 @@ class Variable:
 
 @dataclass(frozen=True)
 class Ion:
-    """An ion the mechanism uses (NEURON's ``USEION na READ ena WRITE ina``)."""
+    """An ion the mechanism uses (NEURON's ``USEION na READ ena WRITE ina``); ``valence``
+    is its charge where NEURON does not know it (``VALENCE``)."""
 
     name: str
     read: tuple = ()
     write: tuple = ()
+    valence: float | None = None
 
 
 @dataclass(frozen=True)
@@ -169,8 +175,10 @@ class Mechanism:
         """Ion variables as :class:`Variable` s: reads (with NEURON's defaults), writes."""
         out = []
         for ion in self.ions:
+            conc = concentration_names(ion.name)
             for name in ion.read:
-                out.append(Variable(name, ION_DEFAULTS.get(name, 0.0), "mV"))
+                out.append(Variable(name, ion_default(name, ion.name),
+                                    "mM" if name in conc else "mV"))
             for name in ion.write:
                 out.append(Variable(name, 0.0, "mA/cm2"))
         return tuple(out)
@@ -197,8 +205,3 @@ class Mechanism:
                 return f.unit
         raise KeyError(name)
 
-
-#: NEURON's reversal potentials where no mechanism of the section reads or writes the ion's
-#: concentrations (membdef.h): ena = 115 + (-65), ek = -12 + (-65), and eca as NEURON 9.0.2
-#: prints it; any other ion's is 0.
-ION_DEFAULTS = {"ena": 50.0, "ek": -77.0, "eca": 132.4579341637009}

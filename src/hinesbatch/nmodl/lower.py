@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..mechanisms.description import Ion, Mechanism, Variable
+from ..mechanisms.ions import VALENCES, concentration_names
 from . import expressions as ex
 from .callables import CallableLowering
 from .derivatives import DerivativeLowering
@@ -246,6 +247,8 @@ class _Lowering(CallableLowering, DerivativeLowering):
         ion = st.name.get_node_name()
         reads = [r.get_node_name() for r in st.readlist]
         writes = [w.get_node_name() for w in st.writelist]
+        valence = float(st.valence.value.eval()) if st.valence is not None else None
+        conc = concentration_names(ion)
         for w in writes:
             if w == f"i{ion}":
                 continue
@@ -254,15 +257,15 @@ class _Lowering(CallableLowering, DerivativeLowering):
                       "ion concentrations and reversal potentials constant",
                       rf"USEION\s+{ion}\b")
         for r in reads:
-            if r in (f"{ion}i", f"{ion}o"):
-                self.fail(f"USEION {ion} READ {r}", f"reads the concentration {r}: the "
-                          "engine keeps no ion concentrations (and NEURON then computes "
-                          f"e{ion} from them for every mechanism of the section)",
-                          rf"USEION\s+{ion}\b")
-            if r != f"e{ion}":
-                self.fail(f"USEION {ion} READ {r}", "only the reversal potential "
-                          f"e{ion} is read by translated mechanisms", rf"USEION\s+{ion}\b")
-        self.ions.append(Ion(ion, read=tuple(reads), write=tuple(writes)))
+            if r not in (f"e{ion}", *conc):
+                self.fail(f"USEION {ion} READ {r}", f"reads the ion's current {r}: only "
+                          f"e{ion}, {conc[0]} and {conc[1]} are read by translated "
+                          "mechanisms", rf"USEION\s+{ion}\b")
+        if set(reads) & set(conc) and ion not in VALENCES and valence is None:
+            self.fail(f"USEION {ion} READ {', '.join(reads)}", f"the ion {ion} has no "
+                      "VALENCE, which NEURON needs to compute its reversal potential from "
+                      "the concentrations", rf"USEION\s+{ion}\b")
+        self.ions.append(Ion(ion, read=tuple(reads), write=tuple(writes), valence=valence))
         self.ion_read |= set(reads)
         self.ion_write |= set(writes)
         self.currents += [w for w in writes if w == f"i{ion}"]
