@@ -37,21 +37,21 @@ def test_names_and_descriptions():
 
 
 def test_hh_rates_exact_at_minus_65(hh_module):
-    out = hh_module._P_hh_rates(-65.0, 6.3)
+    out = hh_module._P_hh_rates(-65.0, 6.3, 0.025)
     names = ("minf", "mtau", "hinf", "htau", "ninf", "ntau")
     assert dict(zip(names, out)) == RATES_65
 
 
 def test_hh_table_at_minus_65_and_minus_64_3(hh_module):
-    table = hh_module._build_hh_rates(6.3)
+    table = hh_module._build_hh_rates(6.3, 0.025)
     assert table.shape == (6, 201)
-    assert np.array_equal(table[:, 35], hh_module._P_hh_rates(-65.0, 6.3))
+    assert np.array_equal(table[:, 35], hh_module._P_hh_rates(-65.0, 6.3, 0.025))
     # the lookup as nocmodl writes it: integer mV rows agree with the exact rates
     minf, _, _, htau, _, _ = hh_module._L_hh_rates(-65.0, table)
     assert (minf, htau) == (RATES_65["minf"], RATES_65["htau"])
     minf, _, _, htau, _, _ = hh_module._L_hh_rates(-64.3, table)
     assert (minf, htau) == (0.05754013588372681, 8.450055239828691)
-    exact = hh_module._P_hh_rates(-64.3, 6.3)
+    exact = hh_module._P_hh_rates(-64.3, 6.3, 0.025)
     assert (exact[0], exact[3]) == (0.057467082514940315, 8.454321431595629)
     # outside the table: its end rows; NaN gives NaN
     assert hh_module._L_hh_rates(-150.0, table) == tuple(table[:, 0])
@@ -60,7 +60,7 @@ def test_hh_table_at_minus_65_and_minus_64_3(hh_module):
 
 
 def test_hh_q10_follows_celsius(hh_module):
-    cold, warm = hh_module._P_hh_rates(-65.0, 6.3), hh_module._P_hh_rates(-65.0, 16.3)
+    cold, warm = hh_module._P_hh_rates(-65.0, 6.3, 0.025), hh_module._P_hh_rates(-65.0, 16.3, 0.025)
     assert warm[0] == cold[0]                      # minf does not depend on celsius
     assert warm[1] == pytest.approx(cold[1] / 3.0, rel=1e-15)
 

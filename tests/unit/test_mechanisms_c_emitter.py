@@ -66,7 +66,7 @@ def test_compiled_c_gives_neuron_numbers(tmp_path):
     from hinesbatch.engine.kernels import kernel_module
 
     mod = kernel_module([hb.mechanisms.get("hh")], tables=True, parallel=False).module
-    table = mod._build_hh_rates(6.3)
+    table = mod._build_hh_rates(6.3, 0.025)
     mech = hb.mechanisms.get("hh")
     D = np.array([[f.default] for f in mech.fields])
     mod._initial_hh(D, np.zeros(1, dtype=np.int64), np.full(1, -65.0), 0.0, 0.025, 6.3, table)

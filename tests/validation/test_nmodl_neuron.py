@@ -9,7 +9,8 @@ LOCAL time constant), a FROM loop, file-level LOCALs, NET_RECEIVE with a weight,
 y' = k and of equations reading a state updated before them, euler, derivimplicit, and
 ASSIGNED arrays filled by a FROM loop in a TABLE procedure, a READ ion variable
 assigned in INITIAL and BREAKPOINT (each block's own copy in NEURON), and concentrations
-read (the reversal potential then computed from them at finitialize, also for hh's ena).
+read (the reversal potential then computed from them at finitialize, also for hh's ena), and
+a TABLE of values depending on dt.
 
 Protocol: a one-compartment soma (L = diam = 20 µm) with hh and the mechanism, a current
 clamp (del 1 ms, dur 20 ms, 0.3 nA), dt 0.025 ms, 30 ms; synapses on it driven by a
@@ -236,6 +237,29 @@ DERIVATIVE states { m' = (minf(v) - m)/2 }
 FUNCTION minf(v (mV)) { minf = 1/(1 + exp(-(v + 30)/6)) }
 """
 
+DT_TABLE = """
+NEURON { SUFFIX kdt USEION k READ ek WRITE ik RANGE gbar }
+PARAMETER { gbar = 0.01 (S/cm2) }
+ASSIGNED { v (mV) ek (mV) ik (mA/cm2) ninf nexp }
+STATE { n }
+INITIAL { rates(v) n = ninf }
+BREAKPOINT {
+    SOLVE states
+    ik = gbar*n*n*n*n*(v - ek)
+}
+PROCEDURE states() {
+    rates(v)
+    n = n + nexp*(ninf - n)
+}
+PROCEDURE rates(v (mV)) {
+    LOCAL tau
+    TABLE ninf, nexp DEPEND dt, celsius FROM -100 TO 100 WITH 200
+    tau = 1 + 4*exp(-((v + 50)/20)^2)
+    ninf = 1/(1 + exp(-(v + 45)/9))
+    nexp = 1 - exp(-dt/tau)
+}
+"""
+
 NA_READER = """
 NEURON { SUFFIX naread USEION na READ nai, nao RANGE r }
 ASSIGNED { nai (mM) nao (mM) r }
@@ -270,7 +294,7 @@ def compiled(tmp_path_factory):
                        ("wsyn.mod", SYNAPSE), ("methods.mod", METHODS), ("eulr.mod", EULER),
                        ("kimp.mod", IMPLICIT), ("karr.mod", ARRAYS),
                        ("kcopy.mod", ION_COPY), ("cagate.mod", CA_READER),
-                       ("naread.mod", NA_READER)):
+                       ("naread.mod", NA_READER), ("kdt.mod", DT_TABLE)):
         (folder / name).write_text(text)
     files = sorted(folder.glob("*.mod"))
     lib = nc.compile_mods(files)
@@ -312,6 +336,8 @@ DENSITY = [
     ("cagate", [["hh", {}], ["cagate", {}]]),
     # nai read by another mechanism: hh's ena becomes the Nernst potential, not 50 mV
     ("naread", [["hh", {}], ["naread", {}]]),
+    # a TABLE of values that depend on dt (exp(-dt/tau)), built for the run's dt
+    ("kdt", [["hh", {}], ["kdt", {}]]),
 ]
 #: derivimplicit: NEURON's Newton iteration stops within its tolerance.
 TOLERANCES_MV = {"kimp": 1e-6}

@@ -338,7 +338,7 @@ class Simulation:
         initialize_reversals(lay.mechs, lay.nodes, self._data, n, celsius)
         tables, mech_tables = [], {}
         for code in km.codes:
-            own = [getattr(km.module, f"_build_{code.mech.name}_{p.name}")(celsius)
+            own = [getattr(km.module, f"_build_{code.mech.name}_{p.name}")(celsius, dt)
                    for p in code.table_procedures] if self.tables else []
             mech_tables[code.mech.name] = own
             tables += own

@@ -188,13 +188,13 @@ class MechanismCode:
                            for o in range(k)) + ","
         return (
             f"@njit(cache=True, error_model='numpy')\n"
-            f"def _P_{m}_{p.name}({args}, _celsius):\n{body}    return ({outs})\n\n\n"
+            f"def _P_{m}_{p.name}({args}, _celsius, _dt):\n{body}    return ({outs})\n\n\n"
             f"@njit(cache=True, error_model='numpy')\n"
-            f"def _build_{m}_{p.name}(_celsius):\n"
+            f"def _build_{m}_{p.name}(_celsius, _dt):\n"
             f"    _T = np.empty(({k}, {n + 1}))\n"
             f"    _x = {tmin!r}\n"
             f"    for _i in range({n + 1}):\n"
-            f"        _r = _P_{m}_{p.name}(_x, _celsius)\n"
+            f"        _r = _P_{m}_{p.name}(_x, _celsius, _dt)\n"
             + "".join(f"        _T[{o}, _i] = _r[{o}]\n" for o in range(k))
             + f"        _x += {dx!r}\n"
             f"    return _T\n\n\n"
