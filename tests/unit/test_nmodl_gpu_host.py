@@ -72,7 +72,7 @@ def _model(backend, channels, seed):
 def test_translated_mechanisms_on_the_gpu_engine_equal_serial(translated, seed):
     channels = [n for n in translated if mechanisms.get(n).kind == "density"
                 and n not in ("hh",)]
-    assert channels, translated
+    assert {"HHk", "HHna", "cachan1", "capump"} <= set(channels), translated  # cai readers
     a, keys, spikes = _model("serial", channels, seed)
     b, _, _ = _model("gpu", channels, seed)
     for k in keys:
