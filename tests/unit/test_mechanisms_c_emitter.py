@@ -16,9 +16,9 @@ DRIVER = r"""
 #include <stdio.h>
 int main(void) {
     double out[6], table[6*201];
-    hh_rates_exact(-65.0, 6.3, out);
+    hh_rates_exact(-65.0, 6.3, 0.025, out);
     for (int k = 0; k < 6; ++k) printf("%.17g\n", out[k]);
-    hh_rates_build(6.3, table);
+    hh_rates_build(6.3, 0.025, table);
     hh_rates_lookup(-64.3, table, out);
     printf("%.17g\n%.17g\n", out[0], out[3]);
     /* Exp2Syn: fields tau1 tau2 e A B i g factor, one instance */

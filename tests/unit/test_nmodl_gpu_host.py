@@ -97,3 +97,45 @@ def test_translated_mechanisms_compile_for_sm90(translated, precision, tmp_path)
                           str(tmp_path / "engine.o")], capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr
+
+
+DT_TABLE = """
+NEURON { SUFFIX kdt USEION k READ ek WRITE ik RANGE gbar }
+PARAMETER { gbar = 0.01 (S/cm2) }
+ASSIGNED { v (mV) ek (mV) ik (mA/cm2) ninf nexp }
+STATE { n }
+INITIAL { rates(v) n = ninf }
+BREAKPOINT {
+    SOLVE states
+    ik = gbar*n*n*n*n*(v - ek)
+}
+PROCEDURE states() {
+    rates(v)
+    n = n + nexp*(ninf - n)
+}
+PROCEDURE rates(v (mV)) {
+    LOCAL tau
+    TABLE ninf, nexp DEPEND dt, celsius FROM -100 TO 100 WITH 200
+    tau = 1 + 4*exp(-((v + 50)/20)^2)
+    ninf = 1/(1 + exp(-(v + 45)/9))
+    nexp = 1 - exp(-dt/tau)
+}
+"""
+
+
+@pytest.mark.parametrize("tables", [True, False])
+def test_table_of_dt_on_the_gpu_engine_equals_serial(translated, tables, tmp_path):
+    """A TABLE procedure that reads dt (its exact form and its table builder take dt)."""
+    path = tmp_path / "kdt.mod"
+    path.write_text(DT_TABLE)
+    hb.load_mechanisms(path)
+    traces = []
+    for backend in ("serial", "gpu"):
+        c = hb.Cell(SWC, nseg=1)
+        c.insert("hh")
+        c.insert("kdt", region="soma")
+        c.place("IClamp", "soma[0](0.5)", delay=1.0, dur=10.0, amp=0.5)
+        sim = hb.Simulation(c, backend=backend, tables=tables)
+        key = sim.record("v")
+        traces.append(np.asarray(sim.run(15.0)[key]))
+    assert np.array_equal(traces[0], traces[1]) and traces[0].max() > 0.0

@@ -10,8 +10,9 @@ computes NEURON's values.
 Functions for mechanism ``m`` (only those its description has):
 
 - ``double m_<function>(args..., double celsius)``;
-- ``void m_<proc>_exact(double arg, double celsius, double* out)`` for a TABLE procedure,
-  ``void m_<proc>_build(double celsius, double* table)`` (``outputs × (n+1)``) and
+- ``void m_<proc>_exact(double arg, double celsius, double dt, double* out)`` for a TABLE
+  procedure, ``void m_<proc>_build(double celsius, double dt, double* table)``
+  (``outputs × (n+1)``) and
   ``void m_<proc>_lookup(double arg, const double* table, double* out)``;
 - ``void m_initial(double* D, long n, long j, double v, double t, double dt,
   double celsius, const double* table)``;
@@ -130,7 +131,7 @@ class _CEmitter:
         if p.table is not None:
             m = self.mech.name
             what = f"{m}_{p.name}_lookup({args[0]}, table, r{self.counter})" if self.tables \
-                else f"{m}_{p.name}_exact({args[0]}, celsius, r{self.counter})"
+                else f"{m}_{p.name}_exact({args[0]}, celsius, dt, r{self.counter})"
             src = f"{pad}{{ {self.real} r{self.counter}[{len(p.table.outputs)}];\n{pad}{what};\n"
             for k, o in enumerate(p.table.outputs):
                 src += f"{pad}{scope.name(o)} = r{self.counter}[{k}];\n"
@@ -200,14 +201,14 @@ def emit_helpers(em: _CEmitter, qualifier: str = "static") -> list:
         body = em.block(p.body, scope, 1)
         sets = "".join(f"    out[{i}] = l_{o};\n" for i, o in enumerate(tb.outputs))
         out.append(f"{qualifier} void {m}_{p.name}_exact({r} a_{p.args[0]}, {r} celsius, "
-                   f"{r}* out) {{\n{_locals(scope, r)}{body}{sets}}}\n")
+                   f"{r} dt, {r}* out) {{\n{_locals(scope, r)}{body}{sets}}}\n")
         n, tmin = int(tb.n), float(tb.start)
         dx = (float(tb.stop) - tmin) / float(n)
         out.append(
-            f"{qualifier} void {m}_{p.name}_build({r} celsius, {r}* table) {{\n"
+            f"{qualifier} void {m}_{p.name}_build({r} celsius, {r} dt, {r}* table) {{\n"
             f"    {r} x = {lit(tmin)}, r[{k}];\n"
             f"    for (int i = 0; i < {n + 1}; ++i, x += {lit(dx)}) {{\n"
-            f"        {m}_{p.name}_exact(x, celsius, r);\n"
+            f"        {m}_{p.name}_exact(x, celsius, dt, r);\n"
             f"        for (int o = 0; o < {k}; ++o) table[o*{n + 1} + i] = r[o];\n"
             f"    }}\n}}\n"
             f"{qualifier} void {m}_{p.name}_lookup({r} lv, const {r}* table, {r}* out) {{\n"
