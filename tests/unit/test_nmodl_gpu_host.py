@@ -123,17 +123,39 @@ PROCEDURE rates(v (mV)) {
 """
 
 
+SIDE_GLOBAL = """
+NEURON { SUFFIX kq USEION k READ ek WRITE ik GLOBAL tadj }
+PARAMETER { gbar = 0.02 (S/cm2) }
+ASSIGNED { v (mV) ek (mV) ik (mA/cm2) ninf tadj celsius (degC) }
+STATE { n }
+INITIAL { tab(v) n = ninf }
+BREAKPOINT {
+    SOLVE states METHOD cnexp
+    ik = tadj*gbar*n*n*(v - ek)
+}
+DERIVATIVE states { tab(v) n' = (ninf - n)*tadj/3 }
+PROCEDURE tab(v (mV)) {
+    TABLE ninf DEPEND celsius FROM -100 TO 100 WITH 100
+    tadj = 2^((celsius - 16)/10)
+    ninf = 1/(1 + exp(-(v + 40)/7))
+}
+"""
+
+
 @pytest.mark.parametrize("tables", [True, False])
-def test_table_of_dt_on_the_gpu_engine_equals_serial(translated, tables, tmp_path):
-    """A TABLE procedure that reads dt (its exact form and its table builder take dt)."""
-    path = tmp_path / "kdt.mod"
-    path.write_text(DT_TABLE)
+@pytest.mark.parametrize("name, text", [("kdt", DT_TABLE), ("kq", SIDE_GLOBAL)])
+def test_tables_of_dt_and_side_globals_on_the_gpu_engine_equal_serial(translated, name, text,
+                                                                    tables, tmp_path):
+    """A TABLE procedure that reads dt (its exact form and its table builder take dt), and
+    one that also writes a GLOBAL (its value from the table's construction)."""
+    path = tmp_path / f"{name}.mod"
+    path.write_text(text)
     hb.load_mechanisms(path)
     traces = []
     for backend in ("serial", "gpu"):
         c = hb.Cell(SWC, nseg=1)
         c.insert("hh")
-        c.insert("kdt", region="soma")
+        c.insert(name, region="soma")
         c.place("IClamp", "soma[0](0.5)", delay=1.0, dur=10.0, amp=0.5)
         sim = hb.Simulation(c, backend=backend, tables=tables)
         key = sim.record("v")

@@ -10,7 +10,8 @@ y' = k and of equations reading a state updated before them, euler, derivimplici
 ASSIGNED arrays filled by a FROM loop in a TABLE procedure, a READ ion variable
 assigned in INITIAL and BREAKPOINT (each block's own copy in NEURON), and concentrations
 read (the reversal potential then computed from them at finitialize, also for hh's ena), and
-a TABLE of values depending on dt.
+a TABLE of values depending on dt, and a GLOBAL written by a tabulated procedure besides its
+outputs (NEURON keeps the value of the table's last construction call).
 
 Protocol: a one-compartment soma (L = diam = 20 µm) with hh and the mechanism, a current
 clamp (del 1 ms, dur 20 ms, 0.3 nA), dt 0.025 ms, 30 ms; synapses on it driven by a
@@ -260,6 +261,31 @@ PROCEDURE rates(v (mV)) {
 }
 """
 
+SIDE_GLOBAL = """
+NEURON { SUFFIX kside USEION k READ ek WRITE ik RANGE gbar GLOBAL tadj, q10, temp }
+PARAMETER { gbar = 0.01 (S/cm2) q10 = 3 temp = 23 (degC) }
+ASSIGNED { v (mV) ek (mV) ik (mA/cm2) ninf ntau (ms) tadj celsius (degC) }
+STATE { n }
+INITIAL { trates(v) n = ninf }
+BREAKPOINT {
+    SOLVE states METHOD cnexp
+    ik = tadj*gbar*n*n*n*n*(v - ek)
+}
+DERIVATIVE states {
+    trates(v)
+    n' = (ninf - n)/ntau
+}
+PROCEDURE trates(v (mV)) {
+    TABLE ninf, ntau DEPEND celsius FROM -100 TO 100 WITH 200
+    rates(v)
+}
+PROCEDURE rates(v (mV)) {
+    tadj = q10^((celsius - temp)/10)
+    ninf = 1/(1 + exp(-(v + 45)/9))
+    ntau = (1 + 4*exp(-((v + 50)/20)^2))/tadj
+}
+"""
+
 NA_READER = """
 NEURON { SUFFIX naread USEION na READ nai, nao RANGE r }
 ASSIGNED { nai (mM) nao (mM) r }
@@ -294,7 +320,8 @@ def compiled(tmp_path_factory):
                        ("wsyn.mod", SYNAPSE), ("methods.mod", METHODS), ("eulr.mod", EULER),
                        ("kimp.mod", IMPLICIT), ("karr.mod", ARRAYS),
                        ("kcopy.mod", ION_COPY), ("cagate.mod", CA_READER),
-                       ("naread.mod", NA_READER), ("kdt.mod", DT_TABLE)):
+                       ("naread.mod", NA_READER), ("kdt.mod", DT_TABLE),
+                       ("kside.mod", SIDE_GLOBAL)):
         (folder / name).write_text(text)
     files = sorted(folder.glob("*.mod"))
     lib = nc.compile_mods(files)
@@ -338,6 +365,8 @@ DENSITY = [
     ("naread", [["hh", {}], ["naread", {}]]),
     # a TABLE of values that depend on dt (exp(-dt/tau)), built for the run's dt
     ("kdt", [["hh", {}], ["kdt", {}]]),
+    # a GLOBAL the tabulated procedure also writes (tadj), read by BREAKPOINT
+    ("kside", [["hh", {}], ["kside", {}]]),
 ]
 #: derivimplicit: NEURON's Newton iteration stops within its tolerance.
 TOLERANCES_MV = {"kimp": 1e-6}

@@ -342,6 +342,11 @@ class Simulation:
                    for p in code.table_procedures] if self.tables else []
             mech_tables[code.mech.name] = own
             tables += own
+            for p, table in zip(code.table_procedures, own):
+                # GLOBALs the procedure also writes keep its last construction call's values
+                fields = code.mech.field_names
+                for r, g in enumerate(p.table.side, start=len(p.table.outputs)):
+                    self._data[code.mech.name][fields.index(g), :] = table[r, -1]
         for m in lay.mechs:
             getattr(km.module, f"_initial_{m.name}")(self._data[m.name], lay.nodes[m.name],
                                                      self._v, 0.0, dt, celsius,

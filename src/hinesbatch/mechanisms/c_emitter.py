@@ -11,8 +11,9 @@ Functions for mechanism ``m`` (only those its description has):
 
 - ``double m_<function>(args..., double celsius)``;
 - ``void m_<proc>_exact(double arg, double celsius, double dt, double* out)`` for a TABLE
-  procedure, ``void m_<proc>_build(double celsius, double dt, double* table)``
-  (``outputs × (n+1)``) and
+  procedure (its outputs, then the GLOBALs it also writes),
+  ``void m_<proc>_build(double celsius, double dt, double* table)``
+  (``(outputs + those GLOBALs) × (n+1)``) and
   ``void m_<proc>_lookup(double arg, const double* table, double* out)``;
 - ``void m_initial(double* D, long n, long j, double v, double t, double dt,
   double celsius, const double* table)``;
@@ -132,8 +133,11 @@ class _CEmitter:
             m = self.mech.name
             what = f"{m}_{p.name}_lookup({args[0]}, table, r{self.counter})" if self.tables \
                 else f"{m}_{p.name}_exact({args[0]}, celsius, dt, r{self.counter})"
-            src = f"{pad}{{ {self.real} r{self.counter}[{len(p.table.outputs)}];\n{pad}{what};\n"
-            for k, o in enumerate(p.table.outputs):
+            # the exact form also gives the GLOBALs it writes besides the outputs
+            got = p.table.outputs + (() if self.tables else p.table.side)
+            src = (f"{pad}{{ {self.real} r{self.counter}"
+                   f"[{len(p.table.outputs) + len(p.table.side)}];\n{pad}{what};\n")
+            for k, o in enumerate(got):
                 src += f"{pad}{scope.name(o)} = r{self.counter}[{k}];\n"
             return src + f"{pad}}}\n"
         inner = scope.inner({a: f"p{self.counter}_{a}" for a in p.args})
@@ -197,19 +201,20 @@ def emit_helpers(em: _CEmitter, qualifier: str = "static") -> list:
         if p.table is None:
             continue
         tb, k = p.table, len(p.table.outputs)
+        rows = k + len(tb.side)
         scope = _CScope(mech, fields=False, args={a: f"a_{a}" for a in p.args})
         body = em.block(p.body, scope, 1)
-        sets = "".join(f"    out[{i}] = l_{o};\n" for i, o in enumerate(tb.outputs))
+        sets = "".join(f"    out[{i}] = l_{o};\n" for i, o in enumerate(tb.outputs + tb.side))
         out.append(f"{qualifier} void {m}_{p.name}_exact({r} a_{p.args[0]}, {r} celsius, "
                    f"{r} dt, {r}* out) {{\n{_locals(scope, r)}{body}{sets}}}\n")
         n, tmin = int(tb.n), float(tb.start)
         dx = (float(tb.stop) - tmin) / float(n)
         out.append(
             f"{qualifier} void {m}_{p.name}_build({r} celsius, {r} dt, {r}* table) {{\n"
-            f"    {r} x = {lit(tmin)}, r[{k}];\n"
+            f"    {r} x = {lit(tmin)}, r[{rows}];\n"
             f"    for (int i = 0; i < {n + 1}; ++i, x += {lit(dx)}) {{\n"
             f"        {m}_{p.name}_exact(x, celsius, dt, r);\n"
-            f"        for (int o = 0; o < {k}; ++o) table[o*{n + 1} + i] = r[o];\n"
+            f"        for (int o = 0; o < {rows}; ++o) table[o*{n + 1} + i] = r[o];\n"
             f"    }}\n}}\n"
             f"{qualifier} void {m}_{p.name}_lookup({r} lv, const {r}* table, {r}* out) {{\n"
             f"    {r} xi = {lit(1.0 / dx)}*(lv - ({lit(tmin)}));\n"

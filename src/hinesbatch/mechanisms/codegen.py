@@ -177,9 +177,10 @@ class MechanismCode:
         m, tb = self.mech.name, p.table
         scope = _Scope(self.mech, fields=False, args={a: f"_a_{a}" for a in p.args})
         body = self._block(p.body, scope, 1, f"PROCEDURE {p.name}")
-        outs = ", ".join(f"_l_{o}" for o in tb.outputs) + ","
+        outs = ", ".join(f"_l_{o}" for o in tb.outputs + tb.side) + ","
         args = ", ".join(f"_a_{a}" for a in p.args)
         n, k = int(tb.n), len(tb.outputs)
+        rows_built = k + len(tb.side)
         tmin = float(tb.start)
         dx = (float(tb.stop) - tmin) / float(n)
         mfac = 1.0 / dx
@@ -191,11 +192,11 @@ class MechanismCode:
             f"def _P_{m}_{p.name}({args}, _celsius, _dt):\n{body}    return ({outs})\n\n\n"
             f"@njit(cache=True, error_model='numpy')\n"
             f"def _build_{m}_{p.name}(_celsius, _dt):\n"
-            f"    _T = np.empty(({k}, {n + 1}))\n"
+            f"    _T = np.empty(({rows_built}, {n + 1}))\n"
             f"    _x = {tmin!r}\n"
             f"    for _i in range({n + 1}):\n"
             f"        _r = _P_{m}_{p.name}(_x, _celsius, _dt)\n"
-            + "".join(f"        _T[{o}, _i] = _r[{o}]\n" for o in range(k))
+            + "".join(f"        _T[{o}, _i] = _r[{o}]\n" for o in range(rows_built))
             + f"        _x += {dx!r}\n"
             f"    return _T\n\n\n"
             f"@njit(cache=True, error_model='numpy')\n"

@@ -90,13 +90,18 @@ class Ion:
 
 @dataclass(frozen=True)
 class Table:
-    """NEURON's ``TABLE outputs DEPEND depend FROM start TO stop WITH n`` (``n + 1`` rows)."""
+    """NEURON's ``TABLE outputs DEPEND depend FROM start TO stop WITH n`` (``n + 1`` rows).
+
+    ``side``: GLOBALs the procedure writes besides its outputs. NEURON leaves in them what
+    the last call of the table's construction wrote (at ``stop``), and a lookup does not
+    change them; their rows follow the outputs' in the built table."""
 
     outputs: tuple
     depend: tuple
     start: float
     stop: float
     n: int
+    side: tuple = ()
 
 
 @dataclass(frozen=True)

@@ -111,9 +111,15 @@ class CallableLowering:
             if o not in self.assigned_names:
                 self.fail("TABLE", f"output {o} is not an ASSIGNED variable", pat)
         info = self.procedure_info(p)
-        for n in info.writes - set(outs):
-            self.fail("TABLE", f"{where} writes {n}, which is not one of its table outputs",
-                      pat)
+        early = self._read_before_written(p)
+        side = []
+        for n in sorted(info.writes - set(outs)):
+            if n not in self.globals_declared:
+                self.fail("TABLE", f"{where} writes {n}, which is not one of its table "
+                          "outputs nor a GLOBAL", pat)
+            if n in early:
+                self.fail("TABLE", f"{where} reads the GLOBAL {n} before it writes it", pat)
+            side.append(n)
         calls_procs = reads_and_calls(self.procedures[p].statement_block.statements)[1]
         for g in calls_procs:
             if g in self.procedures and self.procedure_info(g).table is not None:
@@ -124,7 +130,22 @@ class CallableLowering:
         if n < 1 or n != int(n):
             self.fail("TABLE", f"WITH {n}: a positive whole number of intervals", pat)
         ctx.readonly = {}
-        return Table(tuple(outs), depend, lo, hi, int(n))
+        return Table(tuple(outs), depend, lo, hi, int(n), tuple(side))
+
+    def _read_before_written(self, p, written=None) -> set:
+        """Mechanism variables PROCEDURE ``p`` (with the procedures it calls, in order) may
+        read before a top-level assignment writes them."""
+        written = set() if written is None else written
+        early = set()
+        for st in self.procedures[p].statement_block.statements:
+            reads, calls = reads_and_calls([st])
+            early |= self._expand(reads) - written
+            for g in calls:
+                if g in self.procedures and g != p:
+                    early |= self._read_before_written(g, written)
+            if type(st).__name__ == "ExpressionStatement":
+                written |= self._expand(writes([st]))
+        return early & set(self.field_names)
 
     def _table_fixed(self, p, st) -> dict:
         """The GLOBAL parameters the TABLE of PROCEDURE ``p`` depends on, with their
@@ -143,7 +164,8 @@ class CallableLowering:
                 depend |= ex.names(ex.from_ast(part)) - set(self.const)
             except ex.ExpressionError:
                 pass
-        for n in sorted(reads | (depend - {"celsius", "dt"})):
+        side = info.writes - outs       # GLOBALs computed in it (checked in _table)
+        for n in sorted((reads - side) | (depend - {"celsius", "dt"})):
             if n in ("v", "t"):
                 self.fail("TABLE", f"{where} reads {n} besides its argument", pat)
             if n in ("celsius", "dt"):     # fixed for a run; the table is built at its start
