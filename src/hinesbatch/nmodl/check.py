@@ -77,8 +77,9 @@ def _category(err: NmodlError) -> str:
     if c.endswith("()"):
         return c
     if c == "TABLE":
-        for words, label in (("reads dt", "TABLE reading dt"),
-                             ("depends on", "TABLE depending on a computed value"),
+        for words, label in (("depends on", "TABLE depending on a computed value"),
+                             ("nor a GLOBAL", "TABLE writing a variable besides its outputs"),
+                             ("before it writes", "TABLE reading a GLOBAL it writes"),
                              ("in FUNCTION", "TABLE in a FUNCTION")):
             if words in err.reason:
                 return label
