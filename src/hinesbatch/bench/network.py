@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="hinesbatch-bench-network-") as tmp:
         for nring in nrings:
-            first = None        # (seconds, gids, times) of the fewest ranks
+            first = None        # (ranks, seconds, (gids, times)) of the fewest ranks
             for n in sorted(ranks):
                 row, raster = _row(nring, args.ncell, tstop, n, repeats, Path(tmp), mpiexec,
                                    use_neuron=use_neuron, backend=args.backend,
