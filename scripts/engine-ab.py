@@ -15,9 +15,10 @@ Cases (Jaxley's Fig. 2 cell, hh with exact rates, 800 steps; batches at d_lambda
 ``fig2-N-fp64``, ``fig2-N-fp32`` (N cells), ``single-N`` and ``mixed-N`` (N cells of one
 real morphology, or of all 17, float64).
 
-``--phases`` adds, for the last version, runs with a phase of the step left out of the kernel
-(``no-solve``: the Hines solve, only the diagonal divided out; ``no-membrane``: the mechanisms' currents and states): timings
-of where a step's time goes, whose voltages are of course wrong.
+``--phases`` adds, for the last version, runs with a phase of the step left out of the
+kernel (``no-solve``: the Hines solve, only the diagonal divided out; ``no-membrane``: the
+mechanisms' currents and states): timings of where a step's time goes, whose voltages are
+of course wrong.
 """
 from __future__ import annotations
 
