@@ -8,10 +8,11 @@ TABLE depending on a GLOBAL, a FUNCTION reading PARAMETERs, cnexp written in pla
 LOCAL time constant), a FROM loop, file-level LOCALs, NET_RECEIVE with a weight, cnexp of
 y' = k and of equations reading a state updated before them, euler, derivimplicit, and
 ASSIGNED arrays filled by a FROM loop in a TABLE procedure, a READ ion variable
-assigned in INITIAL and BREAKPOINT (each block's own copy in NEURON), and concentrations
-read (the reversal potential then computed from them at finitialize, also for hh's ena), and
-a TABLE of values depending on dt, and a GLOBAL written by a tabulated procedure besides its
-outputs (NEURON keeps the value of the table's last construction call).
+assigned in INITIAL and BREAKPOINT (each block's own copy in NEURON), concentrations read
+(the reversal potential then computed from them at finitialize, also for hh's ena), a TABLE
+of values depending on dt (``tests/data/nmodl/kdt.mod``), and a GLOBAL written by a
+tabulated procedure besides its outputs (NEURON keeps the value of the table's last
+construction call).
 
 Protocol: a one-compartment soma (L = diam = 20 µm) with hh and the mechanism, a current
 clamp (del 1 ms, dur 20 ms, 0.3 nA), dt 0.025 ms, 30 ms; synapses on it driven by a
@@ -238,29 +239,6 @@ DERIVATIVE states { m' = (minf(v) - m)/2 }
 FUNCTION minf(v (mV)) { minf = 1/(1 + exp(-(v + 30)/6)) }
 """
 
-DT_TABLE = """
-NEURON { SUFFIX kdt USEION k READ ek WRITE ik RANGE gbar }
-PARAMETER { gbar = 0.01 (S/cm2) }
-ASSIGNED { v (mV) ek (mV) ik (mA/cm2) ninf nexp }
-STATE { n }
-INITIAL { rates(v) n = ninf }
-BREAKPOINT {
-    SOLVE states
-    ik = gbar*n*n*n*n*(v - ek)
-}
-PROCEDURE states() {
-    rates(v)
-    n = n + nexp*(ninf - n)
-}
-PROCEDURE rates(v (mV)) {
-    LOCAL tau
-    TABLE ninf, nexp DEPEND dt, celsius FROM -100 TO 100 WITH 200
-    tau = 1 + 4*exp(-((v + 50)/20)^2)
-    ninf = 1/(1 + exp(-(v + 45)/9))
-    nexp = 1 - exp(-dt/tau)
-}
-"""
-
 SIDE_GLOBAL = """
 NEURON { SUFFIX kside USEION k READ ek WRITE ik RANGE gbar GLOBAL tadj, q10, temp }
 PARAMETER { gbar = 0.01 (S/cm2) q10 = 3 temp = 23 (degC) }
@@ -314,13 +292,13 @@ def compiled(tmp_path_factory):
         (folder / f"t_{name}").write_text(text)
     for name in WHEEL_DEMOS:
         (folder / name).write_text((share / "nrn" / "demo" / "release" / name).read_text())
-    for name in ("syn1.mod", "cacur.mod"):
+    for name in ("syn1.mod", "cacur.mod", "kdt.mod"):
         (folder / name).write_text((DATA / "nmodl" / name).read_text())
     for name, text in (("kchan.mod", CHANNEL), ("nalocal.mod", INPLACE),
                        ("wsyn.mod", SYNAPSE), ("methods.mod", METHODS), ("eulr.mod", EULER),
                        ("kimp.mod", IMPLICIT), ("karr.mod", ARRAYS),
                        ("kcopy.mod", ION_COPY), ("cagate.mod", CA_READER),
-                       ("naread.mod", NA_READER), ("kdt.mod", DT_TABLE),
+                       ("naread.mod", NA_READER),
                        ("kside.mod", SIDE_GLOBAL)):
         (folder / name).write_text(text)
     files = sorted(folder.glob("*.mod"))
