@@ -1,0 +1,80 @@
+"""Mechanisms translated from NMODL files on a CUDA device against the serial CPU engine.
+
+The files are NEURON's own (the wheel's ``share/nrn/demo/release``, ``share/modfile``) and
+``tests/data/nmodl``: ion concentrations read, TABLEs that depend on ``dt`` or write a GLOBAL,
+a NET_RECEIVE synapse. float64: traces within 1e-6 mV and identical spike times, recordings
+poisoned with NaN on the device before each run (``gpu_engine_cases.compare``). Needs
+``neuron`` for ``neuron.nmodl`` (``scripts/gpu-check`` installs it from ``.whl/``).
+"""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gpu_engine_cases import compare
+
+import hinesbatch as hb
+from hinesbatch import mechanisms
+
+neuron = pytest.importorskip("neuron", reason="NMODL files are read with neuron.nmodl")
+
+pytestmark = pytest.mark.gpu
+
+FP64_MV = 1e-6
+SHARE = Path(neuron.__file__).parent / ".data" / "share"
+DATA = Path(__file__).parents[1] / "data"
+SWC = DATA / "morphologies" / "real"
+
+
+@pytest.fixture(scope="module")
+def translated():
+    """NEURON's demo channels, syn1, kdt, the wheel's hh.mod and expsyn.mod (replacing the
+    built-ins); the registry is restored afterwards."""
+    before = set(mechanisms._REGISTERED)
+    with warnings.catch_warnings():     # the notices about files that do not translate
+        warnings.simplefilter("ignore")
+        names = hb.load_mechanisms(SHARE / "nrn" / "demo" / "release", strict=False)
+    names += hb.load_mechanisms(DATA / "nmodl" / "syn1.mod")
+    names += hb.load_mechanisms(DATA / "nmodl" / "kdt.mod")
+    for f in ("hh.mod", "expsyn.mod"):
+        names += hb.load_mechanisms(SHARE / "modfile" / f, replace=True)
+    yield names
+    for name in set(mechanisms._REGISTERED) - before:
+        mechanisms.unregister(name)
+    for name in before:
+        mechanisms.unregister(name)
+
+
+def _run(backend, channels, seed, tables, precision="float64"):
+    rng = np.random.default_rng(seed)
+    files = ("ko20x-07.CNG.swc", "c91662.swc", "tc200.CNG.swc", "ko20x-07.CNG.swc")
+    cells = []
+    for k, f in enumerate(files):
+        c = hb.Cell(SWC / f, nseg=1 + k % 2)
+        c.insert("hh")
+        for name in channels:
+            c.insert(name, region="soma" if k % 2 else "all")
+        c.place("IClamp", "soma[0](0.5)", delay=1.0, dur=30.0, amp=float(rng.uniform(0.5, 1.5)))
+        cells.append(c)
+    kw = {"precision": precision} if backend == "gpu" else {}
+    sim = hb.Simulation(cells, backend=backend, tables=tables, **kw)
+    syn = cells[3].place("syn1", "soma[0](0.5)", onset=5.0, tau=1.0, gmax=0.01)
+    exp = cells[2].place("ExpSyn", "soma[0](0.5)", tau=2.0)
+    sim.connect((0, "soma[0](0.5)"), exp, weight=0.02, delay=1.5)
+    keys = [sim.record("v", cell=k) for k in range(len(cells))]
+    keys += [sim.record("i", target=syn), sim.record("g", target=exp)]
+    spikes = [sim.record_spikes(sim.spike_source(k)) for k in range(len(cells))]
+    return sim.run(40.0), keys, spikes
+
+
+@pytest.mark.parametrize("tables", [True, False])
+def test_translated_mechanisms_fp64(translated, seed, tables):
+    channels = [n for n in translated if mechanisms.get(n).kind == "density" and n != "hh"]
+    assert {"HHk", "HHna", "cachan1", "capump", "kdt"} <= set(channels), translated
+    a, keys, spikes = _run("serial", channels, seed, tables)
+    b, _, _ = _run("gpu", channels, seed, tables)
+    worst, same = compare(a, b, keys, spikes)
+    assert sum(a.spikes[k].size for k in spikes) >= 4
+    assert worst <= FP64_MV and same, (worst, same)
