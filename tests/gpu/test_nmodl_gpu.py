@@ -1,8 +1,8 @@
 """Mechanisms translated from NMODL files on a CUDA device against the serial CPU engine.
 
 The files are NEURON's own (the wheel's ``share/nrn/demo/release``, ``share/modfile``) and
-``tests/data/nmodl``: ion concentrations read, TABLEs that depend on ``dt`` or write a GLOBAL,
-a NET_RECEIVE synapse. float64: traces within 1e-6 mV and identical spike times, recordings
+``tests/data/nmodl``: ion concentrations read, calcium written from the summed ica and read
+back (kept per node), TABLEs that depend on ``dt`` or write a GLOBAL, a NET_RECEIVE synapse. float64: traces within 1e-6 mV and identical spike times, recordings
 poisoned with NaN on the device before each run (``gpu_engine_cases.compare``). Needs
 ``neuron`` for ``neuron.nmodl`` (``scripts/gpu-check`` installs it from ``.whl/``).
 """
@@ -26,18 +26,20 @@ FP64_MV = 1e-6
 SHARE = Path(neuron.__file__).parent / ".data" / "share"
 DATA = Path(__file__).parents[1] / "data"
 SWC = DATA / "morphologies" / "real"
+#: calcium kept per node: written from the summed ica, read as eca, cai and ica
+CALCIUM = ("caeca.mod", "caacc.mod", "kcai.mod", "icaread.mod", "cacum.mod")
 
 
 @pytest.fixture(scope="module")
 def translated():
-    """NEURON's demo channels, syn1, kdt, the wheel's hh.mod and expsyn.mod (replacing the
-    built-ins); the registry is restored afterwards."""
+    """NEURON's demo channels, syn1, kdt, the calcium files, the wheel's hh.mod and
+    expsyn.mod (replacing the built-ins); the registry is restored afterwards."""
     before = set(mechanisms._REGISTERED)
     with warnings.catch_warnings():     # the notices about files that do not translate
         warnings.simplefilter("ignore")
         names = hb.load_mechanisms(SHARE / "nrn" / "demo" / "release", strict=False)
-    names += hb.load_mechanisms(DATA / "nmodl" / "syn1.mod")
-    names += hb.load_mechanisms(DATA / "nmodl" / "kdt.mod")
+    for f in ("syn1.mod", "kdt.mod") + CALCIUM:
+        names += hb.load_mechanisms(DATA / "nmodl" / f)
     for f in ("hh.mod", "expsyn.mod"):
         names += hb.load_mechanisms(SHARE / "modfile" / f, replace=True)
     yield names
@@ -47,16 +49,20 @@ def translated():
         mechanisms.unregister(name)
 
 
-def _run(backend, channels, seed, tables, precision="float64"):
+def _run(backend, channels, seed, tables, precision="float64", amp=(0.5, 1.5)):
+    """Four real cells with hh and ``channels`` (name -> parameters; in every section of
+    cells 0 and 2, in the soma of 1 and 3), a clamp, syn1 and an ExpSyn driven by cell 0."""
     rng = np.random.default_rng(seed)
     files = ("ko20x-07.CNG.swc", "c91662.swc", "tc200.CNG.swc", "ko20x-07.CNG.swc")
+    if not isinstance(channels, dict):
+        channels = {name: {} for name in channels}
     cells = []
     for k, f in enumerate(files):
         c = hb.Cell(SWC / f, nseg=1 + k % 2)
         c.insert("hh")
-        for name in channels:
-            c.insert(name, region="soma" if k % 2 else "all")
-        c.place("IClamp", "soma[0](0.5)", delay=1.0, dur=30.0, amp=float(rng.uniform(0.5, 1.5)))
+        for name, params in channels.items():
+            c.insert(name, region="soma" if k % 2 else "all", **params)
+        c.place("IClamp", "soma[0](0.5)", delay=1.0, dur=30.0, amp=float(rng.uniform(*amp)))
         cells.append(c)
     kw = {"precision": precision} if backend == "gpu" else {}
     sim = hb.Simulation(cells, backend=backend, tables=tables, **kw)
@@ -71,10 +77,27 @@ def _run(backend, channels, seed, tables, precision="float64"):
 
 @pytest.mark.parametrize("tables", [True, False])
 def test_translated_mechanisms_fp64(translated, seed, tables):
-    channels = [n for n in translated if mechanisms.get(n).kind == "density" and n != "hh"]
+    calcium = {Path(f).stem for f in CALCIUM}
+    channels = [n for n in translated if mechanisms.get(n).kind == "density"
+                and n != "hh" and n not in calcium]
     assert {"HHk", "HHna", "cachan1", "capump", "kdt"} <= set(channels), translated
     a, keys, spikes = _run("serial", channels, seed, tables)
     b, _, _ = _run("gpu", channels, seed, tables)
     worst, same = compare(a, b, keys, spikes)
     assert sum(a.spikes[k].size for k in spikes) >= 4
     assert worst <= FP64_MV and same, (worst, same)
+
+
+@pytest.mark.parametrize("tables", [True, False])
+def test_calcium_kept_per_node_fp64(translated, seed, tables):
+    """caacc (cnexp) and NEURON's cacum (derivimplicit) integrate cai from the ica that
+    caeca and cachan1 write, summed per node; caeca reads eca (recomputed every step), kcai
+    cai, icaread the ica summed so far."""
+    channels = {"caeca": {}, "cachan1": {"imax": 0.05}, "icaread": {}, "kcai": {"gbar": 0.0005},
+                "caacc": {}, "cacum": {"depth": 10.0}}
+    a, keys, spikes = _run("serial", channels, seed, tables, amp=(1.5, 2.5))
+    b, _, _ = _run("gpu", channels, seed, tables, amp=(1.5, 2.5))
+    worst, same = compare(a, b, keys, spikes)
+    assert sum(a.spikes[k].size for k in spikes) >= 4
+    assert worst <= FP64_MV and same, (worst, same)
+

@@ -407,6 +407,66 @@ def test_concentrations_read_set_reversal_potentials_at_initialization(tmp_path)
         mechanisms.unregister("clread")
 
 
+CA_SOURCE = """
+NEURON { SUFFIX casrc USEION ca WRITE ica RANGE amp }
+PARAMETER { amp = -0.002 (mA/cm2) }
+ASSIGNED { ica (mA/cm2) }
+BREAKPOINT { ica = amp }
+"""
+CA_POINT_SOURCE = """
+NEURON { POINT_PROCESS capp USEION ca WRITE ica RANGE amp }
+PARAMETER { amp = -0.0004 (nA) }
+ASSIGNED { ica (nA) }
+BREAKPOINT { ica = amp }
+"""
+CA_POOL = """
+NEURON { SUFFIX capool USEION ca READ ica WRITE cai RANGE tau, k }
+PARAMETER { tau = 5 (ms) k = 0.5 cainf = 1e-4 (mM) }
+ASSIGNED { ica (mA/cm2) }
+STATE { cai (mM) }
+INITIAL { cai = cainf }
+BREAKPOINT { SOLVE s METHOD cnexp }
+DERIVATIVE s { cai' = -k*ica - (cai - cainf)/tau }
+"""
+
+
+def test_concentrations_written_follow_the_summed_ion_current(tmp_path):
+    """A concentration one mechanism integrates from the ion current that others write: the
+    node's current is the sum of every writer's (a point process's nA as i*1e2/area), the
+    pool follows cnexp's exact solution for a constant current, and the reversal
+    potential is recomputed from the new concentration at the next step (NEURON's
+    eadvance); a node without the pool keeps the defaults."""
+    from hinesbatch.mechanisms.ions import ION_ROWS, kept_per_node, nernst
+
+    for name, text in (("casrc", CA_SOURCE), ("capp", CA_POINT_SOURCE), ("capool", CA_POOL)):
+        hb.load_mechanisms(write(tmp_path, f"{name}.mod", text))
+    assert kept_per_node([mechanisms.get("casrc"), mechanisms.get("capool")]) == {"ca": 2.0}
+    assert kept_per_node([mechanisms.get("casrc")]) == {}
+    cell = hb.Cell(str(write(tmp_path, "two.swc", "1 1 0 0 0 5 -1\n2 3 0 0 5 1 1\n"
+                                                   "3 3 0 0 20 1 2\n")))
+    cell.insert("casrc")
+    cell.insert("capool", region="soma")
+    cell.place("capp", "soma[0](0.5)")
+    dt, tau, k, c0 = 0.025, 5.0, 0.5, 1e-4
+    sim = hb.Simulation(cell, dt=dt, celsius=20.0)
+    key = sim.record("cai_capool", location="soma[0](0.5)")
+    res = sim.run(2.0)
+    ions = sim._ions["ca"]
+    soma = int(sim._layout.nodes["capool"][0])
+    area = ions[ION_ROWS.index("area"), soma]
+    ica = -0.002 + (-0.0004 * 100.0) / area
+    assert ions[ION_ROWS.index("cur"), soma] == ica
+    t = res.time(key)
+    inf = c0 - k * ica * tau
+    exact = inf + (c0 - inf) * np.exp(-t / tau)
+    np.testing.assert_allclose(res[key], exact, rtol=1e-12)
+    cai = res[key]
+    assert ions[1, soma] == cai[-1]
+    assert ions[0, soma] == nernst(cai[-2], 2.0, 2.0, 20.0)       # before the last update
+    others = np.arange(ions.shape[1]) != soma
+    assert np.all(ions[1, others] == 5e-5) and np.all(ions[4, others] == 0.0)
+
+
 def test_nernst_special_cases():
     from hinesbatch.mechanisms.ions import nernst
 
@@ -429,9 +489,12 @@ REFUSED = [
      ("STATE { m }\nBREAKPOINT { SOLVE s METHOD sparse : <-- here\n}\n"
       "DERIVATIVE s { m' = -m }\n")),
     ("net_send()", "", "NET_RECEIVE(w) {\n net_send(1, 1) : <-- here\n}\n"),
-    ("USEION ca READ ica", "USEION ca READ ica : <-- here", ""),
+    ("USEION ca WRITE eca", "USEION ca WRITE eca : <-- here", ""),
     ("USEION cl READ cli", "USEION cl READ cli : <-- here", ""),
-    ("USEION ca WRITE cai", "USEION ca WRITE cai : <-- here", ""),
+    ("USEION cl WRITE cli", "USEION cl WRITE cli : <-- here", ""),
+    ("USEION ca READ dica", "USEION ca READ dica : <-- here", ""),
+    ("cai", "USEION ca READ ica WRITE cai",
+     "BREAKPOINT {\n cai = 1e-4 : <-- here\n}\n"),
     ("diam", "", "INITIAL {\n x = diam : <-- here\n}\n"),
     ("normrand()", "", "INITIAL {\n x = normrand(0, 1) : <-- here\n}\n"),
     ("WHILE", "", "INITIAL {\n x = 0\n WHILE (x < 3) { : <-- here\n x = x + 1\n }\n}\n"),

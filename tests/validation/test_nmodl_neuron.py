@@ -2,8 +2,9 @@
 
 Files: the mechanisms of NEURON's wheel that translate (``share/modfile``: hh, pas,
 ExpSyn, Exp2Syn, IClamp, SEClamp, renamed ``*_t`` so that they do not meet NEURON's
-built-ins; ``share/nrn/demo/release``: khhchan, nachan, nacaex), two of NEURON's examples
-shipped in ``tests/data/nmodl`` (syn1, cacur) and files written here to exercise a
+built-ins; ``share/nrn/demo/release``: khhchan, nachan, nacaex, cachan1), three of NEURON's
+examples shipped in ``tests/data/nmodl`` (syn1, cacur, cacum) and files written here to
+exercise a
 TABLE depending on a GLOBAL, a FUNCTION reading PARAMETERs, cnexp written in place (a
 LOCAL time constant), a FROM loop, file-level LOCALs, NET_RECEIVE with a weight, cnexp of
 y' = k and of equations reading a state updated before them, euler, derivimplicit, and
@@ -12,7 +13,9 @@ assigned in INITIAL and BREAKPOINT (each block's own copy in NEURON), concentrat
 (the reversal potential then computed from them at finitialize, also for hh's ena), a TABLE
 of values depending on dt (``tests/data/nmodl/kdt.mod``), and a GLOBAL written by a
 tabulated procedure besides its outputs (NEURON keeps the value of the table's last
-construction call).
+construction call), and calcium kept per node: a concentration written (by cnexp and by
+NEURON's derivimplicit cacum) from the ica summed over mechanisms, read back as cai, as
+the ica summed so far and as eca (recomputed every step).
 
 Protocol: a one-compartment soma (L = diam = 20 µm) with hh and the mechanism, a current
 clamp (del 1 ms, dur 20 ms, 0.3 nA), dt 0.025 ms, 30 ms; synapses on it driven by a
@@ -270,9 +273,10 @@ ASSIGNED { nai (mM) nao (mM) r }
 INITIAL { r = nai/nao }
 """
 
+
 WHEEL_RENAMED = {"hh.mod": "hh", "passive.mod": "pas", "expsyn.mod": "ExpSyn",
                  "exp2syn.mod": "Exp2Syn", "stim.mod": "IClamp", "svclmp.mod": "SEClamp"}
-WHEEL_DEMOS = ("khhchan.mod", "nachan.mod", "nacaex.mod")
+WHEEL_DEMOS = ("khhchan.mod", "nachan.mod", "nacaex.mod", "cachan1.mod")
 
 
 @pytest.fixture(scope="module")
@@ -292,7 +296,8 @@ def compiled(tmp_path_factory):
         (folder / f"t_{name}").write_text(text)
     for name in WHEEL_DEMOS:
         (folder / name).write_text((share / "nrn" / "demo" / "release" / name).read_text())
-    for name in ("syn1.mod", "cacur.mod", "kdt.mod"):
+    for name in ("syn1.mod", "cacur.mod", "kdt.mod", "cacum.mod", "caeca.mod", "caacc.mod",
+                 "kcai.mod", "icaread.mod"):
         (folder / name).write_text((DATA / "nmodl" / name).read_text())
     for name, text in (("kchan.mod", CHANNEL), ("nalocal.mod", INPLACE),
                        ("wsyn.mod", SYNAPSE), ("methods.mod", METHODS), ("eulr.mod", EULER),
@@ -345,9 +350,13 @@ DENSITY = [
     ("kdt", [["hh", {}], ["kdt", {}]]),
     # a GLOBAL the tabulated procedure also writes (tadj), read by BREAKPOINT
     ("kside", [["hh", {}], ["kside", {}]]),
+    # calcium kept per node: written by caacc (cnexp), read as eca, cai and ica
+    ("caacc", [["hh", {}], ["caeca", {}], ["caacc", {}], ["kcai", {}], ["icaread", {}]]),
+    # NEURON's cachan1 (reads cai, cao) into NEURON's cacum (derivimplicit, writes cai)
+    ("cacum", [["hh", {}], ["cachan1", {"imax": 0.05}], ["cacum", {"depth": 10.0}]]),
 ]
 #: derivimplicit: NEURON's Newton iteration stops within its tolerance.
-TOLERANCES_MV = {"kimp": 1e-6}
+TOLERANCES_MV = {"kimp": 1e-6, "cacum": 1e-6}
 
 
 @pytest.fixture(scope="module")
@@ -409,7 +418,8 @@ def test_real_cell_with_several_translated_mechanisms(compiled):
     lib, _, _ = compiled
     model = {"swc": str(DATA / "morphologies" / "real" / "ko20x-07.CNG.swc"),
              "nseg": None, "d_lambda": 0.1,
-             "insert": [["hh_t", {}], ["kchan", {}], ["nalocal", {"gbar": 0.001}]],
+             "insert": [["hh_t", {}], ["kchan", {}], ["nalocal", {"gbar": 0.001}],
+                        ["caeca", {"gbar": 0.0005}], ["caacc", {}], ["kcai", {"gbar": 0.002}]],
              "point": [["Exp2Syn_t", "apic[0]", 0.5, {"tau1": 0.3, "tau2": 3.0}],
                        ["wsyn", "soma[0]", 0.5, {}]],
              "iclamp": [2.0, 15.0, 0.5],

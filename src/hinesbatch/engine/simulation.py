@@ -13,7 +13,7 @@ from numbers import Real
 import numpy as np
 
 from .. import mechanisms as _mechanisms
-from ..mechanisms.ions import initialize_reversals
+from ..mechanisms.ions import initialize_reversals, ion_arrays
 from ..model.cell import Cell, PointProcess, format_location
 from ..network import (
     INIT_LIMIT,
@@ -256,7 +256,7 @@ class Simulation:
         for m in lay.mechs:
             out += [self._data[m.name], lay.nodes[m.name], lay.offsets[m.name],
                     lay.scale[m.name], *lay.scratch[m.name]]
-        return out + tables
+        return out + list(self._ions.values()) + tables
 
     def _resolve_recordings(self, lay):
         mech_pos = {m.name: k for k, m in enumerate(lay.mechs)}
@@ -334,8 +334,10 @@ class Simulation:
         self._d = np.zeros(n)
         self._rhs = np.zeros(n)
         self._data = {m: d.copy() for m, d in lay.initial_data.items()}
-        # NEURON's ion_init: reversal potentials from concentrations where those are read
+        # NEURON's ion_init: reversal potentials from concentrations where those are read;
+        # the ions kept per node start as ion_alloc, nrn_promote and ion_init leave them
         initialize_reversals(lay.mechs, lay.nodes, self._data, n, celsius)
+        self._ions = ion_arrays(lay.mechs, lay.nodes, self._data, lay.area, celsius)
         tables, mech_tables = [], {}
         for code in km.codes:
             own = [getattr(km.module, f"_build_{code.mech.name}_{p.name}")(celsius, dt)
@@ -347,10 +349,11 @@ class Simulation:
                 fields = code.mech.field_names
                 for r, g in enumerate(p.table.side, start=len(p.table.outputs)):
                     self._data[code.mech.name][fields.index(g), :] = table[r, -1]
-        for m in lay.mechs:
-            getattr(km.module, f"_initial_{m.name}")(self._data[m.name], lay.nodes[m.name],
-                                                     self._v, 0.0, dt, celsius,
-                                                     *mech_tables[m.name])
+        for code in km.codes:
+            m = code.mech.name
+            ions = [self._ions[a[len("_I_"):]] for a in code.ion_args()]
+            getattr(km.module, f"_initial_{m}")(self._data[m], lay.nodes[m], self._v, 0.0,
+                                                dt, celsius, *mech_tables[m], *ions)
         sources = sorted(self.sources, key=lambda s: s.gid)     # grouped by cell
         src_node = np.array([lay.cells[s.gid].global_node(s.node) for s in sources],
                             dtype=np.int64)

@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import ast
 import keyword
+from typing import NamedTuple
 
 from .description import Mechanism
+from .ions import FARADAY, GAS_CONSTANT
 
-__all__ = ["CodegenError", "MechanismCode", "hoc_exp_source"]
+__all__ = ["CodegenError", "IonIO", "MechanismCode", "hoc_exp_source", "ion_io",
+           "nernst_source"]
 
 _INTRINSICS = {"exp": "_hoc_exp", "log": "math.log", "pow": "math.pow", "fabs": "math.fabs",
                "sqrt": "math.sqrt",
@@ -55,6 +58,54 @@ def hoc_exp_source(vector_exp: bool = False) -> str:
         "    if x > 700.0:\n"
         "        return math.exp(700.0)\n"
         "    return math.exp(x)\n")
+
+
+def nernst_source() -> str:
+    """NEURON's ``nrn_nernst`` [mV] (:func:`.ions.nernst`) in its order of operations."""
+    return (
+        "@njit(cache=True, error_model='numpy')\n"
+        "def _nernst(ci, co, z, _celsius):\n"
+        "    if z == 0.0:\n"
+        "        return 0.0\n"
+        "    if ci <= 0.0:\n"
+        "        return 1e6\n"
+        "    if co <= 0.0:\n"
+        "        return -1e6\n"
+        f"    ktf = 1000.0 * {GAS_CONSTANT!r} * (_celsius + 273.15) / {FARADAY!r}\n"
+        "    return ktf / z * math.log(co / ci)\n")
+
+
+class IonIO(NamedTuple):
+    """How one mechanism's copies meet the per-node arrays of the ions kept per node:
+    ``loads`` (ion, field index, row) before its blocks, ``adds`` (the currents it
+    writes) after its current block, ``stores`` (the concentrations it writes) after its
+    state and INITIAL blocks, ``wrote_conc`` (ion, charge) where it writes one."""
+
+    loads: list
+    adds: list
+    stores: list
+    wrote_conc: list
+
+
+def ion_io(mech: Mechanism, kept: dict) -> IonIO:
+    """:class:`IonIO` of ``mech`` for the ions ``kept`` per node (name -> charge)."""
+    loads, adds, stores, wrote = [], [], [], []
+    fields = mech.field_names
+    for ion in mech.ions:
+        if ion.name not in kept:
+            continue
+        rows = {f"e{ion.name}": 0, f"{ion.name}i": 1, f"{ion.name}o": 2, f"i{ion.name}": 3}
+        conc = {f"{ion.name}i", f"{ion.name}o"}
+        for name in dict.fromkeys(ion.read + tuple(w for w in ion.write if w in conc)):
+            loads.append((ion.name, fields.index(name), rows[name]))
+        for name in ion.write:
+            if name == f"i{ion.name}":
+                adds.append((ion.name, fields.index(name), 3))
+            elif name in conc:
+                stores.append((ion.name, fields.index(name), rows[name]))
+        if set(ion.write) & conc:
+            wrote.append((ion.name, kept[ion.name]))
+    return IonIO(loads, adds, stores, wrote)
 
 
 def _name(code_name: str) -> str:
@@ -130,15 +181,21 @@ class MechanismCode:
         Evaluate the cnexp exps with :func:`.libm_exp.exp_fast` (vectorized, the C
         library's bits where :func:`.libm_exp.matches_libm`) when every argument of the
         pass is in its range; otherwise, and when False, one call of ``exp`` at a time.
+    kept : dict, optional
+        Ions the engine keeps per node (:func:`.ions.kept_per_node`: name -> charge):
+        this mechanism's copies of their variables are loaded from and stored to the
+        node's array ``_I_<ion>`` (:data:`.ions.ION_ROWS`).
     """
 
-    def __init__(self, mech: Mechanism, *, tables: bool = True, vector_exp: bool = False):
+    def __init__(self, mech: Mechanism, *, tables: bool = True, vector_exp: bool = False,
+                 kept: dict | None = None):
         self.mech = mech
         self.tables = tables
         self.vector_exp = vector_exp
         self._functions = {f.name: f for f in mech.functions}
         self._procedures = {p.name: p for p in mech.procedures}
         self._counter = 0
+        self.ion_io = ion_io(mech, kept or {})
 
     # ---- module-level functions -------------------------------------------------------
     @property
@@ -212,15 +269,32 @@ class MechanismCode:
             f"    _th = _xi - float(_i)\n"
             f"    return ({interp})\n")
 
+    def ion_args(self) -> list[str]:
+        """Names of the kernel arguments holding the per-node arrays of the ions kept per
+        node that this mechanism uses."""
+        return list(dict.fromkeys(f"_I_{ion}" for ion, *_ in self.ion_io.loads
+                                  + self.ion_io.adds + self.ion_io.stores))
+
     def _initial_function(self) -> str:
-        m = self.mech.name
+        m, io = self.mech.name, self.ion_io
         scope = _Scope(self.mech, fields=True, tables=self.tables)
         body = self._block(self.mech.initial or "pass", scope, 2, "INITIAL")
-        tabs = "".join(f", {a}" for a in self.table_args())
+        tabs = "".join(f", {a}" for a in self.table_args() + self.ion_args())
+        pad = "        "
+        loads = "".join(f"{pad}_D_{m}[{k}, _j] = _I_{ion}[{row}, _n]\n"
+                        for ion, k, row in io.loads)
+        stores = "".join(f"{pad}_I_{ion}[{row}, _n] = _D_{m}[{k}, _j]\n"
+                         for ion, k, row in io.stores)
+        # nrn_wrote_conc: the reversal potential from the concentrations just written
+        stores += "".join(f"{pad}if _I_{ion}[5, _n] != 0.0:\n"
+                          f"{pad}    _I_{ion}[0, _n] = _nernst(_I_{ion}[1, _n], _I_{ion}[2, _n], "
+                          f"{z!r}, _celsius)\n" for ion, z in io.wrote_conc)
         return (f"@njit(cache=True, error_model='numpy')\n"
                 f"def _initial_{m}(_D_{m}, _N_{m}, v, _t, _dt, _celsius{tabs}):\n"
                 f"    for _j in range(_N_{m}.size):\n"
-                f"        _v = v[_N_{m}[_j]]\n{body}")
+                f"        _v = v[_N_{m}[_j]]\n"
+                + (f"        _n = _N_{m}[_j]\n" if loads or stores else "")
+                + loads + body + stores)
 
     # ---- loops inlined in the cell step -----------------------------------------------
     # The loops run over the instances of cell ``c`` through 1-D views (``_fv_<m>_<f>``
@@ -277,7 +351,32 @@ class MechanismCode:
             src += f"{pad2}rhs[_n] += _rr_{m}[_j]\n{pad2}d[_n] -= _rg_{m}[_j]\n"
         else:
             src += f"{pad2}rhs[_n] -= _rr_{m}[_j]\n{pad2}d[_n] += _rg_{m}[_j]\n"
-        return src
+        for ion, k, _ in self.ion_io.adds:
+            value = f"_fv_{m}_{mech.field_names[k]}[_j]"
+            if mech.kind == "point":      # nocmodl: _ion_ica += ica * 1.e2/(_nd_area)
+                value = f"(({value} * 100.0) / _I_{ion}[6, _n])"
+            src += f"{pad2}_I_{ion}[3, _n] += {value}\n"
+        return self._ion_loads(indent) + src
+
+    def _ion_loads(self, indent: int) -> str:
+        """Load the copies of the kept ions' variables from the nodes (nocmodl's
+        ``ena = _ion_ena`` at the start of a block)."""
+        if not self.ion_io.loads:
+            return ""
+        m, pad = self.mech.name, "    " * indent
+        return (f"{pad}for _j in range(_n_{m}):\n{pad}    _n = _nv_{m}[_j]\n"
+                + "".join(f"{pad}    _fv_{m}_{self.mech.field_names[k]}[_j] = "
+                          f"_I_{ion}[{row}, _n]\n" for ion, k, row in self.ion_io.loads))
+
+    def _ion_stores(self, indent: int) -> str:
+        """Store the concentrations this mechanism writes into the nodes."""
+        if not self.ion_io.stores:
+            return ""
+        m, pad = self.mech.name, "    " * indent
+        return (f"{pad}for _j in range(_n_{m}):\n{pad}    _n = _nv_{m}[_j]\n"
+                + "".join(f"{pad}    _I_{ion}[{row}, _n] = "
+                          f"_fv_{m}_{self.mech.field_names[k]}[_j]\n"
+                          for ion, k, row in self.ion_io.stores))
 
     def has_state_loop(self) -> bool:
         return bool(self.mech.state or self.mech.cnexp or self.mech.after_solve)
@@ -295,7 +394,8 @@ class MechanismCode:
             return (f"{pad}for _j in range(_n_{m}):\n{pad2}_v = v[_nv_{m}[_j]]\n"
                     + scope.loads(pad2) + body + scope.stores(pad2))
 
-        src = loop(mech.state, "state") if mech.state else ""
+        src = self._ion_loads(indent)
+        src += loop(mech.state, "state") if mech.state else ""
         if mech.cnexp:
             # y' = b + a·y by cnexp, y += (1 - exp(dt·a))·(-(b)/(a) - y), in passes: the
             # divisions (vectorized), the exps (the C library's, one at a time), and the
@@ -335,7 +435,7 @@ class MechanismCode:
                         f"(_bv_{m}_{g}[_j] - {y}[_j])\n")
         if mech.after_solve:
             src += loop(mech.after_solve, "after_solve")
-        return src
+        return src + self._ion_stores(indent)
 
     # ---- statements and expressions ---------------------------------------------------
     def _block(self, text: str, scope: _Scope, indent: int, where: str) -> str:

@@ -9,8 +9,9 @@ Data
 ----
 ``parameters``, ``states``, ``assigned`` are :class:`Variable` s with NEURON's names (without
 the ``_suffix``), defaults and units. Ions read (``ena``) and written (``ina``) are declared
-with :class:`Ion`; a read ion variable (reversal potential or concentration) is a
-per-instance value with NEURON's default (:mod:`.ions`).
+with :class:`Ion`; an ion variable is a per-instance copy with NEURON's default, which the
+engine loads from and stores to the node's ion values where the ion is kept per node
+(:mod:`.ions`).
 
 Code blocks
 -----------
@@ -80,7 +81,11 @@ class Variable:
 @dataclass(frozen=True)
 class Ion:
     """An ion the mechanism uses (NEURON's ``USEION na READ ena WRITE ina``); ``valence``
-    is its charge where NEURON does not know it (``VALENCE``)."""
+    is its charge where NEURON does not know it (``VALENCE``).
+
+    Writing a concentration (``WRITE cai``) or reading the ion's current (``READ ica``)
+    makes the engine keep the ion per node, as NEURON's ion mechanism does
+    (:mod:`.ions`)."""
 
     name: str
     read: tuple = ()
@@ -177,15 +182,23 @@ class Mechanism:
 
     @property
     def ion_variables(self) -> tuple:
-        """Ion variables as :class:`Variable` s: reads (with NEURON's defaults), writes."""
-        out = []
+        """Ion variables as :class:`Variable` s, each once: reads, then writes not also read.
+        Reversal potentials and concentrations have NEURON's defaults, currents 0 (mA/cm²,
+        nA for a point process)."""
+        out, seen = [], set()
         for ion in self.ions:
             conc = concentration_names(ion.name)
-            for name in ion.read:
-                out.append(Variable(name, ion_default(name, ion.name),
-                                    "mM" if name in conc else "mV"))
-            for name in ion.write:
-                out.append(Variable(name, 0.0, "mA/cm2"))
+            for name in ion.read + ion.write:
+                if name in seen:
+                    continue
+                seen.add(name)
+                if name in conc:
+                    out.append(Variable(name, ion_default(name, ion.name), "mM"))
+                elif name == f"e{ion.name}":
+                    out.append(Variable(name, ion_default(name, ion.name), "mV"))
+                else:
+                    out.append(Variable(name, 0.0, "nA" if self.kind == "point"
+                                        else "mA/cm2"))
         return tuple(out)
 
     @property

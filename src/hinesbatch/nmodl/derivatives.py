@@ -5,7 +5,7 @@ import re
 
 from ..mechanisms.description import Cnexp
 from . import expressions as ex
-from .syntax import Context, reads_and_calls, unwrap
+from .syntax import Context, reads_and_calls, unwrap, writes
 
 __all__ = ["DerivativeLowering"]
 
@@ -54,6 +54,10 @@ class DerivativeLowering:
             self.fail(f"SOLVE {name}", "solves no PROCEDURE or DERIVATIVE block of the "
                       "file (KINETIC, LINEAR and NONLINEAR blocks are not translated)",
                       rf"SOLVE\s+{name}\b")
+        for n in sorted(self._expand(writes(rest)) & self.conc_written):
+            self.fail(n, f"BREAKPOINT assigns the concentration {n} outside a SOLVE "
+                      "(concentrations are stored back after the state update only)",
+                      rf"\b{re.escape(n)}\s*=")
         breakpoint = self.ion_copies(rest, ctx) + "".join(self.statements(rest, ctx))
         return breakpoint, "".join(state), cnexp, "".join(after)
 

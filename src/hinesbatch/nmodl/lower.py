@@ -250,21 +250,25 @@ class _Lowering(CallableLowering, DerivativeLowering):
         valence = float(st.valence.value.eval()) if st.valence is not None else None
         conc = concentration_names(ion)
         for w in writes:
-            if w == f"i{ion}":
-                continue
-            what = "reversal potential" if w == f"e{ion}" else "concentration"
-            self.fail(f"USEION {ion} WRITE {w}", f"writes the {what} {w}: the engine keeps "
-                      "ion concentrations and reversal potentials constant",
-                      rf"USEION\s+{ion}\b")
+            if w == f"e{ion}":
+                self.fail(f"USEION {ion} WRITE {w}", f"writes the reversal potential {w}: "
+                          "the engine computes reversal potentials from concentrations "
+                          "or keeps them constant", rf"USEION\s+{ion}\b")
+            if w in conc and self.kind == "point":
+                self.fail(f"USEION {ion} WRITE {w}", f"a POINT_PROCESS writing the "
+                          f"concentration {w} is not translated (only density mechanisms "
+                          "write concentrations)", rf"USEION\s+{ion}\b")
         for r in reads:
-            if r not in (f"e{ion}", *conc):
-                self.fail(f"USEION {ion} READ {r}", f"reads the ion's current {r}: only "
-                          f"e{ion}, {conc[0]} and {conc[1]} are read by translated "
-                          "mechanisms", rf"USEION\s+{ion}\b")
-        if set(reads) & set(conc) and ion not in VALENCES and valence is None:
-            self.fail(f"USEION {ion} READ {', '.join(reads)}", f"the ion {ion} has no "
-                      "VALENCE, which NEURON needs to compute its reversal potential from "
-                      "the concentrations", rf"USEION\s+{ion}\b")
+            if r not in (f"e{ion}", f"i{ion}", *conc):
+                self.fail(f"USEION {ion} READ {r}", f"reads {r}: translated mechanisms "
+                          f"read e{ion}, i{ion}, {conc[0]} and {conc[1]}",
+                          rf"USEION\s+{ion}\b")
+        touched = (set(reads) | set(writes)) & set(conc)
+        if touched and ion not in VALENCES and valence is None:
+            self.fail(f"USEION {ion} {'WRITE' if set(writes) & set(conc) else 'READ'} "
+                      f"{', '.join(sorted(touched))}", f"the ion {ion} has no VALENCE, which "
+                      "NEURON needs to compute its reversal potential from the "
+                      "concentrations", rf"USEION\s+{ion}\b")
         self.ions.append(Ion(ion, read=tuple(reads), write=tuple(writes), valence=valence))
         self.ion_read |= set(reads)
         self.ion_write |= set(writes)
@@ -312,7 +316,10 @@ class _Lowering(CallableLowering, DerivativeLowering):
                 value = float(format(float(st.value.eval()), "g")) if st.value is not None \
                     else 0.0
                 self.params.append(Variable(n, value, unit_of(st)))
+        self.conc_written = {w for ion in self.ions for w in ion.write
+                             if w in concentration_names(ion.name)}
         self.states: list[Variable] = []
+        self.ion_states: set = set()
         for b in self.blocks.get("StateBlock", []):
             for d in b.definitions:
                 n = d.get_node_name()
@@ -320,9 +327,14 @@ class _Lowering(CallableLowering, DerivativeLowering):
                     self.fail(f"STATE {n}[]", "arrays are not translated",
                               rf"\b{re.escape(n)}\s*\[")
                 if n in self.ion_read | self.ion_write:
-                    self.fail(f"STATE {n}", "an ion variable as a state (a concentration "
-                              "the mechanism integrates) is not translated",
-                              rf"\b{re.escape(n)}\b")
+                    if n not in self.conc_written:
+                        self.fail(f"STATE {n}", "an ion variable the mechanism does not "
+                                  "WRITE as a concentration, as a state",
+                                  rf"\b{re.escape(n)}\b")
+                    # a concentration the mechanism integrates: its ion field (loaded
+                    # from the node before each block and stored back after it)
+                    self.ion_states.add(n)
+                    continue
                 self.states.append(Variable(n, 0.0, unit_of(d)))
         self.assigned: list[Variable] = []
         self.arrays: dict = {}
@@ -347,7 +359,7 @@ class _Lowering(CallableLowering, DerivativeLowering):
                 self.fail(c, "a current not declared in ASSIGNED", rf"\b{re.escape(c)}\b")
         self.param_names = {p.name for p in self.params}
         self.assigned_names = {a.name for a in self.assigned}
-        self.state_names = {s.name for s in self.states}
+        self.state_names = {s.name for s in self.states} | self.ion_states
         self.field_names = (self.param_names | self.assigned_names | self.state_names
                             | self.ion_read | self.ion_write)
         for n in self.field_names:
@@ -698,7 +710,7 @@ class _Lowering(CallableLowering, DerivativeLowering):
 
         Raises NmodlError where a PROCEDURE or FUNCTION would need to see the copy, or a
         PROCEDURE assigns one (its caller's copy would change)."""
-        names = self._expand(writes(stmts)) & self.ion_read
+        names = self._expand(writes(stmts)) & (self.ion_read - self.ion_write)
         if not names:
             return ""
         if ctx.where.startswith(("PROCEDURE", "FUNCTION", "NET_RECEIVE")):

@@ -196,6 +196,12 @@ class _Part:
             if f"T_{m}" in runner.arg_names:
                 self.arrays[f"T_{m}"] = put(np.ascontiguousarray(
                     np.concatenate([np.ravel(t) for t in runner.tables[m]]), dtype=real))
+        # ions kept per node: their rows over the part's nodes
+        for ion, arr in sim._ions.items():
+            self.arrays[f"Ion_{ion}"] = put(np.ascontiguousarray(
+                arr[:, self.node0:self.node0 + n_nodes], dtype=real))
+        if sim._ions:
+            self.arrays["n_ion"] = n_nodes
         # spike sources (grouped by cell)
         off = run.src_off
         self.q0, q1 = int(off[c0]), int(off[c1])
@@ -285,7 +291,8 @@ class GpuRunner:
         delays = [nc.delay for s in run_arrays.sources for nc in s.netcons]
         self.min_delay = min(delays) if delays else math.inf
         self.structs, self.struct_ids = structures(lay)
-        roles = {m.name: field_roles(m, sim._data[m.name], sim.tables) for m in lay.mechs}
+        roles = {m.name: field_roles(m, sim._data[m.name], sim.tables, sim._km.kept)
+                 for m in lay.mechs}
         args = kernel_args(lay.mechs, sim.tables)
         self.arg_names = [a.name for a in args]
         self.arg_kinds = [a.kind for a in args]
@@ -316,6 +323,7 @@ class GpuRunner:
         lay, run = self.lay, self.run_arrays
         size = np.dtype(self.real).itemsize
         need = lay.n_nodes * (size + 4 * len(lay.mechs))
+        need += sum(arr.size for arr in self.sim._ions.values()) * size
         for m in lay.mechs:
             need += self.sim._data[m.name].size * size
         need += sum(self.structs[s]["n"] * (3 * size + 16) for s in set(self.struct_ids))
@@ -469,6 +477,8 @@ class GpuRunner:
                 run.rec_buf[p.r0 + r, 1:k] = buf[p.rec_pos[r] + 1:p.rec_pos[r] + k]
             v = p.device.get(p.arrays["v_glob"])
             sim._v[p.node0:p.node0 + v.size] = v
+            for ion, arr in sim._ions.items():
+                arr[:, p.node0:p.node0 + v.size] = p.device.get(p.arrays[f"Ion_{ion}"])
             for mech in lay.mechs:
                 m = mech.name
                 data = p.device.get(p.arrays[f"D_{m}"])

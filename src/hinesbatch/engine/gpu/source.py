@@ -37,7 +37,8 @@ import ast
 from dataclasses import dataclass
 
 from ...mechanisms.c_emitter import _CEmitter, _CScope, emit_helpers
-from ...mechanisms.codegen import CodegenError, _name, _parse_expr
+from ...mechanisms.codegen import CodegenError, _name, _parse_expr, ion_io
+from ...mechanisms.ions import FARADAY, GAS_CONSTANT, kept_per_node
 
 __all__ = ["REAL_TYPES", "KernelArg", "field_roles", "kernel_args", "kernel_source"]
 
@@ -171,12 +172,13 @@ def block_access(mech, texts, tables: bool) -> _Access:
     return acc
 
 
-def field_roles(mech, data, tables: bool) -> tuple[dict, set]:
+def field_roles(mech, data, tables: bool, kept: dict | None = None) -> tuple[dict, set]:
     """``(constants, transient)`` of a mechanism whose instance data is ``data`` (fields x
-    instances).
+    instances); ``kept``: the ions kept per node (:func:`.ions.kept_per_node`), whose
+    variables the mechanism loads from the nodes.
 
     ``constants``: field -> value, for the fields no runtime block writes that have one value
-    in every instance (compiled in as literals). ``transient``: the fields that every runtime
+    in every instance and that are not loaded from a node (compiled in as literals). ``transient``: the fields that every runtime
     block that writes them writes surely and before any read, and that no block reads before
     writing: their value after a step depends on that step only, so storing them only where
     they are observed gives the same numbers.
@@ -186,8 +188,9 @@ def field_roles(mech, data, tables: bool) -> tuple[dict, set]:
     written = set().union(*(a.written for a in access.values())) & fields
     early = set().union(*(a.early for a in access.values())) & fields
     constants = {}
+    loaded = {k for _, k, _ in ion_io(mech, kept or {}).loads}
     for k, f in enumerate(mech.field_names):
-        if f in written or data.shape[1] == 0:
+        if f in written or k in loaded or data.shape[1] == 0:
             continue
         row = data[k]
         if (row == row[0]).all():
@@ -227,17 +230,28 @@ class _KernelScope(_CScope):
         return f"f_{name}"
 
 
-def _loads_stores(mech, used: set, access: _Access, transient: set) -> tuple:
+def _loads_stores(mech, used: set, access: _Access, transient: set,
+                  from_node: frozenset = frozenset()) -> tuple:
     """Declarations of the fields a function uses (loaded where read before surely
-    written) and the stores of those it writes (transient ones under ``flush``)."""
+    written; ``from_node`` ones from their parameter ``in_<field>``, the node's ion value)
+    and the stores of those it writes (transient ones under ``flush``)."""
     index = {f: k for k, f in enumerate(mech.field_names)}
     load = [f for f in mech.field_names if f in used and
             (f in access.early or f not in access.sure)]
-    decl = "".join(f"    real f_{f} = D[{index[f]}*n + j];\n" if f in load
-                   else f"    real f_{f} = R(0.0);\n" for f in mech.field_names if f in used)
-    keep = [f for f in mech.field_names if f in access.written and f in used]
-    always = "".join(f"    D[{index[f]}*n + j] = f_{f};\n" for f in keep if f not in transient)
-    later = "".join(f"        D[{index[f]}*n + j] = f_{f};\n" for f in keep if f in transient)
+
+    def decl_of(f):
+        if f in from_node:
+            return f"    real f_{f} = in_{f};\n"
+        return f"    real f_{f} = D[{index[f]}*n + j];\n" if f in load \
+            else f"    real f_{f} = R(0.0);\n"
+
+    decl = "".join(decl_of(f) for f in mech.field_names if f in used)
+    # a node's value as loaded is the instance's copy: stored where it can be observed
+    keep = [f for f in mech.field_names if (f in access.written or f in from_node)
+            and f in used]
+    late = lambda f: f in transient or (f in from_node and f not in access.written)
+    always = "".join(f"    D[{index[f]}*n + j] = f_{f};\n" for f in keep if not late(f))
+    later = "".join(f"        D[{index[f]}*n + j] = f_{f};\n" for f in keep if late(f))
     if later:
         always += f"    if (flush) {{\n{later}    }}\n"
     return decl, always
@@ -247,12 +261,29 @@ def _locals_decl(scope) -> str:
     return "".join(f"    real l_{n} = R(0.0);\n" for n in sorted(scope.locals))
 
 
-def mechanism_functions(mech, constants: dict, transient: set, tables: bool) -> str:
+def ion_parameters(mech, kept: dict, phase: str) -> tuple:
+    """The extra parameters of ``<m>_cur`` (``phase`` "cur") or ``<m>_state`` ("state") for
+    the ions kept per node: ``(declarations, loaded fields, (field, output) pairs)``. The
+    node's values come in as ``in_<field>``; the currents the mechanism writes (cur) and
+    the concentrations (state) go out through ``out_<field>``."""
+    io = ion_io(mech, kept)
+    names = mech.field_names
+    loaded = [names[k] for _, k, _ in io.loads]
+    outs = [names[k] for _, k, _ in (io.adds if phase == "cur" else io.stores)]
+    decl = "".join(f", const real in_{f}" for f in loaded) \
+        + "".join(f", real& out_{f}" for f in outs)
+    return decl, frozenset(loaded), outs
+
+
+def mechanism_functions(mech, constants: dict, transient: set, tables: bool,
+                        kept: dict | None = None) -> str:
     """``<m>_cur``, ``<m>_state`` and ``<m>_net_receive`` device functions (those the
-    mechanism has) over one instance ``j`` of ``n`` in the field block ``D``."""
+    mechanism has) over one instance ``j`` of ``n`` in the field block ``D``; with ions
+    kept per node, their variables pass as parameters (:func:`ion_parameters`)."""
     em = _CEmitter(mech, tables, real="real")
     out = emit_helpers(em, qualifier="__device__ __forceinline__")
     m = mech.name
+    kept = kept or {}
     args = ("real* __restrict__ D, const int n, const int j, const real v, const real t, "
             "const real dt, const real celsius, const real* __restrict__ table, "
             "const bool flush")
@@ -269,10 +300,13 @@ def mechanism_functions(mech, constants: dict, transient: set, tables: bool) -> 
         c_sum = "R(0.0)"
         for c in mech.currents:
             c_sum = f"({c_sum} + {scope.name(c)})"
-        decl, store = _loads_stores(mech, scope.used, acc, transient)
+        ion_decl, from_node, outs = ion_parameters(mech, kept, "cur")
+        scope.used |= set(from_node) | set(outs)
+        decl, store = _loads_stores(mech, scope.used, acc, transient, from_node)
+        store += "".join(f"    out_{f} = f_{f};\n" for f in outs)
         out.append(
-            f"__device__ __forceinline__ void {m}_cur({args}, real& g, real& c) {{\n"
-            f"{decl}{_locals_decl(scope)}    const real v1 = v + R(0.001);\n{first}"
+            f"__device__ __forceinline__ void {m}_cur({args}, real& g, real& c{ion_decl}) "
+            f"{{\n{decl}{_locals_decl(scope)}    const real v1 = v + R(0.001);\n{first}"
             f"    g = {g};\n{second}    c = {c_sum};\n{store}"
             f"    g = (g - c)/R(0.001);\n}}\n")
     if "state" in blocks:
@@ -285,8 +319,11 @@ def mechanism_functions(mech, constants: dict, transient: set, tables: bool) -> 
             b = em.expr(_parse_expr(eq.b, mech, "cnexp"), scope)
             body += f"    {y} = {y} + (R(1.0) - hoc_Exp(dt*{a}))*(-{b}/{a} - {y});\n"
         body += em.block(mech.after_solve, scope, 1)
-        decl, store = _loads_stores(mech, scope.used, acc, transient)
-        out.append(f"__device__ __forceinline__ void {m}_state({args}) {{\n"
+        ion_decl, from_node, outs = ion_parameters(mech, kept, "state")
+        scope.used |= set(from_node) | set(outs)
+        decl, store = _loads_stores(mech, scope.used, acc, transient, from_node)
+        store += "".join(f"    out_{f} = f_{f};\n" for f in outs)
+        out.append(f"__device__ __forceinline__ void {m}_state({args}{ion_decl}) {{\n"
                    f"{decl}{_locals_decl(scope)}{body}{store}}}\n")
     if "net_receive" in blocks:
         acc = block_access(mech, blocks["net_receive"], tables)
@@ -339,15 +376,20 @@ def _has_table(mech, tables: bool) -> bool:
 
 
 def kernel_args(mechs, tables: bool) -> list[KernelArg]:
-    """The arguments of ``hb_epoch`` for ``mechs`` (in NEURON's type order)."""
+    """The arguments of ``hb_epoch`` for ``mechs`` (in NEURON's type order); with ions kept
+    per node, ``n_ion`` (the nodes of the launch's cells) and ``Ion_<ion>``
+    (:data:`.ions.ION_ROWS` × ``n_ion``) last."""
     spec = list(_COMMON)
     for mech in mechs:
         spec += _mech_arg_spec(mech, _has_table(mech, tables))
+    kept = kept_per_node(mechs)
+    if kept:
+        spec += [("n_ion", "i32")] + [(f"Ion_{ion}", "ptr:real") for ion in kept]
     out = []
     for name, kind in spec:
         if kind.startswith("ptr:"):
             base = kind[4:]
-            const = "" if name in _WRITTEN or name.startswith("D_") else "const "
+            const = "" if name in _WRITTEN or name.startswith(("D_", "Ion_")) else "const "
             out.append(KernelArg(name, "ptr", f"{const}{base}* __restrict__"))
         else:
             out.append(KernelArg(name, kind, {"i32": "const int", "i64": "const long long",
@@ -371,10 +413,13 @@ def kernel_source(mechs, roles: dict, *, precision: str, tables: bool, dt: float
             raise CodegenError(f"mechanism {mech.name}: the GPU engine takes one TABLE per "
                                "mechanism")
     parts = [f"#define REAL {real}\n#define REAL2 {real}2\n", _PRELUDE]
+    kept = kept_per_node(mechs)
+    if kept:
+        parts.append(_NERNST)
     for mech in mechs:
         constants, transient = roles[mech.name]
         parts.append(f"\n/* ---- {mech.name} ---- */\n")
-        parts.append(mechanism_functions(mech, constants, transient, tables))
+        parts.append(mechanism_functions(mech, constants, transient, tables, kept))
     args = kernel_args(mechs, tables)
     signature = ",\n    ".join(f"{a.ctype} {a.name}" for a in args)
     parts.append(_kernel_body(mechs, tables, signature)
@@ -384,18 +429,76 @@ def kernel_source(mechs, roles: dict, *, precision: str, tables: bool, dt: float
     return "".join(parts)
 
 
+_NERNST = f"""
+/* NEURON's nrn_nernst [mV], in its order of operations. */
+__device__ __forceinline__ real hb_nernst(real ci, real co, real z, real celsius) {{
+    if (z == R(0.0)) return R(0.0);
+    if (ci <= R(0.0)) return R(1e6);
+    if (co <= R(0.0)) return R(-1e6);
+    const real ktf = R(1000.0) * R({GAS_CONSTANT!r}) * (celsius + R(273.15)) / R({FARADAY!r});
+    return ktf / z * log(co / ci);
+}}
+"""
+
+_ION_ROW = {"e": 0, "ci": 1, "co": 2, "cur": 3, "eadvance": 4, "area": 6}
+
+
+def _ion_at(ion: str, row: str) -> str:
+    return f"Ion_{ion}[{_ION_ROW[row]}*n_ion + node0 + i]"
+
+
+def _ion_locals(kept: dict, cur: bool) -> str:
+    """The node's values of the kept ions as locals ``ion_<ion>_<e|ci|co|cur>``; for the
+    currents (``cur``) as NEURON's ion_cur leaves them: the current zero, the reversal
+    potential recomputed where a concentration is written."""
+    src = ""
+    for ion, z in kept.items():
+        src += "".join(f"            real ion_{ion}_{r} = {_ion_at(ion, r)};\n"
+                       for r in ("e", "ci", "co"))
+        if cur:
+            src += (f"            real ion_{ion}_cur = R(0.0);\n"
+                    f"            if ({_ion_at(ion, 'eadvance')} != R(0.0)) ion_{ion}_e = "
+                    f"hb_nernst(ion_{ion}_ci, ion_{ion}_co, R({z!r}), celsius);\n")
+        else:
+            src += f"            const real ion_{ion}_cur = {_ion_at(ion, 'cur')};\n"
+    return src
+
+
+def _ion_call_args(mech, kept: dict, phase: str) -> tuple:
+    """(arguments, declarations of the outputs, what the outputs do after the call)."""
+    io = ion_io(mech, kept)
+    names = mech.field_names
+    rows = {0: "e", 1: "ci", 2: "co", 3: "cur"}
+    args = "".join(f", ion_{ion}_{rows[row]}" for ion, _, row in io.loads)
+    pairs = io.adds if phase == "cur" else io.stores
+    outs = [(ion, names[k], rows[row]) for ion, k, row in pairs]
+    args += "".join(f", o_{f}" for _, f, _ in outs)
+    decl = "".join(f"real o_{f}; " for _, f, _ in outs)
+    after = ""
+    for ion, f, row in outs:
+        if phase == "cur" and mech.kind == "point":   # nocmodl: ica * 1.e2/(_nd_area)
+            after += f" ion_{ion}_cur += (o_{f}*R(100.0))/{_ion_at(ion, 'area')};"
+        elif phase == "cur":
+            after += f" ion_{ion}_cur += o_{f};"
+        else:
+            after += f" ion_{ion}_{row} = o_{f};"
+    return args, decl, after
+
+
 def _table(mech, tables):
     return f"T_{mech.name}" if _has_table(mech, tables) else "nullptr"
 
 
 def _assembly(mechs, tables) -> str:
-    src = ""
+    kept = kept_per_node(mechs)
+    src = _ion_locals(kept, cur=True)
     for mech in mechs:
         if not mech.currents:
             continue
         m = mech.name
-        call = (f"{m}_cur(D_{m}, n_{m}, j, vi, t_mid, dt, celsius, {_table(mech, tables)}, "
-                f"flush, g, c);")
+        args, decl, after = _ion_call_args(mech, kept, "cur")
+        call = (f"{decl}{m}_cur(D_{m}, n_{m}, j, vi, t_mid, dt, celsius, "
+                f"{_table(mech, tables)}, flush, g, c{args});{after}")
         sign = ("rhs += c; d -= g;" if mech.electrode else "rhs -= c; d += g;")
         if mech.kind == "density":
             src += (f"            {{ const int j = I_{m}[node0 + i];\n"
@@ -404,21 +507,29 @@ def _assembly(mechs, tables) -> str:
             src += (f"            for (int j = O_{m}[cell]; j < O_{m}[cell + 1]; ++j)\n"
                     f"                if (N_{m}[j] == i) {{ real g, c; {call}\n"
                     f"                    g = g*S_{m}[j]; c = c*S_{m}[j]; {sign} }}\n")
+    for ion in kept:
+        src += (f"            {_ion_at(ion, 'e')} = ion_{ion}_e;\n"
+                f"            {_ion_at(ion, 'cur')} = ion_{ion}_cur;\n")
     return src
 
 
 def _states(mechs, tables) -> str:
-    src = ""
+    kept = kept_per_node(mechs)
+    src = _ion_locals(kept, cur=False)
     for mech in mechs:
         if not (mech.state or mech.cnexp or mech.after_solve):
             continue
         m = mech.name
-        call = f"{m}_state(D_{m}, n_{m}, j, vi, t_new, dt, celsius, {_table(mech, tables)}, flush);"
+        args, decl, after = _ion_call_args(mech, kept, "state")
+        call = (f"{decl}{m}_state(D_{m}, n_{m}, j, vi, t_new, dt, celsius, "
+                f"{_table(mech, tables)}, flush{args});{after}")
         if mech.kind == "density":
             src += (f"            {{ const int j = I_{m}[node0 + i]; if (j >= 0) {{ {call} }} }}\n")
         else:
             src += (f"            for (int j = O_{m}[cell]; j < O_{m}[cell + 1]; ++j)\n"
                     f"                if (N_{m}[j] == i) {{ {call} }}\n")
+    for ion in kept:
+        src += "".join(f"            {_ion_at(ion, r)} = ion_{ion}_{r};\n" for r in ("ci", "co"))
     return src
 
 
