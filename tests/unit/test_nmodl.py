@@ -467,6 +467,22 @@ def test_concentrations_written_follow_the_summed_ion_current(tmp_path):
     assert np.all(ions[1, others] == 5e-5) and np.all(ions[4, others] == 0.0)
 
 
+def test_an_ion_without_a_charge_is_refused_before_the_run(tmp_path):
+    """NEURON takes an ion's VALENCE from any file that uses the ion; where none gives it,
+    a concentration in use cannot give a reversal potential: refused at finitialize."""
+    hb.load_mechanisms(write(tmp_path, "clw.mod", """
+NEURON { SUFFIX clw USEION cl READ icl WRITE cli }
+ASSIGNED { icl (mA/cm2) }
+STATE { cli (mM) }
+BREAKPOINT { SOLVE s METHOD cnexp }
+DERIVATIVE s { cli' = -icl }
+"""))
+    cell = hb.Cell(str(write(tmp_path, "s.swc", "1 1 0 0 0 5 -1\n")))
+    cell.insert("clw")
+    with pytest.raises(ValueError, match="ion cl: no mechanism gives its VALENCE"):
+        hb.Simulation(cell).run(1.0)
+
+
 def test_nernst_special_cases():
     from hinesbatch.mechanisms.ions import nernst
 
@@ -490,11 +506,9 @@ REFUSED = [
       "DERIVATIVE s { m' = -m }\n")),
     ("net_send()", "", "NET_RECEIVE(w) {\n net_send(1, 1) : <-- here\n}\n"),
     ("USEION ca WRITE eca", "USEION ca WRITE eca : <-- here", ""),
-    ("USEION cl READ cli", "USEION cl READ cli : <-- here", ""),
-    ("USEION cl WRITE cli", "USEION cl WRITE cli : <-- here", ""),
     ("USEION ca READ dica", "USEION ca READ dica : <-- here", ""),
-    ("cai", "USEION ca READ ica WRITE cai",
-     "BREAKPOINT {\n cai = 1e-4 : <-- here\n}\n"),
+    ("cai", "USEION ca READ ica WRITE cai NONSPECIFIC_CURRENT x",
+     "BREAKPOINT {\n x = 0\n cai = 1e-4 : <-- here\n}\n"),
     ("diam", "", "INITIAL {\n x = diam : <-- here\n}\n"),
     ("normrand()", "", "INITIAL {\n x = normrand(0, 1) : <-- here\n}\n"),
     ("WHILE", "", "INITIAL {\n x = 0\n WHILE (x < 3) { : <-- here\n x = x + 1\n }\n}\n"),
@@ -642,7 +656,8 @@ BREAKPOINT {
 }
 """
     m = translate_text(text).mechanism
-    assert m.breakpoint == "g__local = 5.0\nx = g__local\n"
+    # without currents, nocmodl runs BREAKPOINT's statements in the state update
+    assert m.breakpoint == "" and m.after_solve == "g__local = 5.0\nx = g__local\n"
     assert m.initial == "g = 1.0\n"
 
 

@@ -274,6 +274,22 @@ INITIAL { r = nai/nao }
 """
 
 
+#: calcium written with the BREAKPOINT of a mechanism without currents clamping it after
+#: the SOLVE (nocmodl runs those statements in the state update): Traub's cad pattern
+CA_CEILING = """
+NEURON { SUFFIX cadceil USEION ca READ ica WRITE cai RANGE phi, beta GLOBAL ceiling }
+PARAMETER { phi = 2 beta = 0.05 (/ms) ceiling = 2e-3 }
+STATE { cai (mM) }
+INITIAL { cai = 0.0 }
+ASSIGNED { ica (mA/cm2) }
+BREAKPOINT {
+    SOLVE state METHOD cnexp
+    if (cai < 0) { cai = 0 }
+    if (cai > ceiling) { cai = ceiling }
+}
+DERIVATIVE state { cai' = - phi * ica - beta * cai }
+"""
+
 WHEEL_RENAMED = {"hh.mod": "hh", "passive.mod": "pas", "expsyn.mod": "ExpSyn",
                  "exp2syn.mod": "Exp2Syn", "stim.mod": "IClamp", "svclmp.mod": "SEClamp"}
 WHEEL_DEMOS = ("khhchan.mod", "nachan.mod", "nacaex.mod", "cachan1.mod")
@@ -304,7 +320,7 @@ def compiled(tmp_path_factory):
                        ("kimp.mod", IMPLICIT), ("karr.mod", ARRAYS),
                        ("kcopy.mod", ION_COPY), ("cagate.mod", CA_READER),
                        ("naread.mod", NA_READER),
-                       ("kside.mod", SIDE_GLOBAL)):
+                       ("kside.mod", SIDE_GLOBAL), ("cadceil.mod", CA_CEILING)):
         (folder / name).write_text(text)
     files = sorted(folder.glob("*.mod"))
     lib = nc.compile_mods(files)
@@ -352,6 +368,8 @@ DENSITY = [
     ("kside", [["hh", {}], ["kside", {}]]),
     # calcium kept per node: written by caacc (cnexp), read as eca, cai and ica
     ("caacc", [["hh", {}], ["caeca", {}], ["caacc", {}], ["kcai", {}], ["icaread", {}]]),
+    # cai clamped by a BREAKPOINT statement after the SOLVE, read as eca
+    ("cadceil", [["hh", {}], ["caeca", {}], ["cadceil", {}]]),
     # NEURON's cachan1 (reads cai, cao) into NEURON's cacum (derivimplicit, writes cai)
     ("cacum", [["hh", {}], ["cachan1", {"imax": 0.05}], ["cacum", {"depth": 10.0}]]),
 ]

@@ -54,10 +54,15 @@ class DerivativeLowering:
             self.fail(f"SOLVE {name}", "solves no PROCEDURE or DERIVATIVE block of the "
                       "file (KINETIC, LINEAR and NONLINEAR blocks are not translated)",
                       rf"SOLVE\s+{name}\b")
+        if not self.currents:
+            # nocmodl: a BREAKPOINT without currents runs its statements in the state
+            # update, after the SOLVEs (NEURON then stores the concentrations written)
+            rest_text = self.ion_copies(rest, ctx) + "".join(self.statements(rest, ctx))
+            return "", "".join(state), cnexp, "".join(after) + rest_text
         for n in sorted(self._expand(writes(rest)) & self.conc_written):
             self.fail(n, f"BREAKPOINT assigns the concentration {n} outside a SOLVE "
-                      "(concentrations are stored back after the state update only)",
-                      rf"\b{re.escape(n)}\s*=")
+                      "beside its currents (concentrations are stored back after the "
+                      "state update only)", rf"\b{re.escape(n)}\s*=")
         breakpoint = self.ion_copies(rest, ctx) + "".join(self.statements(rest, ctx))
         return breakpoint, "".join(state), cnexp, "".join(after)
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..mechanisms.description import Ion, Mechanism, Variable
-from ..mechanisms.ions import VALENCES, concentration_names
+from ..mechanisms.ions import concentration_names
 from . import expressions as ex
 from .callables import CallableLowering
 from .derivatives import DerivativeLowering
@@ -263,12 +263,6 @@ class _Lowering(CallableLowering, DerivativeLowering):
                 self.fail(f"USEION {ion} READ {r}", f"reads {r}: translated mechanisms "
                           f"read e{ion}, i{ion}, {conc[0]} and {conc[1]}",
                           rf"USEION\s+{ion}\b")
-        touched = (set(reads) | set(writes)) & set(conc)
-        if touched and ion not in VALENCES and valence is None:
-            self.fail(f"USEION {ion} {'WRITE' if set(writes) & set(conc) else 'READ'} "
-                      f"{', '.join(sorted(touched))}", f"the ion {ion} has no VALENCE, which "
-                      "NEURON needs to compute its reversal potential from the "
-                      "concentrations", rf"USEION\s+{ion}\b")
         self.ions.append(Ion(ion, read=tuple(reads), write=tuple(writes), valence=valence))
         self.ion_read |= set(reads)
         self.ion_write |= set(writes)
