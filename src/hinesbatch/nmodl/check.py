@@ -70,7 +70,8 @@ def _category(err: NmodlError) -> str:
     c = err.construct
     if c.startswith("USEION"):
         words = c.split()
-        kind = "concentration" if "concentration" in err.reason else words[-1]
+        kind = ("reversal potential" if "reversal potential" in err.reason
+                else "concentration" if "concentration" in err.reason else words[-1])
         return f"USEION {words[2]} {kind}" if len(words) >= 4 else c
     if c.startswith("SOLVE") and "METHOD" in c:
         return "SOLVE METHOD " + c.split()[-1]
