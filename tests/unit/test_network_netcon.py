@@ -96,3 +96,15 @@ def test_fan_out_rows_group_netcons_by_source_in_creation_order():
         table.fan_out(n_sources=2)
     empty_ptr, empty = NetConTable().fan_out(n_sources=3)
     assert empty_ptr.tolist() == [0, 0, 0, 0] and empty.size == 0
+
+
+def test_source_ids_follow_the_table():
+    """The sorted sources a rank filters exchanged spikes by, renewed after each add."""
+    table = NetConTable()
+    assert table.source_ids().size == 0
+    table.add(7, 1)
+    table.add(3, 2)
+    table.add(7, 3)
+    assert table.source_ids().tolist() == [3, 7]
+    table.add(5, 0)
+    assert table.source_ids().tolist() == [3, 5, 7]

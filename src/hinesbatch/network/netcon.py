@@ -51,6 +51,7 @@ class NetConTable:
         self._weights: list[float] = []
         self._delays: list[float] = []
         self._by_source: dict[int, list[int]] = {}
+        self._source_ids: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self._sources)
@@ -86,7 +87,14 @@ class NetConTable:
         self._weights.append(weight)
         self._delays.append(delay)
         self._by_source.setdefault(source, []).append(i)
+        self._source_ids = None
         return i
+
+    def source_ids(self) -> np.ndarray:
+        """The sources that have NetCons here, sorted (int64; kept until the next add)."""
+        if self._source_ids is None:
+            self._source_ids = np.array(sorted(self._by_source), dtype=np.int64)
+        return self._source_ids
 
     def set_weight(self, netcon: int, weight: float) -> None:
         """Set the weight of NetCon ``netcon``."""

@@ -415,6 +415,8 @@ def deliver_remote(gids, times, netcons: NetConTable, queue: EventQueue, *,
     gids, times = _spike_arrays(gids, times)
     t_delivered = float(t_delivered)
     queued = 0
+    mine = np.isin(gids, netcons.source_ids())      # every rank gets every rank's spikes
+    gids, times = gids[mine], times[mine]
     for gid, ts in zip(gids.tolist(), times.tolist()):
         for i in netcons.of_source(gid):
             te = ts + netcons._delays[i]
