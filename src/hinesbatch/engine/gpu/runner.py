@@ -160,7 +160,13 @@ class _Part:
         shifted = lambda key, rec: cat(key, _INT) + np.repeat(
             base(rec), [len(st[key]) for st in structs])[:, None]
         put = device.put
+        # blocks start in order of decreasing work (chain levels, then nodes), so that the
+        # last blocks to start, which set when the launch ends, are the shortest
+        work = [(int(st["el_lev"].size + st["bs_lev"].size), int(st["n"])) for st in structs]
+        keys = np.array([work[local[int(s)]] for s in sid], dtype=np.int64).reshape(-1, 2)
+        order = np.lexsort((np.arange(len(sid)), -keys[:, 1], -keys[:, 0]))
         self.arrays = {
+            "cell_order": put(order.astype(_INT)),
             "cell_struct": put(np.array([local[int(s)] for s in sid], dtype=_INT)),
             "cell_node0": put(np.array([cl.start - self.node0 for cl in cells], dtype=_INT)),
             "s_meta": put(np.ascontiguousarray(meta, dtype=_INT)),

@@ -3,7 +3,9 @@
 One kernel, ``hb_epoch``, runs ``n_steps`` whole fixed steps of a set of cells in one launch:
 one thread block per cell, its membrane potential, diagonal and right-hand side in shared
 memory for the whole launch, each thread owning the nodes ``tid, tid + T, ...`` (and the
-mechanism instances on them). A step, in NEURON's order (docs/simulator.md):
+mechanism instances on them). Block ``b`` steps cell ``cell_order[b]``: the cells with the
+most chain levels and nodes start first, so that the launch does not end waiting on a large
+cell that started last. A step, in NEURON's order (docs/simulator.md):
 
 1. threshold detection at ``t`` (spike times kept per source on the device);
 2. the events that act at this step (``te <= t + dt/2``; collected by the host for the
@@ -341,7 +343,8 @@ def mechanism_functions(mech, constants: dict, transient: set, tables: bool,
 _COMMON = (
     ("n_steps", "i32"), ("step0", "i64"), ("t0", "f64"), ("dt_d", "f64"),
     ("detect_first", "i32"), ("use_shared", "i32"), ("n_max", "i32"),
-    ("cell_struct", "ptr:int"), ("cell_node0", "ptr:int"), ("s_meta", "ptr:int"),
+    ("cell_order", "ptr:int"), ("cell_struct", "ptr:int"), ("cell_node0", "ptr:int"),
+    ("s_meta", "ptr:int"),
     ("info", "ptr:int4"), ("cb", "ptr:real"), ("capd", "ptr:real"),
     ("child_idx", "ptr:int"), ("child_a", "ptr:real"),
     ("el_pc", "ptr:int2"), ("el_ab", "ptr:real2"), ("el_range", "ptr:int2"),
@@ -563,7 +566,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
     extern __shared__ __align__(16) unsigned char hb_smem_raw[];
     real* smem = (real*)hb_smem_raw;
 #endif
-    const int cell = HB_BID, tid = HB_TID, nt = HB_NT;
+    const int cell = cell_order[HB_BID], tid = HB_TID, nt = HB_NT;
     const int* __restrict__ meta = s_meta + 8*cell_struct[cell];
     const int sn0 = meta[0], n = meta[1];
     const int2* __restrict__ ER = el_range + meta[2];
