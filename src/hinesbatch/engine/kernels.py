@@ -13,11 +13,15 @@ The module holds:
   its threshold (status 1, ``info`` sources in ``fired``) or an event is due
   (``t_event <= t + dt/2``, status 2), and *after* a step that left a non-finite voltage
   (status 3, ``info`` the cell).
-- ``advance_epoch(n_steps, ...)``: exactly ``n_steps`` steps of every cell independently
-  (``prange`` over cells for multicore), for a stretch in which no event can act: threshold
-  crossings are kept per source in ``spike_t``/``spike_n`` instead of stopping; a cell
-  that becomes non-finite stops and sets ``bad_step[c]``. Sources and recordings are
-  grouped by cell (``src_off``, ``rec_off``).
+- ``advance_epoch(n_steps, ..., chunk_off, ...)``: exactly ``n_steps`` steps of every
+  chunk of cells ``[chunk_off[k], chunk_off[k+1])`` independently (``prange`` over chunks
+  for multicore), for a stretch in which no event can act: threshold crossings are kept
+  per source in ``spike_t``/``spike_n`` instead of stopping; a chunk that becomes
+  non-finite stops and sets ``bad_step[c]`` of its non-finite cells. A chunk's loops run
+  over all its cells' nodes and instances at once (the roots of its later cells, whose
+  parent is -1, are skipped where a node meets its parent), so small cells make long
+  loops (:func:`chunks`). Sources and recordings are grouped by cell (``src_off``,
+  ``rec_off``).
 - ``assemble_all`` (finitialize's assembly), ``_initial_<m>``, ``_net_receive_<m>``,
   ``_build_<m>_<proc>`` (TABLEs).
 
@@ -37,14 +41,17 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from ..mechanisms.codegen import MechanismCode, hoc_exp_source, nernst_source
 from ..mechanisms.ions import kept_per_node
 from ..mechanisms.libm_exp import vector_exp_enabled
 
-__all__ = ["COMMON_ARRAYS", "KernelModule", "kernel_module", "mechanism_arrays"]
+__all__ = ["CHUNK_NODES", "COMMON_ARRAYS", "KernelModule", "chunks", "kernel_module",
+           "mechanism_arrays"]
 
 COMMON_ARRAYS = ("v", "d", "rhs", "a", "b", "parent", "capd", "node_off")
-_FORMAT_VERSION = "1"
+_FORMAT_VERSION = "2"
 
 
 def mechanism_arrays(name: str) -> tuple:
@@ -106,7 +113,7 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
 
     def prelude(indent):
         pad = "    " * indent
-        return (f"{pad}n0 = node_off[c]\n{pad}n1 = node_off[c + 1]\n"
+        return (f"{pad}n0 = node_off[c0]\n{pad}n1 = node_off[c1]\n"
                 + "".join(c.prelude(indent) for c in codes))
 
     def assembly(indent):
@@ -126,11 +133,12 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
         src += (f"{pad}for i in range(n0, n1):\n{pad}    d[i] += capd[i]\n"
                 f"{pad}for i in range(n0 + 1, n1):\n"
                 f"{pad}    p = parent[i]\n"
-                f"{pad}    dv = v[p] - v[i]\n"
-                f"{pad}    rhs[i] -= b[i]*dv\n"
-                f"{pad}    rhs[p] += a[i]*dv\n"
-                f"{pad}    d[i] -= b[i]\n"
-                f"{pad}    d[p] -= a[i]\n")
+                f"{pad}    if p >= 0:\n"
+                f"{pad}        dv = v[p] - v[i]\n"
+                f"{pad}        rhs[i] -= b[i]*dv\n"
+                f"{pad}        rhs[p] += a[i]*dv\n"
+                f"{pad}        d[i] -= b[i]\n"
+                f"{pad}        d[p] -= a[i]\n")
         return src
 
     def step(indent):
@@ -139,12 +147,15 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
         src = assembly(indent)
         src += (f"{pad}for i in range(n1 - 1, n0, -1):\n"
                 f"{pad}    p = parent[i]\n"
-                f"{pad}    pp = a[i]/d[i]\n"
-                f"{pad}    d[p] -= pp*b[i]\n"
-                f"{pad}    rhs[p] -= pp*rhs[i]\n"
+                f"{pad}    if p >= 0:\n"
+                f"{pad}        pp = a[i]/d[i]\n"
+                f"{pad}        d[p] -= pp*b[i]\n"
+                f"{pad}        rhs[p] -= pp*rhs[i]\n"
                 f"{pad}rhs[n0] /= d[n0]\n"
                 f"{pad}for i in range(n0 + 1, n1):\n"
-                f"{pad}    rhs[i] -= b[i]*rhs[parent[i]]\n"
+                f"{pad}    p = parent[i]\n"
+                f"{pad}    if p >= 0:\n"
+                f"{pad}        rhs[i] -= b[i]*rhs[p]\n"
                 f"{pad}    rhs[i] /= d[i]\n"
                 f"{pad}s = 0.0\n"
                 f"{pad}for i in range(n0, n1):\n"
@@ -157,10 +168,10 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
         return src
 
     parts.append(f"\n\n@njit(cache=True, error_model='numpy')\n"
-                 f"def _assemble(c, _t, _dt, _celsius, {model}):\n"
+                 f"def _assemble(c0, c1, _t, _dt, _celsius, {model}):\n"
                  + prelude(1) + assembly(1))
     parts.append(f"\n\n@njit(cache=True, error_model='numpy')\n"
-                 f"def _cell_step(c, _t, _tn, _dt, _celsius, {model}):\n"
+                 f"def _cell_step(c0, c1, _t, _tn, _dt, _celsius, {model}):\n"
                  + prelude(1) + step(1) + "    return not math.isfinite(s)\n")
     # recorded value
     rec = [(f"\n\n@njit(cache=True, error_model='numpy')\n"
@@ -173,14 +184,14 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
     # many steps of one cell: the views are made once
     parts.append(
         f"\n\n@njit(cache=True, error_model='numpy')\n"
-        f"def _cell_run(c, n_steps, step0, t0, _dt, _celsius, src_node, src_thr, src_flag,\n"
-        f"              src_off, spike_t, spike_n, rec_m, rec_f, rec_i, rec_every, rec_off,\n"
-        f"              rec_buf, {model}):\n"
+        f"def _cell_run(c0, c1, n_steps, step0, t0, _dt, _celsius, src_node, src_thr,\n"
+        f"              src_flag, src_off, spike_t, spike_n, rec_m, rec_f, rec_i, rec_every,\n"
+        f"              rec_off, rec_buf, {model}):\n"
         + prelude(1) +
         "    t = t0\n"
         "    st = step0\n"
         "    for k in range(n_steps):\n"
-        "        for q in range(src_off[c], src_off[c + 1]):\n"
+        "        for q in range(src_off[c0], src_off[c1]):\n"
         "            if v[src_node[q]] - src_thr[q] > 0.0:\n"
         "                if src_flag[q] == 0:\n"
         "                    src_flag[q] = 1\n"
@@ -193,7 +204,7 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
         + step(2) +
         f"        t = _tn\n"
         f"        st += 1\n"
-        f"        for r in range(rec_off[c], rec_off[c + 1]):\n"
+        f"        for r in range(rec_off[c0], rec_off[c1]):\n"
         f"            e = rec_every[r]\n"
         f"            if st % e == 0:\n"
         f"                rec_buf[r, st // e] = _value(rec_m[r], rec_f[r], rec_i[r], v"
@@ -206,7 +217,7 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
         f"\n\n@njit(cache=True, error_model='numpy')\n"
         f"def assemble_all(n_cells, _t, _dt, _celsius, {model}):\n"
         f"    for c in range(n_cells):\n"
-        f"        _assemble(c, _t, _dt, _celsius, {model})\n"
+        f"        _assemble(c, c + 1, _t, _dt, _celsius, {model})\n"
         f"\n\n@njit(cache=True, error_model='numpy'{', parallel=True' if parallel else ''})\n"
         f"def advance(n_max, step, t, t_event, _dt, _celsius, n_cells, src_node, src_thr,\n"
         f"            src_flag, fired, rec_m, rec_f, rec_i, rec_every, rec_buf, bad, {model}):\n"
@@ -228,7 +239,7 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
         f"            return k, step, t, 2, 0\n"
         f"        tn = tm + 0.5*_dt\n"
         f"        for c in {loop}(n_cells):\n"
-        f"            bad[c] = _cell_step(c, tm, tn, _dt, _celsius, {model})\n"
+        f"            bad[c] = _cell_step(c, c + 1, tm, tn, _dt, _celsius, {model})\n"
         f"        t = tn\n"
         f"        step += 1\n"
         f"        k += 1\n"
@@ -242,14 +253,43 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
         f"                return k, step, t, 3, c\n"
         f"    return k, step, t, 0, 0\n"
         f"\n\n@njit(cache=True, error_model='numpy'{', parallel=True' if parallel else ''})\n"
-        f"def advance_epoch(n_steps, step0, t0, _dt, _celsius, n_cells, src_node, src_thr,\n"
+        f"def advance_epoch(n_steps, step0, t0, _dt, _celsius, chunk_off, src_node, src_thr,\n"
         f"                  src_flag, src_off, spike_t, spike_n, rec_m, rec_f, rec_i,\n"
         f"                  rec_every, rec_off, rec_buf, bad_step, {model}):\n"
-        f"    for c in {loop}(n_cells):\n"
-        f"        bad_step[c] = _cell_run(c, n_steps, step0, t0, _dt, _celsius, src_node,\n"
-        f"                                src_thr, src_flag, src_off, spike_t, spike_n, rec_m,\n"
-        f"                                rec_f, rec_i, rec_every, rec_off, rec_buf, {model})\n")
+        f"    for k in {loop}(chunk_off.size - 1):\n"
+        f"        c0 = chunk_off[k]\n"
+        f"        c1 = chunk_off[k + 1]\n"
+        f"        st = _cell_run(c0, c1, n_steps, step0, t0, _dt, _celsius, src_node, src_thr,\n"
+        f"                       src_flag, src_off, spike_t, spike_n, rec_m, rec_f, rec_i,\n"
+        f"                       rec_every, rec_off, rec_buf, {model})\n"
+        f"        if st:\n"
+        f"            for c in range(c0, c1):\n"
+        f"                for i in range(node_off[c], node_off[c + 1]):\n"
+        f"                    if not math.isfinite(v[i]):\n"
+        f"                        bad_step[c] = st\n")
     return "".join(parts)
+
+
+#: Nodes a chunk of consecutive cells reaches before the next starts (:func:`chunks`).
+CHUNK_NODES = 512
+
+
+def chunks(node_off, target: int = CHUNK_NODES):
+    """Cell boundaries of the chunks ``advance_epoch`` runs: consecutive cells grouped
+    until a chunk has at least ``target`` nodes (a larger cell alone). int64 array
+    ``[0, ..., n_cells]``.
+
+    Examples
+    --------
+    >>> chunks(np.array([0, 300, 600, 700, 2000, 2100]), 512).tolist()
+    [0, 2, 4, 5]
+    """
+    bounds, start = [0], int(node_off[0])
+    for c in range(1, len(node_off)):
+        if int(node_off[c]) - start >= target or c == len(node_off) - 1:
+            bounds.append(c)
+            start = int(node_off[c])
+    return np.array(bounds, dtype=np.int64)
 
 
 _LOADED: dict = {}

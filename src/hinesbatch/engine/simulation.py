@@ -440,7 +440,7 @@ class Simulation:
         spike_t = np.empty((max(len(sources), 1), cap))
         spike_n = np.zeros(max(len(sources), 1), dtype=np.int64)
         bad_step = np.zeros(len(lay.cells), dtype=np.int64)
-        km.advance_epoch(n, step, self._tgrid[step], self.dt, self.celsius, len(lay.cells),
+        km.advance_epoch(n, step, self._tgrid[step], self.dt, self.celsius, lay.chunk_off,
                          *src, src_off, spike_t, spike_n, *rec, rec_off, rec_buf, bad_step,
                          *model)
         if bad_step.any():

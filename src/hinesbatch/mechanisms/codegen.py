@@ -297,16 +297,16 @@ class MechanismCode:
                 + loads + body + stores)
 
     # ---- loops inlined in the cell step -----------------------------------------------
-    # The loops run over the instances of cell ``c`` through 1-D views (``_fv_<m>_<f>``
+    # The loops run over the instances of cells ``[c0, c1)`` through 1-D views (``_fv_<m>_<f>``
     # for field f, ``_nv_<m>`` for the nodes, ...) indexed from 0, the form LLVM
     # vectorizes; :meth:`prelude` makes the views once per cell and call (not per step:
     # a view costs an atomic reference count, which threads would contend for). Values
     # are copied to locals (``_c_<f>``) and written back once.
     def prelude(self, indent: int) -> str:
-        """The views of cell ``c``'s instances of this mechanism."""
+        """The views of the instances of this mechanism on cells ``[c0, c1)``."""
         m, pad = self.mech.name, "    " * indent
         r = f"_o0_{m}:_o1_{m}"
-        src = (f"{pad}_o0_{m} = _O_{m}[c]\n{pad}_o1_{m} = _O_{m}[c + 1]\n"
+        src = (f"{pad}_o0_{m} = _O_{m}[c0]\n{pad}_o1_{m} = _O_{m}[c1]\n"
                f"{pad}_n_{m} = _o1_{m} - _o0_{m}\n"
                f"{pad}_nv_{m} = _N_{m}[{r}]\n{pad}_sv_{m} = _S_{m}[{r}]\n"
                f"{pad}_rr_{m} = _R_{m}[0, {r}]\n{pad}_rg_{m} = _R_{m}[1, {r}]\n")
