@@ -148,8 +148,13 @@ def ion_arrays(mechs, nodes: dict, data: dict, area: np.ndarray,
                     arr[0, at] = data[m.name][m.field_names.index(f"e{name}")]
         arr[4] = conc == 3                      # eadvance
         arr[5] = conc > 0                       # einit
-        for i in np.flatnonzero(conc > 0):
-            arr[0, i] = nernst(arr[1, i], arr[2, i], z, celsius)
+        on = np.flatnonzero(conc > 0)
+        if on.size:
+            # the C library's log once per distinct pair of concentrations (NumPy's log
+            # may differ from it in the last bit)
+            pairs, where = np.unique(arr[1:3, on], axis=1, return_inverse=True)
+            e = np.array([nernst(ci, co, z, celsius) for ci, co in pairs.T])
+            arr[0, on] = e[where.ravel()]
         out[name] = arr
     return out
 
