@@ -36,6 +36,7 @@ import os
 import sys
 from pathlib import Path
 
+from .._numba import light_cache_loads_in
 from ..mechanisms.codegen import MechanismCode, hoc_exp_source
 from ..mechanisms.libm_exp import vector_exp_enabled
 
@@ -263,6 +264,7 @@ def kernel_module(mechs: list, *, tables: bool, parallel: bool,
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
+        light_cache_loads_in(module)
         _LOADED[name] = module
     return KernelModule(_LOADED[name], [MechanismCode(m, tables=tables, vector_exp=vector_exp)
                                         for m in mechs], tables)

@@ -1,0 +1,163 @@
+"""What a command loads at start-up, checked without timing: ``import hinesbatch`` and a
+``hinesbatch simulate`` run import none of the optional libraries or other commands' modules,
+and machine code found in Numba's cache is loaded without setting up Numba's compiler
+(:mod:`hinesbatch._numba`), with the same results.
+
+Each check runs in a fresh interpreter (``sys.modules`` is the evidence), so they are slow.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hinesbatch
+
+pytestmark = pytest.mark.slow
+
+SRC = str(Path(hinesbatch.__file__).resolve().parents[1])
+#: Libraries that only some commands need (plots, SONATA, NEURON, GPUs, progress bars).
+OPTIONAL = ("scipy", "h5py", "matplotlib", "neuron", "cupy", "tqdm")
+#: What Numba imports when it prepares its compiler ("refreshes" its contexts), and not to
+#: load machine code from its cache.
+COMPILER_SET_UP = ("numba.np.arraymath", "numba.np.linalg", "numba.typed.typeddict")
+#: Modules of other commands and layers that a simulate run does not use.
+OTHER_COMMANDS = ("hinesbatch.bench", "hinesbatch.nmodl", "hinesbatch.info",
+                  "hinesbatch.sim.run_command")
+
+_REPORT = """
+import json, sys
+print("MODULES " + json.dumps(sorted(sys.modules)))
+"""
+
+
+def _python(code: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [SRC, env.get("PYTHONPATH")]))
+    run = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                         env=env, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run
+
+
+def _modules(run: subprocess.CompletedProcess) -> list[str]:
+    (line,) = [x for x in run.stdout.splitlines() if x.startswith("MODULES ")]
+    return json.loads(line[len("MODULES "):])
+
+
+def _loaded(modules: list[str], names) -> list[str]:
+    return [m for m in modules if any(m == n or m.startswith(n + ".") for n in names)]
+
+
+def test_import_hinesbatch_loads_no_optional_library():
+    modules = _modules(_python("import hinesbatch\n" + _REPORT))
+    assert "hinesbatch" in modules and "numba" in modules  # the check sees imports
+    assert _loaded(modules, OPTIONAL) == []
+    assert _loaded(modules, OTHER_COMMANDS + ("hinesbatch.engine", "hinesbatch.io")) == []
+
+
+_SIMULATE = """
+import sys
+from hinesbatch import cli
+status = cli.main(sys.argv[1:])
+assert status == 0, status
+""" + _REPORT
+
+
+@pytest.mark.parametrize(("options", "runner"), [
+    pytest.param(["--mechanism", "hh", "--tstop", "1"], "hinesbatch.engine.kernels", id="hh"),
+    pytest.param(["--tstop", "1"], "hinesbatch.sim.passive", id="passive"),
+])
+def test_simulate_from_the_cache_loads_only_what_it_runs(tmp_path, options, runner):
+    """The second run finds every kernel in the cache: no optional library, no other
+    command's modules and no compiler set-up are imported."""
+    argv = ["simulate", *options, "--out", str(tmp_path / "out.npz")]
+    _python(_SIMULATE, *argv)  # compiles what is not cached yet
+    modules = _modules(_python(_SIMULATE, *argv))
+    assert "numba" in modules and runner in modules  # the run happened here
+    assert _loaded(modules, OPTIONAL) == []
+    assert _loaded(modules, OTHER_COMMANDS) == []
+    assert _loaded(modules, COMPILER_SET_UP) == []
+
+
+_CACHED_MODULE = '''
+import numpy as np
+from numba import njit
+
+@njit(cache=True)
+def scaled(a, k):
+    out = np.empty_like(a)
+    for i in range(a.size):
+        out[i] = np.exp(a[i]) * k
+    return out
+'''
+
+_USE_CACHED = """
+import json, sys
+import numpy as np
+import hinesbatch  # noqa: F401  (imports Numba as the package does)
+from hinesbatch._numba import is_light, light_cache_loads
+sys.path.insert(0, sys.argv[1])
+import cached_kernel
+light_cache_loads(cached_kernel.scaled)
+assert is_light(cached_kernel.scaled)
+out = cached_kernel.scaled(np.linspace(-3.0, 3.0, 7), 0.5)
+stats = cached_kernel.scaled.stats
+print("RESULT " + json.dumps({"bits": out.view(np.int64).tolist(),
+                              "hits": sum(stats.cache_hits.values()),
+                              "misses": sum(stats.cache_misses.values())}))
+""" + _REPORT
+
+
+def test_a_light_cache_load_gives_the_compiled_bits_without_compiler_set_up(tmp_path):
+    """First process: nothing cached, Numba's own path compiles and caches. Second: the
+    machine code comes from the cache, with no compiler set-up, and gives the same bits."""
+    (tmp_path / "cached_kernel.py").write_text(_CACHED_MODULE)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"))
+
+    def run():
+        done = _python(_USE_CACHED, str(tmp_path), env=env)
+        (line,) = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
+        return json.loads(line[len("RESULT "):]), _modules(done)
+
+    (first, first_modules), (second, second_modules) = run(), run()
+    assert (first["misses"], first["hits"]) == (1, 0)
+    assert (second["misses"], second["hits"]) == (0, 1)
+    assert second["bits"] == first["bits"]
+    expected = np.exp(np.linspace(-3.0, 3.0, 7)) * 0.5
+    assert np.array_equal(np.array(first["bits"]).view(np.float64), expected)
+    assert _loaded(first_modules, COMPILER_SET_UP)  # compiling sets the compiler up
+    assert _loaded(second_modules, COMPILER_SET_UP) == []
+
+
+def test_light_cache_loads_leaves_functions_without_a_cache_alone():
+    from numba import njit
+
+    from hinesbatch._numba import is_light, light_cache_loads
+
+    @njit
+    def plain(x):
+        return x + 1
+
+    assert light_cache_loads(plain) is plain and not is_light(plain)
+    assert plain(1) == 2
+
+
+def test_import_numba_skips_only_the_scipy_version_check():
+    """Numba imported through the package leaves SciPy unimported and importable."""
+    code = textwrap.dedent("""
+        import sys
+        from hinesbatch._numba import import_numba
+        assert import_numba() is sys.modules["numba"]
+        assert "scipy" not in sys.modules, "scipy imported"
+        import scipy.linalg  # noqa: F401
+        print("ok")
+    """)
+    pytest.importorskip("scipy")
+    assert _python(code).stdout.strip() == "ok"
