@@ -2,11 +2,6 @@
 
 They are listed in :data:`hinesbatch.solvers.registry.BUILTIN`.
 """
-from .backends import (
-    MulticoreHines,
-    MulticoreTridiagonal,
-    SerialHines,
-    SerialTridiagonal,
-)
+from .backends import MulticoreHines, MulticoreTridiagonal, SerialHines, SerialTridiagonal
 
 __all__ = ["SerialHines", "MulticoreHines", "SerialTridiagonal", "MulticoreTridiagonal"]
