@@ -2,26 +2,32 @@
 preparing the compiler.
 
 A command that finds its kernels in Numba's cache spends most of its start-up in Numba, not in
-the kernels. Two costs are not needed to run cached machine code:
+the kernels. Three costs are not needed to run cached machine code:
 
 - ``import numba`` imports ``scipy`` only to check that it is at least 1.0
   (:func:`import_numba` skips the check; SciPy stays importable afterwards);
 - the first load from the cache of each process "refreshes" Numba's typing and target
   contexts: it imports and installs every registry of typing rules and lowerings (``numba.np``,
-  ``numba.typed``, ``numba.np.linalg``, which probes SciPy's BLAS, ...), about 0.1 s, which only
-  compiling new code uses. :func:`light_cache_loads` makes a dispatcher load its cached
-  machine code with the Numba runtime (NRT) initialised and nothing else; the cached object is
-  linked already (the NRT's inline functions included) and needs only the runtime's C helpers.
-  When the cache has no entry, or loading it fails, Numba's own path runs unchanged (it
-  refreshes the contexts, then compiles and caches), so the machine code, and so the results,
-  are the same bits either way.
+  ``numba.typed``, ``numba.np.linalg``, which probes SciPy's BLAS, ...), about 0.1 s;
+- and it compiles the Numba runtime's (NRT's) own LLVM functions, about 20 ms.
 
-Both rely on how Numba 0.59-0.68 are built (``Dispatcher._cache``, ``FunctionCache``); with a
-Numba that differs, both fall back to Numba's own behaviour.
+Only compiling new code needs them: a cached object is linked already (the NRT's functions
+included) and refers only to symbols outside it, the C API of Python and the C library, and
+Numba's C helpers. :func:`light_cache_loads` makes a dispatcher read the cached object, check
+that every symbol it leaves undefined resolves in this process (after registering the NRT's C
+helpers, as Numba does), and load it. Otherwise (no entry, an object that is not ELF, a symbol
+that some registry defines, any error) Numba's own path runs unchanged: it refreshes the
+contexts, then loads or compiles and caches. The machine code, and so the results, are the same
+bits either way.
+
+This relies on how Numba 0.59-0.68 are built (``Dispatcher._cache``, ``FunctionCache``, the
+serialized ``CompileResult``); with a Numba that differs, the dispatchers keep Numba's own
+behaviour.
 """
 from __future__ import annotations
 
 import functools
+import struct
 import sys
 
 __all__ = ["import_numba", "is_light", "light_cache_loads", "light_cache_loads_in"]
@@ -44,31 +50,90 @@ def import_numba():
     return numba
 
 
+#: ELF: section type of a symbol table; symbol entry and section header sizes [bytes].
+_SHT_SYMTAB, _SYMBOL_BYTES = 2, 24
+
+
+def undefined_symbols(obj: bytes) -> list[str] | None:
+    """Names of the symbols that the ELF64 little-endian object ``obj`` uses but does not
+    define, or None when ``obj`` is not such an object."""
+    if obj[:6] != b"\x7fELF\x02\x01":
+        return None
+    (shoff,) = struct.unpack_from("<Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+    # (name, type, flags, addr, offset, size, link, info, addralign, entsize)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + k * shentsize)
+                for k in range(shnum)]
+    names = []
+    for sec in sections:
+        if sec[1] != _SHT_SYMTAB:
+            continue
+        strings = sections[sec[6]][4]
+        for k in range(sec[5] // _SYMBOL_BYTES):
+            name, _, _, shndx, _, _ = struct.unpack_from("<IBBHQQ", obj,
+                                                         sec[4] + k * _SYMBOL_BYTES)
+            if shndx == 0 and name:  # SHN_UNDEF
+                start = strings + name
+                names.append(obj[start:obj.index(b"\0", start)].decode())
+    return names
+
+
+@functools.cache
+def _register_runtime_helpers() -> None:
+    """Register the NRT's C helpers as symbols, as ``NRTRuntime.initialize`` does before it
+    compiles the NRT's LLVM functions (which cached objects contain already)."""
+    import llvmlite.binding as ll
+    from numba.core.runtime import _nrt_python
+
+    for name, address in _nrt_python.c_helpers.items():
+        ll.add_symbol(name if name.startswith("_") else "NRT_" + name, address)
+
+
+def _resolvable(obj: bytes) -> bool:
+    """Whether every symbol the object ``obj`` leaves undefined resolves in this process."""
+    import llvmlite.binding as ll
+
+    names = undefined_symbols(obj)
+    return names is not None and all(ll.address_of_symbol(n) is not None for n in names)
+
+
 @functools.cache
 def _light_cache_class():
-    """The :class:`numba.core.caching.FunctionCache` whose loads skip the refresh, or None
-    when this Numba is not built as expected."""
+    """The :class:`numba.core.caching.FunctionCache` whose loads skip the compiler's set-up,
+    or None when this Numba is not built as expected."""
     try:
+        from numba.core import config
         from numba.core.caching import FunctionCache
-        from numba.core.runtime import nrt
     except ImportError:
         return None
-    if not hasattr(FunctionCache, "_load_overload"):
+    if not all(hasattr(FunctionCache, a) for a in ("_index_key", "_load_overload")):
         return None
 
     class LightFunctionCache(FunctionCache):
-        """Loads cached machine code without refreshing the contexts first."""
+        """Loads cached machine code without setting up the compiler first."""
 
         def load_overload(self, sig, target_context):
             try:
-                nrt.rtsys.initialize(target_context)
-                with self._guard_against_spurious_io_errors():
-                    data = self._load_overload(sig, target_context)
+                data = self._light_load(sig, target_context)
             except Exception:  # noqa: BLE001  (anything unexpected: Numba's own path decides)
                 data = None
-            if data is None:  # no entry (the compiler refreshes the contexts itself)
+            if data is None:  # Numba's own path (the compiler sets itself up on a miss)
                 return super().load_overload(sig, target_context)
             return data
+
+        def _light_load(self, sig, target_context):
+            if not self._enabled or config.NRT_STATS:  # NRT statistics: Numba's set-up
+                return None
+            payload = self._cache_file.load(self._index_key(sig, target_context.codegen()))
+            if payload is None:
+                return None
+            _, kind, code = payload[0]  # the serialized library: (name, kind, data)
+            if kind != "object":
+                return None
+            _register_runtime_helpers()
+            if not _resolvable(code[0]):
+                return None
+            return self._impl.rebuild(target_context, payload)
 
     return LightFunctionCache
 

@@ -102,7 +102,10 @@ _USE_CACHED = """
 import json, sys
 import numpy as np
 import hinesbatch  # noqa: F401  (imports Numba as the package does)
+import hinesbatch._numba
 from hinesbatch._numba import is_light, light_cache_loads
+if sys.argv[2] == "unresolved":  # as if the object used a symbol that a registry defines
+    hinesbatch._numba._resolvable = lambda obj: False
 sys.path.insert(0, sys.argv[1])
 import cached_kernel
 light_cache_loads(cached_kernel.scaled)
@@ -117,23 +120,47 @@ print("RESULT " + json.dumps({"bits": out.view(np.int64).tolist(),
 
 def test_a_light_cache_load_gives_the_compiled_bits_without_compiler_set_up(tmp_path):
     """First process: nothing cached, Numba's own path compiles and caches. Second: the
-    machine code comes from the cache, with no compiler set-up, and gives the same bits."""
+    machine code comes from the cache, with no compiler set-up, and gives the same bits.
+    Third: an object whose symbols do not all resolve is loaded by Numba's own path."""
     (tmp_path / "cached_kernel.py").write_text(_CACHED_MODULE)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"))
 
-    def run():
-        done = _python(_USE_CACHED, str(tmp_path), env=env)
+    def run(case="resolved"):
+        done = _python(_USE_CACHED, str(tmp_path), case, env=env)
         (line,) = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
         return json.loads(line[len("RESULT "):]), _modules(done)
 
     (first, first_modules), (second, second_modules) = run(), run()
+    third, third_modules = run("unresolved")
     assert (first["misses"], first["hits"]) == (1, 0)
-    assert (second["misses"], second["hits"]) == (0, 1)
-    assert second["bits"] == first["bits"]
+    assert (second["misses"], second["hits"]) == (third["misses"], third["hits"]) == (0, 1)
+    assert second["bits"] == first["bits"] == third["bits"]
     expected = np.exp(np.linspace(-3.0, 3.0, 7)) * 0.5
     assert np.array_equal(np.array(first["bits"]).view(np.float64), expected)
     assert _loaded(first_modules, COMPILER_SET_UP)  # compiling sets the compiler up
     assert _loaded(second_modules, COMPILER_SET_UP) == []
+    assert _loaded(third_modules, COMPILER_SET_UP)
+
+
+def test_undefined_symbols_of_a_compiled_object():
+    """The ELF reader finds what the light load checks: the C library's exp, the NRT's C
+    helpers; and declines what is not an ELF64 little-endian object."""
+    from numba import njit
+
+    from hinesbatch._numba import undefined_symbols
+
+    @njit
+    def scaled(a, k):
+        return np.exp(a) * k
+
+    scaled(np.ones(3), 2.0)
+    (cres,) = scaled.overloads.values()
+    _, kind, (obj, _) = cres.library.serialize_using_object_code()
+    names = undefined_symbols(obj)
+    if names is None:
+        pytest.skip(f"objects here are not ELF64 little-endian ({obj[:6]!r})")
+    assert kind == "object" and "exp" in names and "NRT_MemInfo_alloc_aligned" in names
+    assert undefined_symbols(b"\xcf\xfa\xed\xfe" + obj[4:]) is None  # Mach-O's magic
 
 
 def test_light_cache_loads_leaves_functions_without_a_cache_alone():
