@@ -30,7 +30,8 @@ import functools
 import struct
 import sys
 
-__all__ = ["import_numba", "is_light", "light_cache_loads", "light_cache_loads_in"]
+__all__ = ["import_numba", "is_light", "light_cache_loads", "light_cache_loads_in",
+           "undefined_symbols"]
 
 
 def import_numba():
