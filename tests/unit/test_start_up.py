@@ -195,3 +195,51 @@ def test_import_numba_skips_only_the_scipy_version_check():
     """)
     pytest.importorskip("scipy")
     assert _python(code).stdout.strip() == "ok"
+
+
+_PROGRAM = """
+import atexit, runpy, sys, threading, time
+class Teardown:  # dropped only by the interpreter's teardown of sys.modules
+    def __init__(self, path):
+        self.path = path
+    def __del__(self):
+        with open(self.path, "a") as f:
+            f.write("teardown;")
+def late_write(path):
+    time.sleep(0.5)
+    with open(path, "a") as f:
+        f.write("thread;")
+path, thread = sys.argv[1], sys.argv[2] == "thread"
+sys.modules["start_up_probe"] = Teardown(path)
+atexit.register(lambda: print("exit handler ran"))
+if thread:
+    threading.Thread(target=late_write, args=(path,)).start()  # not a daemon
+sys.argv = ["hinesbatch", *sys.argv[3:]]
+runpy.run_module("hinesbatch.cli", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize(("argv", "thread", "status", "log"), [
+    pytest.param(["simulate", "--tstop", "1"], "no", 0, "", id="simulate"),
+    pytest.param(["run", "missing.json"], "no", 1, "teardown;", id="user-code"),
+    pytest.param(["simulate", "--tstop", "1"], "thread", 0, "thread;teardown;",
+                 id="thread-running"),
+])
+def test_the_program_ends_without_the_interpreters_teardown(tmp_path, argv, thread, status,
+                                                             log):
+    """``python -m hinesbatch.cli`` runs the exit handlers and flushes its output, then ends
+    without tearing the interpreter down; unless the command runs the user's code or another
+    thread is still running, when the process ends the usual way."""
+    log_path = tmp_path / "log"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [
+        SRC, os.environ.get("PYTHONPATH")])))
+    run = subprocess.run([sys.executable, "-c", _PROGRAM, str(log_path), thread, *argv,
+                          *(["--out", str(tmp_path / "out.npz")] if argv[0] == "simulate"
+                            else [])],
+                         capture_output=True, text=True, env=env, timeout=900, check=False,
+                         cwd=tmp_path)
+    assert run.returncode == status, run.stderr[-3000:]
+    assert run.stdout.rstrip().endswith("exit handler ran")
+    if argv[0] == "simulate":
+        assert "output:   " in run.stdout and (tmp_path / "out.npz").exists()
+    assert (log_path.read_text() if log_path.exists() else "") == log
