@@ -27,6 +27,7 @@ behaviour.
 from __future__ import annotations
 
 import functools
+import gc
 import struct
 import sys
 
@@ -35,19 +36,28 @@ __all__ = ["import_numba", "is_light", "light_cache_loads", "light_cache_loads_i
 
 
 def import_numba():
-    """``import numba`` without the import of SciPy that only checks its version.
+    """``import numba`` without the import of SciPy that only checks its version, and with
+    the cyclic garbage collector paused meanwhile.
 
-    A process that imported Numba or SciPy already is left alone. Returns the module.
+    Importing NumPy and Numba creates about 90,000 objects that the collector tracks, of
+    which about 500 end up as garbage in cycles: the passes that the allocations trigger find
+    little and took about 6 % of the import. The collector's state is restored afterwards
+    (the cycles are collected by its next pass). A process that imported Numba or SciPy
+    already is left alone. Returns the module.
     """
     if "numba" in sys.modules or "scipy" in sys.modules:
         import numba
 
         return numba
+    collecting = gc.isenabled()
+    gc.disable()
     sys.modules["scipy"] = None  # `import scipy` fails at once: Numba skips the check
     try:
         import numba
     finally:
         del sys.modules["scipy"]
+        if collecting:
+            gc.enable()
     return numba
 
 

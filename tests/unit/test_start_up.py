@@ -183,12 +183,17 @@ def test_light_cache_loads_leaves_functions_without_a_cache_alone():
     assert plain(1) == 2
 
 
-def test_import_numba_skips_only_the_scipy_version_check():
-    """Numba imported through the package leaves SciPy unimported and importable."""
-    code = textwrap.dedent("""
-        import sys
+@pytest.mark.parametrize("collecting", [True, False])
+def test_import_numba_skips_only_the_scipy_version_check(collecting):
+    """Numba imported through the package leaves SciPy unimported and importable, and the
+    garbage collector as it was."""
+    code = textwrap.dedent(f"""
+        import gc, sys
+        if not {collecting}:
+            gc.disable()
         from hinesbatch._numba import import_numba
         assert import_numba() is sys.modules["numba"]
+        assert gc.isenabled() is {collecting}
         assert "scipy" not in sys.modules, "scipy imported"
         import scipy.linalg  # noqa: F401
         print("ok")
@@ -198,14 +203,16 @@ def test_import_numba_skips_only_the_scipy_version_check():
 
 
 _PROGRAM = """
-import atexit, runpy, sys, threading, time
+import atexit, os, runpy, sys, threading, time
 class Teardown:  # dropped only by the interpreter's teardown of sys.modules
-    def __init__(self, path):
-        self.path = path
+    def __init__(self, path):  # what __del__ needs is held here: globals may be gone by then
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        self.write = os.write
     def __del__(self):
-        with open(self.path, "a") as f:
-            f.write("teardown;")
-def late_write(path):
+        self.write(self.fd, b"teardown;")
+def late_write(path):  # still running when the command returns: it wrote out.npz last
+    while not os.path.exists("out.npz"):
+        time.sleep(0.01)
     time.sleep(0.5)
     with open(path, "a") as f:
         f.write("thread;")
@@ -234,8 +241,7 @@ def test_the_program_ends_without_the_interpreters_teardown(tmp_path, argv, thre
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [
         SRC, os.environ.get("PYTHONPATH")])))
     run = subprocess.run([sys.executable, "-c", _PROGRAM, str(log_path), thread, *argv,
-                          *(["--out", str(tmp_path / "out.npz")] if argv[0] == "simulate"
-                            else [])],
+                          *(["--out", "out.npz"] if argv[0] == "simulate" else [])],
                          capture_output=True, text=True, env=env, timeout=900, check=False,
                          cwd=tmp_path)
     assert run.returncode == status, run.stderr[-3000:]
