@@ -10,7 +10,8 @@ hh everywhere, d_lambda 0.1, Ra 100, IClamp 1 nA 5-55 ms, dt 0.025 ms, 100 ms, `
 serial``), run in a fresh interpreter per version, the versions in turn, ``--rounds`` times
 after one untimed round that fills the caches. Inside the process, wrappers time the
 imports, discretization (where the first kernel is loaded), initialization, stepping and
-writing; outside, the wall time of the whole process. ``--neuron`` adds NEURON's script of
+writing; outside, the wall time of the whole process, which the version's program ends as
+it does (``console_main`` where there is one). ``--neuron`` adds NEURON's script of
 the same model (:func:`hinesbatch.bench.neuron_models.neuron_script`) to each round. The
 table gives the minimum of each phase over the rounds [ms]: on a shared machine the
 minimum is the least disturbed run (docs/decisions/020-start-up-time.md).
@@ -34,7 +35,7 @@ ARGS = ["simulate", str(SWC), "--mechanism", "hh", "--d-lambda", "0.1", "--ra", 
 
 # Runs in the child: times phases by wrapping functions that every version has.
 _CHILD = r"""
-import contextlib, io, json, sys, time
+import atexit, json, sys, time
 T0 = time.perf_counter()
 ph = {}
 def add(label, t):
@@ -71,13 +72,21 @@ C.Cell.geometry = property(geometry)
 wrap(S.Simulation, "_initialize", "finitialize (kernel module)")
 wrap(S.Simulation, "_run_cpu", "stepping")
 wrap(R.Results, "save", "write .npz")
-t = time.perf_counter()
-with contextlib.redirect_stdout(io.StringIO()):
-    assert cli.main(sys.argv[1:]) == 0
-inner = sum(v for k, v in ph.items() if not k.startswith("import"))
-ph["rest (SWC, cell, layout, checks, summary)"] = time.perf_counter() - t - inner
-ph["in-process total"] = time.perf_counter() - T0
-print("PHASES " + json.dumps(ph))
+main = cli.main
+def timed_main(argv=None):
+    t = time.perf_counter()
+    status = main(argv)
+    inner = sum(v for k, v in ph.items() if not k.startswith("import"))
+    ph["rest (SWC, cell, layout, checks, summary)"] = time.perf_counter() - t - inner
+    ph["in-process total"] = time.perf_counter() - T0
+    assert status == 0, status
+    return status
+cli.main = timed_main
+atexit.register(lambda: print("PHASES " + json.dumps(ph)))
+sys.argv = ["hinesbatch", *sys.argv[1:]]
+if hasattr(cli, "console_main"):  # the program as the version ends it
+    cli.console_main()
+sys.exit(cli.main())
 """
 
 
