@@ -10,8 +10,9 @@ hh everywhere, d_lambda 0.1, Ra 100, IClamp 1 nA 5-55 ms, dt 0.025 ms, 100 ms, `
 serial``), run in a fresh interpreter per version, the versions in turn, ``--rounds`` times
 after one untimed round that fills the caches. Inside the process, wrappers time the
 imports, discretization (where the first kernel is loaded), initialization, stepping and
-writing; outside, the wall time of the whole process, which the version's program ends as
-it does (``console_main`` where there is one). ``--neuron`` adds NEURON's script of
+writing; outside, the wall and CPU time of the whole process, which the version's program
+ends as it does (``console_main`` where there is one). CPU time suffers less than wall time
+from other work on the machine. ``--neuron`` adds NEURON's script of
 the same model (:func:`hinesbatch.bench.neuron_models.neuron_script`) to each round. The
 table gives the minimum of each phase over the rounds [ms]: on a shared machine the
 minimum is the least disturbed run (docs/decisions/020-start-up-time.md).
@@ -90,17 +91,19 @@ sys.exit(cli.main())
 """
 
 
-def _run(argv, env) -> tuple[float, dict]:
-    start = time.perf_counter()
+def _run(argv, env) -> tuple[float, float, dict]:
+    before, start = os.times(), time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
-    wall = time.perf_counter() - start
+    wall, after = time.perf_counter() - start, os.times()
+    cpu = (after.children_user - before.children_user
+           + after.children_system - before.children_system)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv[:3])} ... failed:\n{proc.stderr[-2000:]}")
     phases = {}
     for line in proc.stdout.splitlines():
         if line.startswith("PHASES "):
             phases = json.loads(line[len("PHASES "):])
-    return wall, phases
+    return wall, cpu, phases
 
 
 def main(argv=None) -> int:
@@ -132,9 +135,10 @@ def main(argv=None) -> int:
     rows = {name: [] for name in runs}
     for k in range(args.rounds + 1):  # round 0 fills the caches: not counted
         for name, (cmd, env) in runs.items():
-            wall, phases = _run(cmd, env)
+            wall, cpu, phases = _run(cmd, env)
             if k:
-                rows[name].append({**phases, "process wall time": wall})
+                rows[name].append({**phases, "process wall time": wall,
+                                   "process CPU time (user + system)": cpu})
     keys = list(dict.fromkeys(key for r in rows.values() for row in r for key in row))
     print(f"{'minimum of ' + str(args.rounds) + ' rounds [ms]':44s}"
           + "".join(f"{name:>12s}" for name in rows))
