@@ -28,34 +28,59 @@ from __future__ import annotations
 
 import functools
 import gc
+import importlib
+import importlib.util
 import struct
 import sys
+import types
 
 __all__ = ["import_numba", "is_light", "light_cache_loads", "light_cache_loads_in",
            "undefined_symbols"]
 
 
-def import_numba():
-    """``import numba`` without the import of SciPy that only checks its version, and with
-    the cyclic garbage collector paused meanwhile.
+class _LazyModule(types.ModuleType):
+    """Stands for a module that is imported when one of its attributes is first used."""
 
-    Importing NumPy and Numba creates about 90,000 objects that the collector tracks, of
-    which about 500 end up as garbage in cycles: the passes that the allocations trigger find
-    little and took about 6 % of the import. The collector's state is restored afterwards
-    (the cycles are collected by its next pass). A process that imported Numba or SciPy
-    already is left alone. Returns the module.
+    def __getattr__(self, name):
+        if sys.modules.get(self.__name__) is self:  # used while standing in: the real one
+            del sys.modules[self.__name__]
+        return getattr(importlib.import_module(self.__name__), name)
+
+
+def import_numba():
+    """``import numba`` without the import of SciPy that only checks its version, without
+    importing PyYAML before a Numba configuration file is read, and with the cyclic garbage
+    collector paused meanwhile.
+
+    - Numba imports ``scipy`` only to check that it is at least 1.0; that import fails at
+      once here, so the check is skipped. SciPy stays importable afterwards.
+    - Numba imports ``yaml`` to read a ``.numba_config.yaml`` of the working directory, when
+      there is one (PyYAML's import takes about as long as NumPy's C core). Numba gets a
+      stand-in that imports PyYAML when Numba first uses it; everyone else imports the real
+      module, as before.
+    - Importing NumPy and Numba creates about 90,000 objects that the collector tracks, of
+      which about 500 end up as garbage in cycles: the passes that the allocations trigger
+      find little and took about 6 % of the import. The collector's state is restored
+      afterwards (the cycles are collected by its next pass).
+
+    A process that imported Numba or SciPy already is left alone. Returns the module.
     """
     if "numba" in sys.modules or "scipy" in sys.modules:
         import numba
 
         return numba
+    standing_in = {"scipy": None}  # None: `import scipy` raises ImportError at once
+    if "yaml" not in sys.modules and importlib.util.find_spec("yaml") is not None:
+        standing_in["yaml"] = _LazyModule("yaml")
     collecting = gc.isenabled()
     gc.disable()
-    sys.modules["scipy"] = None  # `import scipy` fails at once: Numba skips the check
+    sys.modules.update(standing_in)
     try:
         import numba
     finally:
-        del sys.modules["scipy"]
+        for name, stand_in in standing_in.items():
+            if sys.modules.get(name, ...) is stand_in:
+                del sys.modules[name]
         if collecting:
             gc.enable()
     return numba

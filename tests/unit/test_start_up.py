@@ -183,6 +183,33 @@ def test_light_cache_loads_leaves_functions_without_a_cache_alone():
     assert plain(1) == 2
 
 
+@pytest.mark.parametrize("config_file", [False, True])
+def test_numbas_configuration_file_is_read_as_numba_reads_it(tmp_path, config_file):
+    """PyYAML is imported only when Numba reads a ``.numba_config.yaml``, and then Numba
+    applies it; later imports of ``yaml`` get the real module."""
+    pytest.importorskip("yaml")
+    if config_file:
+        (tmp_path / ".numba_config.yaml").write_text("num_threads: 1\n")
+    code = textwrap.dedent("""
+        import sys
+        import hinesbatch  # noqa: F401
+        from numba.core import config
+        print("YAML", "yaml" in sys.modules, config.NUMBA_NUM_THREADS)
+        import yaml
+        print("LOADS", yaml.safe_load("a: 1") == {"a": 1}, type(yaml).__name__)
+    """)
+    env = dict(os.environ, PYTHONPATH=SRC)
+    env.pop("NUMBA_NUM_THREADS", None)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    yaml_line, loads_line = run.stdout.split("\n")[:2]
+    imported, threads = yaml_line.split()[1:]
+    assert imported == str(config_file)
+    assert (threads == "1") if config_file else int(threads) >= 1
+    assert loads_line == "LOADS True module"
+
+
 @pytest.mark.parametrize("collecting", [True, False])
 def test_import_numba_skips_only_the_scipy_version_check(collecting):
     """Numba imported through the package leaves SciPy unimported and importable, and the
