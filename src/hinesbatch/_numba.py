@@ -55,9 +55,11 @@ def import_numba():
     - Numba imports ``scipy`` only to check that it is at least 1.0; that import fails at
       once here, so the check is skipped. SciPy stays importable afterwards.
     - Numba imports ``yaml`` to read a ``.numba_config.yaml`` of the working directory, when
-      there is one (PyYAML's import takes about as long as NumPy's C core). Numba gets a
-      stand-in that imports PyYAML when Numba first uses it; everyone else imports the real
-      module, as before.
+      there is one (PyYAML's import takes about as long as NumPy's C core), and
+      ``importlib.metadata`` (with ``email``, ``zipfile``, ... about 15 ms) to find the
+      extensions it initialises before compiling. Numba gets stand-ins that import the real
+      modules when Numba first uses them; everyone else imports the real modules, as
+      before.
     - Importing NumPy and Numba creates about 90,000 objects that the collector tracks, of
       which about 500 end up as garbage in cycles: the passes that the allocations trigger
       find little and took about 6 % of the import. The collector's state is restored
@@ -70,8 +72,9 @@ def import_numba():
 
         return numba
     standing_in = {"scipy": None}  # None: `import scipy` raises ImportError at once
-    if "yaml" not in sys.modules and importlib.util.find_spec("yaml") is not None:
-        standing_in["yaml"] = _LazyModule("yaml")
+    for name in ("yaml", "importlib.metadata"):
+        if name not in sys.modules and importlib.util.find_spec(name) is not None:
+            standing_in[name] = _LazyModule(name)
     collecting = gc.isenabled()
     gc.disable()
     sys.modules.update(standing_in)
@@ -190,7 +193,16 @@ def light_cache_loads(dispatcher):
     cache = getattr(dispatcher, "_cache", None)
     if light is not None and type(cache) is FunctionCache:
         cache.__class__ = light  # the same state: no second look-up of the cache folder
+        dispatcher._compilation_chain_init_hook = _extensions_when_compiling
     return dispatcher
+
+
+def _extensions_when_compiling() -> None:
+    """A light dispatcher's hook before its first call. Numba's hook initialises the
+    installed Numba extensions (``numba_extensions`` entry points), which a search of every
+    installed distribution finds; loading cached machine code needs none of them, and
+    compiling initialises them itself (when it refreshes the contexts, on the fallback
+    path too)."""
 
 
 def light_cache_loads_in(namespace) -> int:

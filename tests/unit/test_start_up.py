@@ -34,6 +34,8 @@ OTHER_COMMANDS = ("hinesbatch.bench", "hinesbatch.nmodl", "hinesbatch.info",
 _REPORT = """
 import json, sys
 print("MODULES " + json.dumps(sorted(sys.modules)))
+entrypoints = sys.modules.get("numba.core.entrypoints")
+print("EXTENSIONS " + json.dumps(entrypoints is not None and entrypoints._already_initialized))
 """
 
 
@@ -85,12 +87,14 @@ def test_simulate_from_the_cache_loads_only_what_it_runs(tmp_path, options, runn
     command's modules, no unused layer and no compiler set-up are imported."""
     argv = ["simulate", *options, "--out", str(tmp_path / "out.npz")]
     _python(_SIMULATE, *argv)  # compiles what is not cached yet
-    modules = _modules(_python(_SIMULATE, *argv))
+    run = _python(_SIMULATE, *argv)
+    modules = _modules(run)
     assert "numba" in modules and runner in modules  # the run happened here
     assert _loaded(modules, OPTIONAL) == []
     assert _loaded(modules, OTHER_COMMANDS) == []
     assert _loaded(modules, unused) == []
     assert _loaded(modules, COMPILER_SET_UP) == []
+    assert "EXTENSIONS false" in run.stdout  # no search of the installed distributions
 
 
 _CACHED_MODULE = '''
@@ -119,9 +123,11 @@ light_cache_loads(cached_kernel.scaled)
 assert is_light(cached_kernel.scaled)
 out = cached_kernel.scaled(np.linspace(-3.0, 3.0, 7), 0.5)
 stats = cached_kernel.scaled.stats
+from numba.core import entrypoints
 print("RESULT " + json.dumps({"bits": out.view(np.int64).tolist(),
                               "hits": sum(stats.cache_hits.values()),
-                              "misses": sum(stats.cache_misses.values())}))
+                              "misses": sum(stats.cache_misses.values()),
+                              "extensions": entrypoints._already_initialized}))
 """ + _REPORT
 
 
@@ -147,6 +153,9 @@ def test_a_light_cache_load_gives_the_compiled_bits_without_compiler_set_up(tmp_
     assert _loaded(first_modules, COMPILER_SET_UP)  # compiling sets the compiler up
     assert _loaded(second_modules, COMPILER_SET_UP) == []
     assert _loaded(third_modules, COMPILER_SET_UP)
+    # Numba's extensions: initialised before compiling, not needed to load machine code
+    assert (first["extensions"], second["extensions"], third["extensions"]) == (
+        True, False, True)
 
 
 def test_undefined_symbols_of_a_compiled_object():
