@@ -1,11 +1,14 @@
-"""Numba at start-up: imported without its SciPy probe, cached machine code loaded without
-preparing the compiler.
+"""Numba at start-up: imported without what only compiling needs, cached machine code
+loaded without preparing the compiler.
 
 A command that finds its kernels in Numba's cache spends most of its start-up in Numba, not in
-the kernels. Three costs are not needed to run cached machine code:
+the kernels. These costs are not needed to run cached machine code:
 
-- ``import numba`` imports ``scipy`` only to check that it is at least 1.0
-  (:func:`import_numba` skips the check; SciPy stays importable afterwards);
+- ``import numba`` imports SciPy only to check its version, PyYAML in case a configuration
+  file is there and ``importlib.metadata`` to find extensions later (:func:`import_numba`
+  skips the first and defers the others until Numba uses them);
+- before a dispatcher's first call, Numba initialises the installed Numba extensions, which
+  reads the entry points of every installed distribution;
 - the first load from the cache of each process "refreshes" Numba's typing and target
   contexts: it imports and installs every registry of typing rules and lowerings (``numba.np``,
   ``numba.typed``, ``numba.np.linalg``, which probes SciPy's BLAS, ...), about 0.1 s;
@@ -15,14 +18,14 @@ Only compiling new code needs them: a cached object is linked already (the NRT's
 included) and refers only to symbols outside it, the C API of Python and the C library, and
 Numba's C helpers. :func:`light_cache_loads` makes a dispatcher read the cached object, check
 that every symbol it leaves undefined resolves in this process (after registering the NRT's C
-helpers, as Numba does), and load it. Otherwise (no entry, an object that is not ELF, a symbol
-that some registry defines, any error) Numba's own path runs unchanged: it refreshes the
-contexts, then loads or compiles and caches. The machine code, and so the results, are the same
-bits either way.
+helpers, as Numba does), and load it, without initialising extensions first. Otherwise (no
+entry, an object that is not ELF, a symbol that some registry defines, any error) Numba's own
+path runs unchanged: it refreshes the contexts (initialising the extensions), then loads or
+compiles and caches. The machine code, and so the results, are the same bits either way.
 
 This relies on how Numba 0.59-0.68 are built (``Dispatcher._cache``, ``FunctionCache``, the
-serialized ``CompileResult``); with a Numba that differs, the dispatchers keep Numba's own
-behaviour.
+serialized ``CompileResult``, ``_compilation_chain_init_hook``); with a Numba that differs,
+the dispatchers keep Numba's own behaviour.
 """
 from __future__ import annotations
 
