@@ -25,6 +25,10 @@ __version__ = "0.1.0"
 import importlib
 from typing import TYPE_CHECKING
 
+from ._numba import import_numba
+
+import_numba()  # before any module of the package imports it: without SciPy's version check
+
 # The function, not its subpackage of the same name (the import binds the function last).
 from .discretize import discretize
 

@@ -1,15 +1,20 @@
 """The ``hinesbatch`` command: a thin dispatcher over the command modules.
 
 Each command module exposes ``configure(parser)`` (adds its arguments) and ``run(args) -> int``.
+:func:`main` runs a command and returns its status (tests call it); :func:`console_main` is
+the program, which also ends the process.
 """
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import importlib
+import os
 import re
 import sys
 import warnings
+from typing import NoReturn
 
 DESCRIPTION = """\
 Batched Hines solvers for neuron morphologies, on CPUs and GPUs: simulate a cell (passive, or
@@ -50,23 +55,41 @@ BENCHMARKS = {
 }
 #: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
 EXIT_INTERRUPTED = 130
+#: Commands that run the user's code (model files): their processes end the usual way.
+USER_CODE_COMMANDS = frozenset({"run"})
 
 
 def _module(path: str):
     return importlib.import_module(f"hinesbatch.{path}")
 
 
-def _add_commands(sub, table: dict) -> None:
+def _add_commands(sub, table: dict, only: str | None = None, *,
+                  configure: bool = True) -> None:
     """One sub-parser per entry; a module that fails to import leaves its command in place,
-    reporting the failure when it is run, so the other commands keep working."""
+    reporting the failure when it is run, so the other commands keep working.
+
+    Only the command ``only`` (every command when None) imports its module and gets its
+    arguments, unless ``configure`` is false; the others keep their name and help."""
     for name, (path, help_) in table.items():
         p = sub.add_parser(name, help=help_, description=help_[:1].upper() + help_[1:] + ".")
+        p.set_defaults(_module=path, _configured=False)
+        if not configure or only not in (None, name):
+            continue
         try:
             _module(path).configure(p)
         except ImportError as exc:
             p.set_defaults(_broken=f"'{name}' is unavailable: importing hinesbatch.{path} "
                                   f"failed: {exc}")
-        p.set_defaults(_module=path)
+        p.set_defaults(_configured=True)
+
+
+def _selected(argv: list[str]) -> tuple[str | None, str | None]:
+    """The command and benchmark that ``argv`` names (None where it names none): the first
+    words that are not options (the top-level options take no values)."""
+    words = [a for a in argv if not a.startswith("-")]
+    command = words[0] if words else None
+    benchmark = words[1] if command == "bench" and len(words) > 1 else None
+    return command, benchmark
 
 
 def _version() -> str:
@@ -75,43 +98,26 @@ def _version() -> str:
     return __version__
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(selected: tuple[str | None, str | None] | None = None
+                 ) -> argparse.ArgumentParser:
+    """The parser of every command, or, with ``selected`` (``(command, benchmark)`` as
+    :func:`_selected` returns), one that imports only the modules of that command: a command
+    loads no other command's dependencies."""
+    command, benchmark = selected if selected is not None else (None, None)
     parser = argparse.ArgumentParser(prog="hinesbatch", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"hinesbatch {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    _add_commands(sub, COMMANDS)
+    _add_commands(sub, COMMANDS, command, configure=selected is None or command is not None)
     bench = sub.add_parser(
         "bench", help="benchmarks that reproduce the papers' figures",
         description="Benchmarks: each states the question it answers, prints its rows as they "
                     "finish and writes JSON and Markdown results ('hinesbatch bench "
                     "BENCHMARK --help').")
     _add_commands(bench.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True),
-                  BENCHMARKS)
+                  BENCHMARKS, benchmark,
+                  configure=selected is None or (command == "bench" and benchmark is not None))
     return parser
-
-
-def _numba_without_scipy() -> None:
-    """Import Numba's array functions without its probe for SciPy's BLAS.
-
-    ``numba.np.arraymath`` imports ``scipy.linalg`` when it is first imported (when the
-    first kernel is compiled or loaded from the cache), only to choose how ``np.convolve``
-    and ``np.correlate`` take inner products in compiled code; hinesbatch uses neither,
-    and the import costs about 0.2 s of every command's start-up. SciPy stays importable
-    afterwards. A process that imported either module already is left alone.
-    """
-    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
-        return
-    blocked = [name for name in ("scipy", "scipy.linalg") if name not in sys.modules]
-    for name in blocked:
-        sys.modules[name] = None  # makes `import scipy...` fail at once
-    try:
-        import numba.np.arraymath  # noqa: F401
-    except ImportError:  # no Numba: the commands say so themselves
-        pass
-    finally:
-        for name in blocked:
-            del sys.modules[name]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,11 +127,14 @@ def main(argv: list[str] | None = None) -> int:
     about SWC files are shown as ``file.swc:LINE: warning: ...``, without a source line of
     hinesbatch.
     """
-    _numba_without_scipy()
+    argv = sys.argv[1:] if argv is None else list(argv)
     with _swc_warnings_as_compiler_messages():
         try:
-            parser = build_parser()
+            parser = build_parser(_selected(argv))
             args, extra = parser.parse_known_args(argv)
+            if not args._configured:  # argv named its command in an unforeseen way
+                parser = build_parser()
+                args, extra = parser.parse_known_args(argv)
             broken = getattr(args, "_broken", None)
             if broken:
                 parser.exit(2, f"hinesbatch: error: {broken}\n")
@@ -135,6 +144,43 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             print("\nhinesbatch: interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
+
+
+def console_main() -> NoReturn:
+    """The ``hinesbatch`` program: :func:`main` on ``sys.argv``, then the end of the process.
+
+    When the command has returned, its files are written and closed. The interpreter's own
+    shutdown would then tear down every module (about 570 after a simulation, Numba's and
+    LLVM's among them) and collect their objects, a tenth of a second that changes nothing
+    outside the process. So the program runs the exit handlers (:mod:`atexit`, as the
+    interpreter would), flushes the standard streams and ends with the command's status. A
+    command that runs the user's code (:data:`USER_CODE_COMMANDS`), or a process with another
+    thread still running, ends the usual way.
+    """
+    argv = sys.argv[1:]
+    status = main(argv)
+    if _selected(argv)[0] in USER_CODE_COMMANDS or _other_threads_running():
+        sys.exit(status)
+    _end_process(status)
+
+
+def _other_threads_running() -> bool:
+    threading = sys.modules.get("threading")
+    return threading is not None and any(
+        t.is_alive() and not t.daemon for t in threading.enumerate()
+        if t is not threading.main_thread())
+
+
+def _end_process(status: int) -> NoReturn:
+    """Run the exit handlers, flush stdout and stderr, and end the process with ``status``,
+    without the interpreter's teardown of modules and objects."""
+    try:
+        atexit._run_exitfuncs()  # what the interpreter's exit runs first
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):  # a closed or broken pipe: nothing to keep
+                stream.flush()
+        os._exit(status)
 
 
 _LOCATED = re.compile(r"^(?P<where>\S.*?:\d+): (?P<text>.*)$", re.DOTALL)
@@ -164,4 +210,4 @@ def _swc_warnings_as_compiler_messages():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

@@ -154,6 +154,18 @@ def test_no_command_and_no_neuron(fake, tmp_path):
     assert "NEURON skipped (--no-neuron): no NEURON columns" in doc["notes"]
 
 
+def test_command_only_times_the_whole_commands_alone(fake, tmp_path, capsys):
+    doc = _quick(tmp_path, "--command-only", "--no-neuron")
+    (command,) = doc["tables"].values()
+    assert list(doc["tables"]) == [
+        "Whole command, start-up included: hinesbatch simulate vs a NEURON script"]
+    assert command[0]["morphology"] == "c91662.swc" and command[0]["hinesbatch_s"] == 1.0
+    assert _Simulation.made == [] and len(fake) == 2  # no per-step rows; cold + one timed
+    assert cli.main(["bench", "sim", "--quick", "--command-only", "--no-command", "--out",
+                     str(tmp_path / "none")]) == 1
+    assert "leave nothing to run" in capsys.readouterr().err
+
+
 def test_a_failing_command_is_a_note(fake, tmp_path, monkeypatch):
     def fails(argv):
         raise RuntimeError("hinesbatch simulate failed (1): boom")

@@ -569,19 +569,3 @@ outputs = {{"npz": "out.npz", "spikes": "spikes.h5"}}
     assert "2 cells, 800 steps of 0.025 ms to 20 ms" in text and "spikes:   2 (2 of 2" in text
     res = _load_results()(tmp_path / "out.npz")
     assert res["v@0:soma[0](0.5)"].shape == (801,)
-
-
-def test_cli_start_up_skips_numbas_scipy_probe():
-    """The command line loads Numba's array functions without importing scipy.linalg,
-    and scipy stays importable afterwards."""
-    import subprocess
-    import sys
-
-    code = ("import sys\nfrom hinesbatch import cli\ncli._numba_without_scipy()\n"
-            "assert 'numba.np.arraymath' in sys.modules\n"
-            "assert 'scipy.linalg' not in sys.modules, 'scipy.linalg imported'\n"
-            "import scipy.linalg\nprint('ok')\n")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=False)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.strip() == "ok"

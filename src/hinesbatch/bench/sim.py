@@ -31,7 +31,8 @@ step as NEURON on one core, does ``multicore`` reach 0.7 x cores x ``serial`` on
   subprocess (Python start-up, imports, reading the file, kernels loaded from Numba's cache or
   compiled, the run, writing the file) against ``python script.py`` running the same model with
   NEURON (``h.continuerun``) and saving v, on the middle cell. The first run of each (cold
-  caches) is reported apart from the median of the others.
+  caches) is reported apart from the median of the others. ``--command-only`` runs this part
+  alone.
 """
 from __future__ import annotations
 
@@ -95,6 +96,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="runs of each whole command after the cold one (default 3)")
     parser.add_argument("--no-neuron", action="store_true", help="skip NEURON")
     parser.add_argument("--no-command", action="store_true", help="skip the whole-command timing")
+    parser.add_argument("--command-only", action="store_true",
+                        help="only the whole-command timing (against NEURON's script, on the "
+                             "middle cell): no per-step or batch rows")
     parser.add_argument("--part", choices=("cpu", "gpu", "all"),
                         help="the CPU part (sim.json, sim.md), the GPU part against Jaxley "
                              "(sim_gpu.json, .md, .png) or both (default: all with a GPU, cpu "
@@ -127,6 +131,8 @@ def run_cpu(args: argparse.Namespace) -> int:
         paths = find_morphologies(args, MORPHOLOGIES)
         if settings["repeats"] < 1 or settings["batch_cells"] < 1 or settings["command_repeats"] < 1:
             raise ValueError("--repeats, --batch-cells and --command-repeats must be >= 1")
+        if args.command_only and args.no_command:
+            raise ValueError("--command-only and --no-command leave nothing to run")
         import hinesbatch as hb
 
         if not hasattr(hb, "Simulation"):
@@ -145,10 +151,12 @@ def run_cpu(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():  # SWC convention warnings of real files: not our topic here
         warnings.simplefilter("ignore", UserWarning)
         cells = sorted(((p, _n_nodes(hb, p)) for p in paths), key=lambda item: item[1])
-        single = [_single_row(hb, path, tables, settings, use_neuron=use_neuron)
-                  for path, _ in cells for tables in (True, False)]
         middle = cells[len(cells) // 2][0]
-        batch = [_batch_row(hb, middle, settings)]
+        single, batch = [], []
+        if not args.command_only:
+            single = [_single_row(hb, path, tables, settings, use_neuron=use_neuron)
+                      for path, _ in cells for tables in (True, False)]
+            batch = [_batch_row(hb, middle, settings)]
     command = []
     if not args.no_command:
         try:
@@ -159,8 +167,10 @@ def run_cpu(args: argparse.Namespace) -> int:
     notes += _goals(single, batch, command)
     for note in notes:
         print(note)
-    tables = {"One cell, one core: hinesbatch serial vs NEURON": single,
-              "A batch of copies of the middle cell: multicore vs serial": batch}
+    tables = {}
+    if not args.command_only:
+        tables["One cell, one core: hinesbatch serial vs NEURON"] = single
+        tables["A batch of copies of the middle cell: multicore vs serial"] = batch
     if command:
         tables["Whole command, start-up included: hinesbatch simulate vs a NEURON script"] = command
     extra = {"protocol": PROTOCOL.describe() + f", tstop {settings['tstop']:g} ms",

@@ -19,6 +19,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .._numba import light_cache_loads_in
+
 __all__ = ["arc_lengths", "area_ri", "lambda_sums", "nseg_d_lambda"]
 
 _PI = 3.14159265358979323846  # NEURON's PI (treeset.cpp, hoc)
@@ -198,3 +200,6 @@ def nseg_d_lambda(length_um: np.ndarray, lam_sum: np.ndarray, *, d_lambda: float
     with np.errstate(over="ignore"):
         n = np.trunc((length_um / (d_lambda * lambda_um) + 0.9) / 2)
     return np.minimum(n, NSEG_SATURATED // 2).astype(np.int64) * 2 + 1
+
+
+light_cache_loads_in(globals())  # cached machine code loads without compiler set-up

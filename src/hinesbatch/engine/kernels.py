@@ -43,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._numba import light_cache_loads_in
 from ..mechanisms.codegen import MechanismCode, hoc_exp_source, nernst_source
 from ..mechanisms.ions import kept_per_node
 from ..mechanisms.libm_exp import vector_exp_enabled
@@ -319,6 +320,7 @@ def kernel_module(mechs: list, *, tables: bool, parallel: bool,
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
+        light_cache_loads_in(module)
         _LOADED[name] = module
     kept = kept_per_node(mechs)
     return KernelModule(_LOADED[name], [MechanismCode(m, tables=tables, vector_exp=vector_exp,

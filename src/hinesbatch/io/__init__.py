@@ -10,10 +10,37 @@ figures, and model files for ``hinesbatch run``.
 """
 from __future__ import annotations
 
+import importlib
 import os
+from typing import TYPE_CHECKING
 
-from .model_file import ModelFileError, build_model, load_model, read_model, save_outputs
-from .sonata import read_spike_report as load_spikes
+if TYPE_CHECKING:
+    from .model_file import (
+        ModelFileError,
+        build_model,
+        load_model,
+        read_model,
+        save_outputs,
+    )
+    from .sonata import read_spike_report as load_spikes
+
+#: Public name -> (module, name there), imported on first use (PEP 562): writing a results
+#: file needs neither model files nor SONATA.
+_LAZY = {"ModelFileError": ("model_file", "ModelFileError"),
+         "build_model": ("model_file", "build_model"),
+         "load_model": ("model_file", "load_model"),
+         "read_model": ("model_file", "read_model"),
+         "save_outputs": ("model_file", "save_outputs"),
+         "load_spikes": ("sonata", "read_spike_report")}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(f".{module}", __name__), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "ModelFileError",
@@ -46,3 +73,7 @@ def load_results(path: str | os.PathLike):
     if not os.path.exists(path) and os.path.exists(npz_path(path)):
         path = npz_path(path)
     return Results(**read_results(path))
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._numba import light_cache_loads_in
 from .events import finite_number
 
 __all__ = ["SPIKE_OFFSET", "ThresholdDetector", "threshold_check", "NetStimGenerator",
@@ -327,3 +328,6 @@ def _train_until(gen, t_end: float) -> np.ndarray:
     while (t := gen.next_spike()) is not None and t <= t_end:
         out.append(t)
     return np.array(out, dtype=np.float64)
+
+
+light_cache_loads_in(globals())  # cached machine code loads without compiler set-up

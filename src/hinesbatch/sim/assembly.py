@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from .._numba import light_cache_loads_in
 from ..tree.branches import depth_order
 from ..tree.structure import HinesStructure
 
@@ -245,3 +246,6 @@ def make_assembler(system: PassiveSystem, xp, *, parallel: bool = False):
     """The assembler for state held by array module ``xp`` (Numba for NumPy, else array ops)."""
     cls = _ASSEMBLERS.get(xp.__name__, ArrayAssembler)
     return cls(system, xp, parallel=parallel)
+
+
+light_cache_loads_in(globals())  # cached machine code loads without compiler set-up

@@ -12,16 +12,16 @@ import shutil
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..solvers.cpu.backends import THREADS_MIN_UNKNOWNS
-from ..solvers.plan import plan as make_plan
-from ..tree.structure import MonoBatch
-from .assembly import PassiveSystem, make_assembler, passive_system
 from .errors import InsufficientMemoryError, NonFiniteStateError
 from .memory import MemoryEstimate, available_device_memory, format_bytes
 from .stimuli import IClamp, TimeGrid
+
+if TYPE_CHECKING:  # imported where used: `hinesbatch simulate --mechanism` needs no solver
+    from .assembly import PassiveSystem
 
 __all__ = ["Result", "simulate_passive", "default_morphology", "NEURON_DEFAULTS"]
 
@@ -169,6 +169,10 @@ def simulate_passive(
     geometry, cm, ra = _resolve_geometry(geometry_or_path, nseg=nseg, d_lambda=d_lambda, cm=cm, ra=ra)
     clamp_node = _location_node(geometry, clamp, "clamp")
     record_node = _location_node(geometry, record, "record")
+    from ..solvers.plan import plan as make_plan
+    from ..tree.structure import MonoBatch
+    from .assembly import passive_system
+
     system = passive_system(geometry, dt=dt, cm=cm, g_pas=g_pas, e_pas=e_pas)
     _check_system(system, cm=cm, g_pas=g_pas, dt=dt)
 
@@ -262,6 +266,9 @@ def run_passive(system: PassiveSystem, solver, *, v_init: float, amps: np.ndarra
         out = np.empty((n_cells, n_samples))
     elif out.shape != (n_cells, n_samples):
         raise ValueError(f"out has shape {out.shape}, expected {(n_cells, n_samples)}")
+    from ..solvers.cpu.backends import THREADS_MIN_UNKNOWNS
+    from .assembly import make_assembler
+
     parallel = n_cells > 1 and n_cells * n >= THREADS_MIN_UNKNOWNS  # as auto's choice of threads
     assembler = make_assembler(system, xp, parallel=parallel)
     state = xp.full((n_cells, n), float(v_init))

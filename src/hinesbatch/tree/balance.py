@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from .._numba import light_cache_loads_in
 from .branches import Branches, contiguous_order
 from .structure import HinesStructure, MonoBatch, as_batch
 
@@ -470,3 +471,6 @@ def _pieces(b: Branches, first_level, cut_branch, cut_at) -> Branches:
         nodes=b.nodes,
         offsets=offsets.astype(np.int64),
     )
+
+
+light_cache_loads_in(globals())  # cached machine code loads without compiler set-up

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from numba import njit, prange
 
+from ..._numba import light_cache_loads_in
 from .pivots import bad_pivot, first_failure
 
 __all__ = ["cells_serial", "cells_parallel", "shared_serial", "shared_parallel"]
@@ -150,3 +151,5 @@ def shared_parallel(parent, u, l, d, rhs, n_cells, lockstep, status):
         _solve_group(parent, u, l, d, rhs, m, c0, min(c0 + lockstep, n_cells), status)
     return first_failure(status)
 
+
+light_cache_loads_in(globals())  # cached machine code loads without compiler set-up

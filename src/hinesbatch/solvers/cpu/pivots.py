@@ -5,6 +5,8 @@ import math
 
 from numba import njit
 
+from ..._numba import light_cache_loads_in
+
 __all__ = ["bad_pivot", "first_failure"]
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
@@ -24,3 +26,6 @@ def first_failure(status):
         if status[k] >= 0:
             return k, status[k]
     return -1, -1
+
+
+light_cache_loads_in(globals())  # cached machine code loads without compiler set-up

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from numba import njit, prange
 
+from ..._numba import light_cache_loads_in
 from .pivots import bad_pivot, first_failure
 
 __all__ = ["thomas_serial", "thomas_parallel"]
@@ -83,3 +84,5 @@ def thomas_parallel(dl, d, du, rhs, n, lengths, lockstep, status):
         _solve_group(dl, d, du, rhs, n, lengths, k0, min(k0 + lockstep, batch), status)
     return first_failure(status)
 
+
+light_cache_loads_in(globals())  # cached machine code loads without compiler set-up
