@@ -183,8 +183,10 @@ class _Bench:
         self.notes: list[str] = []
         self.start = time.perf_counter()
         self.lib = None
-        self.morphology = hb.read_swc(str(path))
-        self.nodes = int(build_cell(hb, self.morphology).geometry.n_nodes)
+        with warnings.catch_warnings():  # SWC conventions of a real file: not our topic
+            warnings.simplefilter("ignore", UserWarning)
+            self.morphology = hb.read_swc(str(path))
+            self.nodes = int(build_cell(hb, self.morphology).geometry.n_nodes)
         self._serial_reference = None
 
     def note(self, text: str) -> None:
