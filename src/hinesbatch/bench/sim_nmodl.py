@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError, ImportError) as exc:
         print(f"hinesbatch bench sim: error: {exc}", file=sys.stderr)
         return 1
-    bench = _Bench(hb, s, path, files, Path(args.out), gpu=_want_gpu(args, s))
+    bench = _Bench(hb, s, path, files, Path(args.out), gpu_skipped=_gpu_skipped(args, s))
     bench.run()
     return 0
 
@@ -158,14 +158,16 @@ def _emulated() -> bool:
     return bool(os.environ.get(EMULATION_ENV, "").strip())
 
 
-def _want_gpu(args, s) -> bool:
+def _gpu_skipped(args, s) -> str | None:
+    """Why the GPU part does not run, or None."""
     if args.nmodl_no_gpu:
-        return False
+        return "--nmodl-no-gpu"
     if s["backend"] != "gpu" or _emulated():
-        return True  # a dry run of the GPU part: a CPU backend or the host build
-    from .sim_gpu import gpu_present
+        return None  # a dry run of the GPU part: a CPU backend or the host build
+    from ..solvers import registry
 
-    return gpu_present()
+    ok, why = registry.get("gpu").available()
+    return None if ok else f"no usable GPU ({why})"
 
 
 def _row_text(row: dict) -> str:
@@ -176,9 +178,9 @@ def _row_text(row: dict) -> str:
 class _Bench:
     """The part's state: settings, the model's files, rows, notes, the clock."""
 
-    def __init__(self, hb, settings, path, files, out, *, gpu: bool):
-        self.hb, self.s, self.path, self.files, self.out, self.gpu = (
-            hb, settings, path, files, out, gpu)
+    def __init__(self, hb, settings, path, files, out, *, gpu_skipped: str | None):
+        self.hb, self.s, self.path, self.files, self.out = hb, settings, path, files, out
+        self.gpu_skipped = gpu_skipped
         self.rows = {"cpu": [], "gpu": []}
         self.notes: list[str] = []
         self.start = time.perf_counter()
@@ -205,13 +207,12 @@ class _Bench:
             warnings.simplefilter("ignore", UserWarning)  # SWC conventions of a real file
             for tables in (True, False):
                 self._guarded(f"CPU, tables {tables}", lambda t=tables: self._cpu_row(t))
-            if self.gpu:
+            if self.gpu_skipped is None:
                 if self.lib is not None:
                     self._guarded("NEURON on all cores", self._neuron_cores_row)
                 self._guarded("GPU batch", self._gpu_row)
             else:
-                self.note("GPU batch not run: no usable GPU (CuPy and a device), or "
-                          "--nmodl-no-gpu")
+                self.note(f"GPU batch and NEURON on all cores not run: {self.gpu_skipped}")
         self._goals()
         json_path, md_path = self.write()
         print(f"wrote {json_path} and {md_path}")
@@ -225,15 +226,17 @@ class _Bench:
 
     def write(self):
         tables = {TITLES[k]: rows for k, rows in self.rows.items() if rows}
-        extra = {"model": "ModelDB 20756 (Traub et al. 2003) mod files, densities of "
-                          "bench.sim_nmodl.MODEL", "morphology": self.path.name,
-                 "nodes": self.nodes,
-                 "protocol": f"d_lambda {D_LAMBDA} at 100 Hz, Ra/cm/g_pas by region "
-                             f"{PASSIVE}, e_pas {E_PAS} mV, ena {ENA} mV, ek {EK} mV, IClamp "
-                             f"{ICLAMP[0]} nA {ICLAMP[1]}-{ICLAMP[1] + ICLAMP[2]} ms at "
-                             f"soma[0](0.5), dt {DT} ms, v_init {V_INIT} mV, celsius "
-                             f"{CELSIUS}, CPU part {self.s['tstop']:g} ms, GPU batch "
-                             f"{self.s['gpu_tstop']:g} ms"}
+        passive = ", ".join(f"{r} {p['ra']:g}/{p['cm']:g}/{p['g_pas']:g}"
+                            for r, p in PASSIVE.items())
+        extra = {"model": "ModelDB 20756's mod files (Traub et al. 2003), the densities of "
+                          "hinesbatch.bench._nmodl_model.MODEL",
+                 "morphology": self.path.name, "nodes": self.nodes,
+                 "protocol": f"d_lambda {D_LAMBDA} at 100 Hz, Ra [ohm*cm]/cm [uF/cm2]/g_pas "
+                             f"[S/cm2] by region: {passive}; e_pas {E_PAS:g}, ena {ENA:g}, ek "
+                             f"{EK:g} mV; IClamp {ICLAMP[0]:g} nA {ICLAMP[1]:g}-"
+                             f"{ICLAMP[1] + ICLAMP[2]:g} ms at soma[0](0.5); dt {DT} ms, v_init "
+                             f"{V_INIT:g} mV, celsius {CELSIUS}; CPU part {self.s['tstop']:g} "
+                             f"ms, GPU batch {self.s['gpu_tstop']:g} ms"}
         return write_results(tables, self.out, "sim_nmodl", question=QUESTION,
                              notes=self.notes, machine=machine_info(extra))
 
