@@ -4,7 +4,7 @@ files, on the CPU against NEURON on one core and on the GPU against NEURON's thr
 Question: :data:`QUESTION`. The model and its NEURON twin are in :mod:`._nmodl_model`: the
 twelve mod files of ModelDB 20756 (Traub et al. 2003: eleven channel types and a calcium
 pool), read from ``--mod-dir`` (hinesbatch does not ship them; without it the part is
-skipped with a message), on ``pyramidal.swc`` (``--swc`` replaces it).
+skipped with a message), on ``pyramidal.swc`` (the first ``--swc`` file replaces it).
 
 * CPU: hinesbatch ``serial`` on one cell against NEURON on one core, the same files compiled
   by ``nrnivmodl`` (cached, :func:`._nmodl_model.compile_mods`), in a child process that keeps
@@ -90,9 +90,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help=f"copies of NEURON's all-cores batch (default {CELLS_PER_CORE} x "
                         "usable cores)")
     g.add_argument("--nmodl-budget", type=float, default=150.0, metavar="S",
-                   help="wall-clock seconds of the whole part after which the GPU batch's "
-                        "further timed calls and NEURON's all-cores batch are skipped, listed "
-                        "as such (default 150)")
+                   help="wall-clock seconds of the whole part after which the GPU batch "
+                        f"makes no further timed call (at most {GPU_REPEATS}; default 150)")
     g.add_argument("--nmodl-no-gpu", action="store_true",
                    help="the CPU comparison only (the default without a GPU)")
 
@@ -132,10 +131,10 @@ def run(args: argparse.Namespace) -> int:
         path = Path(args.swc[0]) if args.swc else _default_morphology()
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such file")
+        bench = _Bench(hb, s, path, files, Path(args.out), gpu_skipped=_gpu_skipped(args, s))
     except (OSError, ValueError, ImportError) as exc:
         print(f"hinesbatch bench sim: error: {exc}", file=sys.stderr)
         return 1
-    bench = _Bench(hb, s, path, files, Path(args.out), gpu_skipped=_gpu_skipped(args, s))
     bench.run()
     return 0
 
@@ -310,7 +309,10 @@ class _Bench:
             res = sim.run(tstop)
             walls.append(time.perf_counter() - start)
             steps_s.append(res.meta.get("step_seconds"))
-            if time.perf_counter() - self.start > self.s["budget"]:
+            if time.perf_counter() - self.start > self.s["budget"] \
+                    and len(walls) < min(self.s["repeats"], GPU_REPEATS):
+                self.note(f"GPU batch: {len(walls)} timed call(s), the budget of "
+                          f"{self.s['budget']:.0f} s spent")
                 break
         timed = "step_seconds" if all(x is not None for x in steps_s) else "wall"
         seconds = statistics.median(steps_s if timed == "step_seconds" else walls)
