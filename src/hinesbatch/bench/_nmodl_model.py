@@ -208,6 +208,20 @@ class NeuronModel:
     NEURON loads a mechanism library once per process: :func:`_neuron_child` builds this in a
     child process. The sections of every copy but the first are made from the first's 3-D
     points and connections, so the copies are the same cell.
+
+    Parameters
+    ----------
+    path : SWC file
+        Read with Import3d; every section's region (``soma``, ``axon``, ``dend``, ``apic``)
+        must be one of :data:`PASSIVE`'s.
+    lib : str
+        The library :func:`compile_mods` built from the model's files.
+    copies : int
+        Cells; cell 0 and the last copy have their soma's v recorded.
+    threads : int
+        ``ParallelContext.nthread``.
+    tables : bool
+        ``usetable_<suffix>`` of every file with a TABLE (True: NEURON's default).
     """
 
     def __init__(self, path, lib: str, *, copies: int = 1, threads: int = 1,
