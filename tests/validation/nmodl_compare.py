@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -28,8 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from hinesbatch.bench._nmodl_model import compile_mods
+
 ROOT = Path(__file__).resolve().parents[2]
-VENV_BIN = Path(sys.executable).parent
 
 _CHILD = r"""
 import json, sys
@@ -172,55 +172,6 @@ def run_batch(models: list, lib, swc, *, tstop=30.0, dt=0.025, celsius=6.3):
     keys = [sim.record("v", cell=k) for k in range(len(cells))]
     res = sim.run(tstop)
     return ref, np.array([res[k] for k in keys])
-
-
-def compile_mods(files, folder=None) -> str:
-    """Build ``files`` with nrnivmodl; the library's path.
-
-    Builds are kept under ``$XDG_CACHE_HOME/hinesbatch/nrnivmodl/<hash of the files' names
-    and contents and NEURON's version>`` (``folder`` overrides), so a second run of the
-    tests does not compile again.
-    """
-    import hashlib
-
-    import neuron
-
-    files = sorted(Path(f) for f in files)
-    digest = hashlib.sha256(neuron.__version__.encode())
-    for f in files:
-        digest.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
-    if folder is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                                ".cache")
-        folder = Path(base) / "hinesbatch" / "nrnivmodl" / digest.hexdigest()[:20]
-    folder = Path(folder)
-    found = _library(folder)
-    if found is not None:
-        return found
-    build = Path(tempfile.mkdtemp(prefix="build-", dir=folder.parent
-                                  if folder.parent.exists() else None))
-    for f in files:        # nrnivmodl takes only plain names
-        shutil.copy(f, build / re.sub(r"[^A-Za-z0-9_.]", "_", f.name))
-    env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-               MAKEFLAGS="-j2")
-    proc = subprocess.run([str(VENV_BIN / "nrnivmodl")], cwd=build, env=env,
-                          capture_output=True, text=True, check=False)
-    if proc.returncode != 0 or _library(build) is None:
-        raise RuntimeError(f"nrnivmodl failed in {build}:\n{proc.stdout[-2000:]}"
-                           f"\n{proc.stderr[-2000:]}")
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.rename(build, folder)
-    except OSError:            # built meanwhile by another process: use that one
-        shutil.rmtree(build, ignore_errors=True)
-    return _library(folder)
-
-
-def _library(folder: Path):
-    for p in (folder / "x86_64" / "libnrnmech.so", folder / "x86_64" / ".libs" / "libnrnmech.so"):
-        if p.exists():
-            return str(p)
-    return None
 
 
 def _defaults(model: dict) -> dict:

@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import sim_gpu
+from . import sim_gpu, sim_nmodl
 from .common import find_morphologies, machine_info, write_results
 from .neuron_models import HHModel, HHProtocol, neuron_script
 
@@ -99,16 +99,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--command-only", action="store_true",
                         help="only the whole-command timing (against NEURON's script, on the "
                              "middle cell): no per-step or batch rows")
-    parser.add_argument("--part", choices=("cpu", "gpu", "all"),
+    parser.add_argument("--part", choices=("cpu", "gpu", "all", "nmodl"),
                         help="the CPU part (sim.json, sim.md), the GPU part against Jaxley "
                              "(sim_gpu.json, .md, .png) or both (default: all with a GPU, cpu "
-                             "without)")
+                             "without); nmodl: a ModelDB model's own mod files, read from "
+                             "--mod-dir, against NEURON (sim_nmodl.json, .md)")
     sim_gpu.add_arguments(parser)
+    sim_nmodl.add_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the parts ``args.part`` names; returns the exit status (the first failure's)."""
     part = args.part or ("all" if sim_gpu.gpu_present() else "cpu")
+    if part == "nmodl":
+        return sim_nmodl.run(args)
     status = 0
     if part in ("cpu", "all"):
         status = run_cpu(args)
