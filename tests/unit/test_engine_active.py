@@ -218,6 +218,28 @@ def test_batch_equals_each_cell_alone(small):
         assert np.array_equal(sim.run(8.0)[k], together[keys[i]])
 
 
+def test_one_cell_given_several_times_is_several_cells(small):
+    """A Cell listed three times (its densities read once) steps as three copies built
+    apart: the same per-instance data, each copy's own, and the same traces."""
+    def cell():
+        c = hb.Cell(small, d_lambda=0.1).insert("hh").insert("pas", "dend", g_pas=2e-4)
+        c.place("IClamp", "soma[0](0.5)", delay=1.0, dur=3.0, amp=0.5)
+        return c
+    shared, apart = hb.Simulation([cell()] * 3), hb.Simulation([cell() for _ in range(3)])
+    runs = []
+    for sim in (shared, apart):
+        keys = [sim.record("v", cell=k) for k in range(3)]
+        res = sim.run(5.0)
+        runs.append([res[k] for k in keys])
+    for m, data in apart._data.items():
+        assert np.array_equal(shared._data[m], data), m
+    for a, b in zip(*runs):
+        assert np.array_equal(a, b)
+    shared._data["hh"][0, 0] += 1.0         # each copy's instances are its own
+    n = shared._data["hh"].shape[1] // 3
+    assert shared._data["hh"][0, n] != shared._data["hh"][0, 0]
+
+
 def test_recording_every_k_steps_and_assigned_at_t0(soma20):
     cell = hb.Cell(soma20).insert("hh")
     clamp = cell.place("IClamp", "soma[0](0.5)", delay=0, dur=1, amp=0.5)

@@ -136,17 +136,21 @@ class Layout:
         """Per mechanism: data, nodes, per-cell offsets, 1e2/area; and index maps."""
         per_mech: dict = {}
         self.pp_index: dict = {}          # id(PointProcess) -> (mech, instance)
+        densities: dict = {}              # a Cell given several times is read once
         for cl, cell in zip(self.cells, cells):
             geo = cl.geometry
-            for m, (mask, values) in cell.density_values(geo).items():
-                mech = _mechanisms.get(m)
-                new_nodes = np.flatnonzero(mask[cl.perm])
-                old = cl.perm[new_nodes]
-                data = np.array([values[f.name][old] if f.name in values
-                                 else np.full(old.size, f.default) for f in mech.fields])
-                per_mech.setdefault(m, []).append(
-                    (cl.gid, data.reshape(len(mech.fields), old.size), new_nodes + cl.start,
-                     None))
+            key = (id(cell), id(geo))
+            if key not in densities:
+                densities[key] = []
+                for m, (mask, values) in cell.density_values(geo).items():
+                    fields = _mechanisms.get(m).fields
+                    new_nodes = np.flatnonzero(mask[cl.perm])
+                    old = cl.perm[new_nodes]
+                    data = np.array([values[f.name][old] if f.name in values
+                                     else np.full(old.size, f.default) for f in fields])
+                    densities[key].append((m, data.reshape(len(fields), old.size), new_nodes))
+            for m, data, new_nodes in densities[key]:
+                per_mech.setdefault(m, []).append((cl.gid, data, new_nodes + cl.start, None))
             pps = sorted(cell.point_processes,
                          key=lambda p: (cl.global_node(geo.node(*_loc(p.location))),
                                         -p.index))

@@ -152,9 +152,13 @@ def ion_arrays(mechs, nodes: dict, data: dict, area: np.ndarray,
         if on.size:
             # the C library's log once per distinct pair of concentrations (NumPy's log
             # may differ from it in the last bit)
-            pairs, where = np.unique(arr[1:3, on], axis=1, return_inverse=True)
-            e = np.array([nernst(ci, co, z, celsius) for ci, co in pairs.T])
-            arr[0, on] = e[where.ravel()]
+            ci, co = arr[1, on], arr[2, on]
+            if (ci == ci[0]).all() and (co == co[0]).all():     # the defaults, usually
+                arr[0, on] = nernst(ci[0], co[0], z, celsius)
+            else:
+                pairs, where = np.unique(arr[1:3, on], axis=1, return_inverse=True)
+                e = np.array([nernst(a, b, z, celsius) for a, b in pairs.T])
+                arr[0, on] = e[where.ravel()]
         out[name] = arr
     return out
 

@@ -7,6 +7,8 @@ list of those. A location is NEURON's ``"soma[0](0.5)"`` or a tuple ``("soma[0]"
 """
 from __future__ import annotations
 
+import functools
+
 import os
 from dataclasses import dataclass
 from numbers import Real
@@ -166,11 +168,11 @@ class Cell:
             raise TypeError(f"a region is a name or a list of names, got {region!r}")
         if region == "all":
             return np.ones(len(self._names), dtype=bool)
+        names, prefixes = _name_arrays(self._names)
         if region in self._names:
-            return np.array([n == region for n in self._names])
-        prefixes = {n.split("[")[0] for n in self._names}
-        if region in prefixes or region in SWC_REGIONS:
-            return np.array([n.split("[")[0] == region for n in self._names])
+            return names == region
+        if region in SWC_REGIONS or (prefixes == region).any():
+            return prefixes == region
         shown = ", ".join(self._names[:6]) + (", ..." if len(self._names) > 6 else "")
         raise ValueError(f"unknown region {region!r} in {self.source}; valid regions: "
                          f"{', '.join(self.regions())}, or a section name ({shown})")
@@ -334,15 +336,17 @@ class Cell:
         out: dict = {}
         for op, m, region, params in self.decor:
             mech = _mechanisms.get(m)
+            fields = mech.fields
             nodes = self.sections_of(_region_value(region))[geo.section] & geo.has_membrane
             if op == "insert":
                 if m not in out:
+                    settable = set(mech.parameter_names)
                     out[m] = (np.zeros(geo.n_nodes, dtype=bool),
                               {p.name: np.full(geo.n_nodes, p.default)
-                               for p in mech.fields if p.name in mech.parameter_names})
+                               for p in fields if p.name in settable})
                 mask, values = out[m]
                 newly = nodes & ~mask
-                for p in mech.fields:       # re-inserting keeps values, as NEURON
+                for p in fields:            # re-inserting keeps values, as NEURON
                     if p.name in values:
                         values[p.name][newly] = p.default
                 mask |= nodes
@@ -355,6 +359,13 @@ class Cell:
             for k, v in params.items():
                 values[k][sel] = v
         return out
+
+
+@functools.lru_cache(maxsize=64)
+def _name_arrays(names: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """The section names and their prefixes (``dend`` of ``dend[3]``) as arrays, once per
+    distinct tuple of names (every cell of a morphology has the same)."""
+    return np.array(names), np.array([n.split("[")[0] for n in names])
 
 
 def _section_table(morphology: Morphology) -> tuple[tuple, np.ndarray]:
