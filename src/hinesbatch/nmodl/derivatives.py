@@ -1,4 +1,5 @@
-"""Lowering BREAKPOINT's SOLVEs and DERIVATIVE blocks (a mixin of the file's lowering)."""
+"""Lowering BREAKPOINT's SOLVEs and DERIVATIVE blocks (a mixin of the file's lowering);
+KINETIC blocks are in :mod:`.kinetic`."""
 from __future__ import annotations
 
 import re
@@ -11,7 +12,8 @@ __all__ = ["DerivativeLowering"]
 
 
 class DerivativeLowering:
-    """SOLVE of PROCEDUREs and of DERIVATIVE blocks by cnexp, euler and derivimplicit."""
+    """SOLVE of PROCEDUREs, of DERIVATIVE blocks by cnexp, euler and derivimplicit, and of
+    KINETIC blocks by sparse."""
 
     def _breakpoint(self):
         blocks = self.blocks.get("BreakpointBlock", [])
@@ -51,8 +53,16 @@ class DerivativeLowering:
                 state.append(text)
                 cnexp = eqs
                 continue
-            self.fail(f"SOLVE {name}", "solves no PROCEDURE or DERIVATIVE block of the "
-                      "file (KINETIC, LINEAR and NONLINEAR blocks are not translated)",
+            if name in self.kinetics:
+                if method != "sparse":
+                    self.fail(f"SOLVE {name} METHOD {method}", "a KINETIC block is "
+                              "translated with METHOD sparse (NEURON 9 compiles no other "
+                              "method thread-safe; without a METHOD it does not compile)",
+                              rf"SOLVE\s+{name}\b")
+                state.append(self.kinetic_solve(name))
+                continue
+            self.fail(f"SOLVE {name}", "solves no PROCEDURE, DERIVATIVE or KINETIC block "
+                      "of the file (LINEAR and NONLINEAR blocks are not translated)",
                       rf"SOLVE\s+{name}\b")
         breakpoint = self.ion_copies(rest, ctx) + "".join(self.statements(rest, ctx))
         return breakpoint, "".join(state), cnexp, "".join(after)

@@ -29,6 +29,7 @@ from ..mechanisms.ions import VALENCES, concentration_names
 from . import expressions as ex
 from .callables import CallableLowering
 from .derivatives import DerivativeLowering
+from .kinetic import KineticLowering
 from .syntax import (
     Context,
     IfLike,
@@ -109,7 +110,7 @@ def translate_text(text: str, path: str = "<string>", *, order: int = 1000) -> T
 
 
 # ---- source positions -------------------------------------------------------------------
-class _Lowering(CallableLowering, DerivativeLowering):
+class _Lowering(CallableLowering, DerivativeLowering, KineticLowering):
     def __init__(self, text: str, path: str):
         self.path, self.text = path, text
         self.lines = code_lines(text)
@@ -172,8 +173,6 @@ class _Lowering(CallableLowering, DerivativeLowering):
                       r"\bLONGITUDINAL_DIFFUSION\b")
         reasons = {
             "Verbatim": ("VERBATIM", "C code cannot be translated", r"\bVERBATIM\b"),
-            "KineticBlock": ("KINETIC", "kinetic schemes are not translated yet",
-                             r"\bKINETIC\b"),
             "LinearBlock": ("LINEAR", "linear systems are not translated", r"\bLINEAR\b"),
             "NonLinearBlock": ("NONLINEAR", "nonlinear systems are not translated",
                                r"\bNONLINEAR\b"),
@@ -361,12 +360,13 @@ class _Lowering(CallableLowering, DerivativeLowering):
                            for p in self.blocks.get("ProcedureBlock", [])}
         self.derivatives = {d.get_node_name(): d
                             for d in self.blocks.get("DerivativeBlock", [])}
+        self.kinetics = {b.get_node_name(): b for b in self.blocks.get("KineticBlock", [])}
         # A FUNCTION that writes the mechanism's variables and is only ever called as a
         # statement (its value unused) is a PROCEDURE in all but name.
         self.function_procedures = set()
         values = set()
-        for kind in ("InitialBlock", "BreakpointBlock", "DerivativeBlock", "ProcedureBlock",
-                     "FunctionBlock", "NetReceiveBlock"):
+        for kind in ("InitialBlock", "BreakpointBlock", "DerivativeBlock", "KineticBlock",
+                     "ProcedureBlock", "FunctionBlock", "NetReceiveBlock"):
             for b in self.blocks.get(kind, []):
                 values |= value_calls(b.statement_block.statements)
         fields = (self.param_names | self.assigned_names | self.state_names | self.ion_read
@@ -418,8 +418,8 @@ class _Lowering(CallableLowering, DerivativeLowering):
                             walk(st.elses.statement_block.statements)
                 elif k == "TableStatement":
                     out.update(v.get_node_name() for v in st.table_vars)
-        for kind in ("InitialBlock", "BreakpointBlock", "DerivativeBlock", "ProcedureBlock",
-                     "FunctionBlock", "NetReceiveBlock"):
+        for kind in ("InitialBlock", "BreakpointBlock", "DerivativeBlock", "KineticBlock",
+                     "ProcedureBlock", "FunctionBlock", "NetReceiveBlock"):
             for b in self.blocks.get(kind, []):
                 walk(b.statement_block.statements)
         return self._expand(out)
@@ -519,7 +519,10 @@ class _Lowering(CallableLowering, DerivativeLowering):
                     self.fail("TABLE", f"a TABLE in {ctx.where} is not translated",
                               r"\bTABLE\b")
             elif k == "SolveBlock":
-                self.fail("SOLVE", f"SOLVE in {ctx.where} is not translated", r"\bSOLVE\b")
+                out += self._solve_statement(st, ctx, pad)
+            elif k in ("ReactionStatement", "Conserve", "Compartment") \
+                    and ctx.kinetic is not None:
+                out += ctx.kinetic(st, ctx, pad)
             elif k == "WhileStatement":
                 self.fail("WHILE", "loops other than FROM are not translated", r"\bWHILE\b")
             elif k == "ConserveStatement" or k == "Conserve":
@@ -543,7 +546,7 @@ class _Lowering(CallableLowering, DerivativeLowering):
         e = unwrap(e)
         k = type(e).__name__
         if k == "SolveBlock":
-            self.fail("SOLVE", f"SOLVE in {ctx.where} is not translated", r"\bSOLVE\b")
+            return self._solve_statement(e, ctx, pad)
         if k == "DiffEqExpression":
             if ctx.diffeq is None:
                 self.fail("'", f"a differential equation in {ctx.where}", *ctx.patterns)
@@ -584,6 +587,20 @@ class _Lowering(CallableLowering, DerivativeLowering):
             name = ctx.declare_local("unused")
             return [f"{pad}{ex.py_name(name)} = {ex.to_text(value)}\n"]
         self.fail(k, f"expression statement not translated in {ctx.where}", *ctx.patterns)
+
+    def _solve_statement(self, st, ctx, pad) -> list[str]:
+        """``SOLVE kin STEADYSTATE sparse`` in INITIAL; any other SOLVE outside BREAKPOINT
+        is refused."""
+        name = st.block_name.get_node_name()
+        method = st.steadystate.get_node_name() if st.steadystate is not None else None
+        if ctx.where != "INITIAL" or method is None:
+            self.fail("SOLVE", f"SOLVE in {ctx.where} is not translated", r"\bSOLVE\b")
+        pat = rf"SOLVE\s+{name}\b"
+        if name not in self.kinetics or method != "sparse":
+            self.fail(f"SOLVE {name} STEADYSTATE {method}", "only STEADYSTATE sparse of a "
+                      "KINETIC block is translated", pat)
+        text = self.kinetic_solve(name, steady=True)
+        return ["".join(pad + line for line in text.splitlines(True))]
 
     def _procedure_call(self, f, call, ctx) -> str:
         args = [self._expr(a, ctx) for a in call.arguments]
