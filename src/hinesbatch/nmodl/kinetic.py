@@ -44,8 +44,9 @@ CONVERGE = 1e-6
 MAX_PASSES = 22            # ``for (j = 0; err > CONVERGE; j++) {...; if (j > 20) fail}``
 STEADY_DT = 1e9            # _ss_sparse's dt [ms]
 STEADY_TRIES = 7
-#: the most states a translated scheme may have (the unrolled code grows as n^3)
-MAX_STATES = 24
+#: the most nonzero entries the eliminated system may have (fill-in included): the
+#: unrolled elimination grows with them, and its compilation time with it
+MAX_ENTRIES = 400
 _LOW = {"+", "-", "<", "<=", ">", ">=", "==", "!=", "&&", "||"}
 
 
@@ -55,7 +56,7 @@ class _Scheme:
 
     name: str
     states: list = field(default_factory=list)     # in elimination order
-    conserve: dict = field(default_factory=dict)   # id(CONSERVE node) -> its row's state
+    conserve: list = field(default_factory=list)   # each CONSERVE's row's state, in order
     volumes: dict = field(default_factory=dict)    # state -> volume AST
     nonzero: set = field(default_factory=set)      # (row state, column state)
     linear: bool = True
@@ -103,6 +104,16 @@ def _splice(tree, path, factors):
     for f in factors:
         tree = ("bin", "*", tree, f)
     return tree
+
+
+def _filled(order, nonzero) -> set:
+    """The nonzero entries of the system after elimination in ``order`` (fill-in)."""
+    nz = set(nonzero)
+    for k, p in enumerate(order):
+        for i in order[k + 1:]:
+            if (i, p) in nz:
+                nz |= {(i, j) for j in order[k + 1:] if (p, j) in nz}
+    return nz
 
 
 def _reindent(text: str, pad: str) -> str:
@@ -181,20 +192,17 @@ class KineticLowering:
             cons_terms.append((st, terms))
         if not used:
             self.fail(f"KINETIC {name}", "contains no reactions", pat)
-        if len(used) > MAX_STATES:
-            self.fail(f"KINETIC {name}", f"{len(used)} states: more than {MAX_STATES} are "
-                      "not translated", pat)
         # the CONSERVE statements, last first, each take the row of their last state
         # that no later one took (nocmodl's numbering)
-        rows = {}
-        for st, terms in reversed(cons_terms):
-            y = next((n for n, _ in terms if n not in rows.values()), None)
+        rows = [None] * len(cons_terms)
+        for k in range(len(cons_terms) - 1, -1, -1):
+            y = next((n for n, _ in cons_terms[k][1] if n not in rows), None)
             if y is None:
                 self.fail("CONSERVE", "no state left to replace the equation of (NEURON "
                           "fails to diagonalize the matrix too)", r"\bCONSERVE\b")
-            rows[id(st)] = y
-            scheme.conserve[id(st)] = y
-        conserved = set(rows.values())
+            rows[k] = y
+        scheme.conserve = rows
+        conserved = set(rows)
         declared = [s.name for s in self.states if s.name in used]
         scheme.states = [n for n in declared if n not in conserved] + \
             [n for n in declared if n in conserved]
@@ -215,10 +223,15 @@ class KineticLowering:
                     for rt1, _ in left + right:
                         if rt1 in self.state_names and rt1 not in conserved:
                             nz.add((rt1, rt))
-        for st, terms in cons_terms:
+        for row, (st, terms) in zip(rows, cons_terms):
             for n, _ in terms:
-                nz.add((rows[id(st)], n))
+                nz.add((row, n))
         scheme.nonzero = nz
+        filled = len(_filled(scheme.states, nz))
+        if filled > MAX_ENTRIES:
+            self.fail(f"KINETIC {name}", f"{len(used)} states whose system has {filled} "
+                      f"nonzero entries once eliminated: more than {MAX_ENTRIES} are not "
+                      "translated", pat)
         cache[name] = scheme
         return scheme
 
@@ -246,7 +259,7 @@ class KineticLowering:
         if steady:
             self._refuse_dt_readers(stmts, where, pat)
         # one assembly pass and the final pass, lowered once and repeated
-        ctx.kinetic_mode = "assemble"
+        ctx.kinetic_mode, ctx.kinetic_conserved = "assemble", 0
         assemble = self._fun_start(scheme, ctx, dt) + "".join(self.statements(stmts, ctx))
         ctx.kinetic_mode = "final"
         final = "".join(self.statements(stmts, ctx))
@@ -260,17 +273,18 @@ class KineticLowering:
         elif scheme.linear:
             out.append(self._sparse(scheme, assemble, solve, final, False, ""))
         else:
+            # single passes until no state is below -1e-6, then one converged solve (the
+            # tries after the one that succeeds are skipped, so the solve is written once)
             out.append("kin__ss = 0.0\n")
             for _ in range(STEADY_TRIES):
                 body = [self._sparse(scheme, assemble, solve, final, True, ""),
-                        "kin__ok = 1.0\n"]
+                        "kin__ss = 1.0\n"]
                 for y in scheme.states:
                     yt = ex.py_name(y)
-                    body.append(f"if {yt} < -1e-06:\n    {yt} = 0.0\n    kin__ok = 0.0\n")
-                body.append("if kin__ok == 1.0:\n")
-                body.append(_reindent(self._sparse(scheme, assemble, solve, final, False,
-                                                   "") + "kin__ss = 1.0\n", "    "))
+                    body.append(f"if {yt} < -1e-06:\n    {yt} = 0.0\n    kin__ss = 0.0\n")
                 out.append("if kin__ss == 0.0:\n" + _reindent("".join(body), "    "))
+            out.append("if kin__ss == 1.0:\n" + _reindent(
+                self._sparse(scheme, assemble, solve, final, False, ""), "    "))
         return "".join(out)
 
     def _kinetic_context(self, name, where, pat, steady) -> Context:
@@ -300,7 +314,7 @@ class KineticLowering:
     def _fun_start(self, scheme, ctx, dt) -> str:
         """The rows' backward-Euler part: ``rhs = -(1/dt)·(s - s_old)``, diagonal
         ``1/dt``, times the COMPARTMENT volume; every other entry 0."""
-        conserved = set(scheme.conserve.values())
+        conserved = set(scheme.conserve)
         out = [f"kin__dt1 = (1.0 / {dt})\n"]
         for y in scheme.states:
             if y in conserved:
@@ -377,14 +391,15 @@ class KineticLowering:
         """A reaction, CONSERVE or COMPARTMENT at its place in the block."""
         k = type(st).__name__
         scheme = ctx.scheme
-        conserved = set(scheme.conserve.values())
+        conserved = set(scheme.conserve)
         assemble = ctx.kinetic_mode == "assemble"
         if k == "Compartment":
             return []
         if k == "Conserve":
             if not assemble:
                 return []
-            row = scheme.conserve[id(st)]
+            row = scheme.conserve[ctx.kinetic_conserved]
+            ctx.kinetic_conserved += 1
             total = self._expr(st.expr, ctx)
             out = [f"kin__r_{row} = {ex.to_text(total)}\n"]
             for n, count in _terms(st.react):

@@ -503,10 +503,9 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering):
                         ctx.rename[n] = ("name", f"{n}__local")
                         ctx.locals.add(f"{n}__local")
                 continue
-            if k == "ProtectStatement":
-                st = st.expression
-                k = "ExpressionStatement"
-            if k == "ExpressionStatement":
+            if k == "ProtectStatement":      # the assignment itself (PROTECT only locks)
+                out += self._expression_statement(st.expression, ctx, pad)
+            elif k == "ExpressionStatement":
                 out += self._expression_statement(st.expression, ctx, pad)
             elif k == "IfStatement":
                 out += self._if(st, ctx, indent)
