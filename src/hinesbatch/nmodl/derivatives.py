@@ -55,9 +55,10 @@ class DerivativeLowering:
                 continue
             if name in self.kinetics:
                 if method != "sparse":
-                    self.fail(f"SOLVE {name} METHOD {method}", "a KINETIC block is "
-                              "translated with METHOD sparse (NEURON 9 compiles no other "
-                              "method thread-safe; without a METHOD it does not compile)",
+                    self.fail(f"SOLVE {name}" + (f" METHOD {method}" if method else ""),
+                              "KINETIC blocks are translated with METHOD sparse (nocmodl's "
+                              "other methods for them are not thread-safe; without a METHOD "
+                              "NEURON 9 does not compile the file)",
                               rf"SOLVE\s+{name}\b")
                 state.append(self.kinetic_solve(name))
                 continue

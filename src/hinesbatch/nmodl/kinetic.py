@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import expressions as ex
-from .syntax import Context, unwrap
+from .syntax import Context, reads_and_calls, unwrap
 
 __all__ = ["KineticLowering"]
 
@@ -257,7 +257,7 @@ class KineticLowering:
         prefix = self.ion_copies(stmts, ctx)
         dt = f"{STEADY_DT!r}" if steady else "dt"
         if steady:
-            self._refuse_dt_readers(stmts, where, pat)
+            self._refuse_dt_readers(stmts, name)
         # one assembly pass and the final pass, lowered once and repeated
         ctx.kinetic_mode, ctx.kinetic_conserved = "assemble", 0
         assemble = self._fun_start(scheme, ctx, dt) + "".join(self.statements(stmts, ctx))
@@ -302,14 +302,13 @@ class KineticLowering:
             ctx.locals.add("kin__dt")
         return ctx
 
-    def _refuse_dt_readers(self, stmts, where, pat):
+    def _refuse_dt_readers(self, stmts, name):
         """STEADYSTATE sets NEURON's dt to 1e9 while the block runs: a PROCEDURE that
         reads dt would see it, and the inlined procedures here read the step's dt."""
-        from .syntax import reads_and_calls
         for g in sorted(reads_and_calls(stmts)[1]):
             if g in self.procedures and "dt" in self.procedure_info(g).fields_used:
-                self.fail(f"SOLVE {where.split()[1]} STEADYSTATE sparse", f"{g} reads dt, "
-                          "which NEURON sets to 1e9 during STEADYSTATE", pat)
+                self.fail(f"SOLVE {name} STEADYSTATE sparse", f"{g} reads dt, which NEURON "
+                          "sets to 1e9 during STEADYSTATE", rf"SOLVE\s+{name}\s+STEADYSTATE")
 
     def _fun_start(self, scheme, ctx, dt) -> str:
         """The rows' backward-Euler part: ``rhs = -(1/dt)·(s - s_old)``, diagonal
