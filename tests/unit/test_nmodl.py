@@ -422,9 +422,9 @@ REFUSED = [
     ("POINTER", "POINTER p : <-- here", ""),
     ("SOLVE k METHOD euler", "", ("STATE { c o }\nBREAKPOINT { SOLVE k METHOD euler : <-- here\n"
                                   "}\nKINETIC k {\n ~ c <-> o (1, 2)\n}\n")),
-    ("SOLVE s METHOD derivimplicit", "",
-     ("STATE { m n }\nBREAKPOINT { SOLVE s METHOD derivimplicit : <-- here\n}\n"
-      "DERIVATIVE s { m' = -m + n  n' = -n }\n")),
+    ("m'", "",
+     ("STATE { m n }\nBREAKPOINT { SOLVE s METHOD derivimplicit }\n"
+      "DERIVATIVE s {\n if (x > 0) {\n  m' = -m + n : <-- here\n }\n n' = -n\n}\n")),
     ("SOLVE s METHOD sparse", "",
      ("STATE { m }\nBREAKPOINT { SOLVE s METHOD sparse : <-- here\n}\n"
       "DERIVATIVE s { m' = -m }\n")),

@@ -1,6 +1,6 @@
-"""KINETIC blocks (``METHOD sparse``, ``STEADYSTATE sparse``) on small .mod files: the
-backward-Euler step NEURON's sparse solver takes, CONSERVE, COMPARTMENT, the Newton passes
-of nonlinear schemes, and the refusals. ``tests/validation/test_nmodl_neuron.py`` compares
+"""KINETIC blocks (``METHOD sparse``, ``STEADYSTATE sparse``) and coupled or nonlinear
+``derivimplicit`` on small .mod files: the backward-Euler step NEURON's solvers take,
+CONSERVE, COMPARTMENT, the Newton passes of nonlinear schemes, and the refusals. ``tests/validation/test_nmodl_neuron.py`` compares
 such files with NEURON itself."""
 from __future__ import annotations
 
@@ -149,6 +149,51 @@ def test_protect_lowers_its_assignment():
     mech = translate_text("NEURON { SUFFIX prot }\nASSIGNED { x }\n"
                           "INITIAL { PROTECT x = x + 1 }\n").mechanism
     assert mech.initial.strip() == "x = (x + 1.0)"
+
+
+COUPLED = """
+NEURON { SUFFIX cpl }
+PARAMETER { a = 0.7 (/ms) b = 0.2 (/ms) }
+STATE { m n }
+INITIAL { m = 1  n = 0 }
+BREAKPOINT { SOLVE s METHOD derivimplicit }
+DERIVATIVE s {
+    m' = -a*m + b*n
+    n' = a*m - b*n
+}
+"""
+
+
+def test_coupled_derivimplicit_solves_the_backward_euler_system(tmp_path):
+    """Coupled linear equations: NEURON's Newton iteration (central differences, exact
+    for a linear block) lands on (I - dt·J)·y1 = y0."""
+    tr = run_states(tmp_path, COUPLED, "cpl", ("m", "n"))
+    a, b = 0.7, 0.2
+    step = np.linalg.inv(np.eye(2) - DT * np.array([[-a, b], [a, -b]]))
+    y = np.array([1.0, 0.0])
+    for k in range(1, len(tr["m"])):
+        y = step @ y
+        np.testing.assert_allclose([tr["m"][k], tr["n"][k]], y, rtol=1e-12)
+    assert tr["n"][-1] > 0.1
+
+
+NONLINEAR = """
+NEURON { SUFFIX sq }
+STATE { m }
+INITIAL { m = 2 }
+BREAKPOINT { SOLVE s METHOD derivimplicit }
+DERIVATIVE s { m' = -m*m }
+"""
+
+
+def test_nonlinear_derivimplicit_converges_to_the_implicit_step(tmp_path):
+    """m' = -m²: m1 = m0 - dt·m1², m1 = (sqrt(1 + 4·dt·m0) - 1)/(2·dt), to NEURON's
+    Newton tolerance (relative change <= 1e-6, quadratic convergence after it)."""
+    tr = run_states(tmp_path, NONLINEAR, "sq", ("m",))
+    m = [2.0]
+    for _ in range(len(tr["m"]) - 1):
+        m.append((np.sqrt(1.0 + 4.0 * DT * m[-1]) - 1.0) / (2.0 * DT))
+    np.testing.assert_allclose(tr["m"], m, rtol=1e-10)
 
 
 HEAD = "NEURON {\n    SUFFIX bad\n}\nPARAMETER { k = 1 }\nASSIGNED { v x }\n"

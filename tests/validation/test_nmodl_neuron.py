@@ -3,7 +3,8 @@
 Files: the mechanisms of NEURON's wheel that translate (``share/modfile``: hh, pas,
 ExpSyn, Exp2Syn, IClamp, SEClamp, renamed ``*_t`` so that they do not meet NEURON's
 built-ins; ``share/nrn/demo/release``: khhchan, nachan, nacaex), two of NEURON's examples
-shipped in ``tests/data/nmodl`` (syn1, cacur) and files written here to exercise a
+shipped in ``tests/data/nmodl`` (syn1, cacur, and mcna: a five-state KINETIC sodium
+channel with STEADYSTATE) and files written here to exercise a
 TABLE depending on a GLOBAL, a FUNCTION reading PARAMETERs, cnexp written in place (a
 LOCAL time constant), a FROM loop, file-level LOCALs, NET_RECEIVE with a weight, cnexp of
 y' = k and of equations reading a state updated before them, euler, derivimplicit, and
@@ -12,13 +13,14 @@ assigned in INITIAL and BREAKPOINT (each block's own copy in NEURON), concentrat
 (the reversal potential then computed from them at finitialize, also for hh's ena), a TABLE
 of values depending on dt (``tests/data/nmodl/kdt.mod``), and a GLOBAL written by a
 tabulated procedure besides its outputs (NEURON keeps the value of the table's last
-construction call).
+construction call), KINETIC schemes by sparse (a three-state channel with CONSERVE and
+STEADYSTATE; a nonlinear scheme with COMPARTMENT, fluxes and a nonlinear STEADYSTATE).
 
 Protocol: a one-compartment soma (L = diam = 20 µm) with hh and the mechanism, a current
 clamp (del 1 ms, dur 20 ms, 0.3 nA), dt 0.025 ms, 30 ms; synapses on it driven by a
 NetStim; and a real cell (ko20x-07, d_lambda 0.1) with several of them at once.
 Acceptance: max |ΔV| <= 1e-9 mV at every step for explicit methods and TABLEs, 1e-6 mV for
-derivimplicit (NEURON's Newton tolerance).
+derivimplicit and sparse (NEURON's Newton tolerance, and its own elimination order).
 """
 from __future__ import annotations
 
@@ -264,6 +266,67 @@ PROCEDURE rates(v (mV)) {
 }
 """
 
+KINETIC3 = """
+NEURON {
+    SUFFIX k3c
+    USEION k READ ek WRITE ik
+    RANGE gbar
+}
+PARAMETER { gbar = 0.02 (S/cm2) }
+ASSIGNED { v (mV) ek (mV) ik (mA/cm2) kf1 (/ms) kb1 (/ms) kf2 (/ms) kb2 (/ms) }
+STATE { c1 c2 o }
+BREAKPOINT {
+    SOLVE kin METHOD sparse
+    ik = gbar*o*(v - ek)
+}
+INITIAL { SOLVE kin STEADYSTATE sparse }
+KINETIC kin {
+    rates(v)
+    ~ c1 <-> c2 (kf1, kb1)
+    ~ c2 <-> o (kf2, kb2)
+    CONSERVE c1 + c2 + o = 1
+}
+PROCEDURE rates(v (mV)) {
+    kf1 = 0.5*exp((v + 40)/20)
+    kb1 = 0.3*exp(-(v + 40)/20)
+    kf2 = 0.8*exp((v + 30)/15)
+    kb2 = 0.2*exp(-(v + 30)/25)
+}
+"""
+
+#: a nonlinear scheme (binding, a dimer): Newton passes, COMPARTMENT volumes in the
+#: state rows and in CONSERVE, fluxes (<<), a one-way reaction (->), b_flux read by the
+#: block, a rate written as ``a1 + 0.01`` (nocmodl pastes it before the reactant as text)
+#: and the nonlinear STEADYSTATE (single passes, then a converged solve)
+BINDING = """
+NEURON {
+    SUFFIX kbind
+    NONSPECIFIC_CURRENT i
+    RANGE g, kf, kb
+}
+PARAMETER { g = 0.002 (S/cm2) kf = 2 (/ms) kb = 0.1 (/ms) Btot = 2 }
+ASSIGNED { v (mV) i (mA/cm2) q a1 (/ms) }
+STATE { x B XB A A2 }
+BREAKPOINT {
+    SOLVE kin METHOD sparse
+    i = g*(XB + A2 + 0.1*q)*(v + 20)
+}
+INITIAL { x = 0.1 B = 1 A = 1 SOLVE kin STEADYSTATE sparse }
+KINETIC kin {
+    LOCAL r
+    r = exp(v/30)
+    a1 = 0.05*r
+    ~ x + B <-> XB (kf*r, kb)
+    ~ 2 A <-> A2 (kf, a1 + 0.01)
+    ~ A -> (0.02)
+    ~ x << (0.001*(1 + r))
+    ~ A << (0.01)
+    q = b_flux
+    COMPARTMENT 2 {B XB}
+    CONSERVE B + XB = Btot
+}
+"""
+
 NA_READER = """
 NEURON { SUFFIX naread USEION na READ nai, nao RANGE r }
 ASSIGNED { nai (mM) nao (mM) r }
@@ -292,14 +355,15 @@ def compiled(tmp_path_factory):
         (folder / f"t_{name}").write_text(text)
     for name in WHEEL_DEMOS:
         (folder / name).write_text((share / "nrn" / "demo" / "release" / name).read_text())
-    for name in ("syn1.mod", "cacur.mod", "kdt.mod"):
+    for name in ("syn1.mod", "cacur.mod", "kdt.mod", "mcna.mod"):
         (folder / name).write_text((DATA / "nmodl" / name).read_text())
     for name, text in (("kchan.mod", CHANNEL), ("nalocal.mod", INPLACE),
                        ("wsyn.mod", SYNAPSE), ("methods.mod", METHODS), ("eulr.mod", EULER),
                        ("kimp.mod", IMPLICIT), ("karr.mod", ARRAYS),
                        ("kcopy.mod", ION_COPY), ("cagate.mod", CA_READER),
                        ("naread.mod", NA_READER),
-                       ("kside.mod", SIDE_GLOBAL)):
+                       ("kside.mod", SIDE_GLOBAL), ("k3c.mod", KINETIC3),
+                       ("kbind.mod", BINDING)):
         (folder / name).write_text(text)
     files = sorted(folder.glob("*.mod"))
     lib = nc.compile_mods(files)
@@ -345,9 +409,15 @@ DENSITY = [
     ("kdt", [["hh", {}], ["kdt", {}]]),
     # a GLOBAL the tabulated procedure also writes (tadj), read by BREAKPOINT
     ("kside", [["hh", {}], ["kside", {}]]),
+    # KINETIC by sparse: a three-state channel with CONSERVE and STEADYSTATE, NEURON's
+    # five-state Moore-Cox sodium channel, a nonlinear scheme
+    ("k3c", [["hh", {}], ["k3c", {}]]),
+    ("MCna", [["hh", {"gnabar": 0.0}], ["MCna", {}]]),       # instead of hh's sodium
+    ("kbind", [["hh", {}], ["kbind", {}]]),
 ]
-#: derivimplicit: NEURON's Newton iteration stops within its tolerance.
-TOLERANCES_MV = {"kimp": 1e-6}
+#: derivimplicit and sparse: NEURON's Newton iteration stops within its tolerance, and
+#: its sparse solver eliminates in its own order (roundoff).
+TOLERANCES_MV = {"kimp": 1e-6, "k3c": 1e-6, "MCna": 1e-6, "kbind": 1e-6}
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,9 @@ from .syntax import Context, reads_and_calls, unwrap
 
 __all__ = ["DerivativeLowering"]
 
+#: an equation's ``a`` and ``b`` where it is not linear in its state
+_NONLINEAR = ("nonlinear",)
+
 
 class DerivativeLowering:
     """SOLVE of PROCEDUREs, of DERIVATIVE blocks by cnexp, euler and derivimplicit, and of
@@ -77,7 +80,8 @@ class DerivativeLowering:
         - ``euler``: every derivative from the old states, then ``y += dt·y'``;
         - ``derivimplicit`` of equations each linear in its own state and not coupled:
           the implicit step ``y = (y + dt·b)/(1 - dt·a)``, which NEURON's Newton
-          iteration converges to (within its tolerance).
+          iteration converges to (within its tolerance); of coupled or nonlinear ones,
+          NEURON's Newton iteration itself (:mod:`.newton`).
         """
         block = self.derivatives[name]
         where = f"DERIVATIVE {name}"
@@ -100,8 +104,11 @@ class DerivativeLowering:
                     a = ex.derivative(f, y)
                     b0 = ex.simplify_zero(f, y)
                 except ex.ExpressionError as err:
-                    self.fail(f"{y}'", f"{method} of an equation not linear in {y} ({err}) "
-                              "is not translated", rf"\b{re.escape(y)}'\s*=", pat)
+                    if method != "derivimplicit":
+                        self.fail(f"{y}'", f"{method} of an equation not linear in {y} "
+                                  f"({err}) is not translated", rf"\b{re.escape(y)}'\s*=",
+                                  pat)
+                    a = b0 = _NONLINEAR
             c.wrote.add(y)
             eqs.append((y, a, b0, pad, f))
             return [("EQ", len(eqs) - 1)]
@@ -134,16 +141,24 @@ class DerivativeLowering:
                     inner |= self.procedure_info(g).fields_used
                 if g in self.functions:
                     inner |= set(self.function_extra(g))
+            newton = False
             for y, a, b0, _, _ in eqs:
+                if a is _NONLINEAR:
+                    newton = True
+                    break
                 used = ex.names(b0) | (ex.names(a) if a is not None else set())
                 for g in ex.calls(b0) | (ex.calls(a) if a is not None else set()):
                     if g in self.functions:
                         used |= set(self.function_extra(g))
-                coupled = (used | inner) & (states - {y}) | (inner & {y})
-                if coupled:
-                    self.fail(f"SOLVE {name} METHOD derivimplicit", "the equations are "
-                              f"coupled through {', '.join(sorted(coupled))} (Newton "
-                              "iterations are not translated)", rf"SOLVE\s+{name}\b")
+                if (used | inner) & (states - {y}) | (inner & {y}):
+                    newton = True
+                    break
+            if newton:
+                for y, *_, pad, _ in eqs:
+                    if pad:
+                        self.fail(f"{y}'", "an equation of a coupled derivimplicit block "
+                                  "inside a condition", rf"\b{re.escape(y)}'\s*=", pat)
+                return self.derivimplicit_newton(name, items, eqs), ()
             out = []
             for t in items:
                 if not isinstance(t, tuple):

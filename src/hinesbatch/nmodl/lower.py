@@ -30,6 +30,7 @@ from . import expressions as ex
 from .callables import CallableLowering
 from .derivatives import DerivativeLowering
 from .kinetic import KineticLowering
+from .newton import NewtonLowering
 from .syntax import (
     Context,
     IfLike,
@@ -110,7 +111,7 @@ def translate_text(text: str, path: str = "<string>", *, order: int = 1000) -> T
 
 
 # ---- source positions -------------------------------------------------------------------
-class _Lowering(CallableLowering, DerivativeLowering, KineticLowering):
+class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLowering):
     def __init__(self, text: str, path: str):
         self.path, self.text = path, text
         self.lines = code_lines(text)
