@@ -14,7 +14,8 @@ assigned in INITIAL and BREAKPOINT (each block's own copy in NEURON), concentrat
 of values depending on dt (``tests/data/nmodl/kdt.mod``), and a GLOBAL written by a
 tabulated procedure besides its outputs (NEURON keeps the value of the table's last
 construction call), KINETIC schemes by sparse (a three-state channel with CONSERVE and
-STEADYSTATE; a nonlinear scheme with COMPARTMENT, fluxes and a nonlinear STEADYSTATE).
+STEADYSTATE; a nonlinear scheme with COMPARTMENT, fluxes and a nonlinear STEADYSTATE),
+and derivimplicit of coupled nonlinear equations (NEURON's Newton iteration).
 
 Protocol: a one-compartment soma (L = diam = 20 µm) with hh and the mechanism, a current
 clamp (del 1 ms, dur 20 ms, 0.3 nA), dt 0.025 ms, 30 ms; synapses on it driven by a
@@ -304,7 +305,7 @@ NEURON {
     NONSPECIFIC_CURRENT i
     RANGE g, kf, kb
 }
-PARAMETER { g = 0.002 (S/cm2) kf = 2 (/ms) kb = 0.1 (/ms) Btot = 2 }
+PARAMETER { g = 0.0002 (S/cm2) kf = 2 (/ms) kb = 0.1 (/ms) Btot = 2 }
 ASSIGNED { v (mV) i (mA/cm2) q a1 (/ms) }
 STATE { x B XB A A2 }
 BREAKPOINT {
@@ -324,6 +325,26 @@ KINETIC kin {
     q = b_flux
     COMPARTMENT 2 {B XB}
     CONSERVE B + XB = Btot
+}
+"""
+
+#: derivimplicit of coupled, nonlinear equations with a value the block computes (r)
+COUPLED = """
+NEURON { SUFFIX kcoup NONSPECIFIC_CURRENT i RANGE g }
+PARAMETER { g = 0.005 (S/cm2) k = 0.5 (/ms) }
+ASSIGNED { v (mV) i (mA/cm2) r }
+STATE { m n }
+INITIAL { m = 0.1 n = 0.2 }
+BREAKPOINT {
+    SOLVE s METHOD derivimplicit
+    i = g*m*n*(v + 20) + 0.0001*r
+}
+DERIVATIVE s {
+    LOCAL a
+    a = exp(v/40)
+    r = a*n
+    m' = a*(1 - m) - k*m*n
+    n' = 0.3*m*m - n
 }
 """
 
@@ -363,7 +384,7 @@ def compiled(tmp_path_factory):
                        ("kcopy.mod", ION_COPY), ("cagate.mod", CA_READER),
                        ("naread.mod", NA_READER),
                        ("kside.mod", SIDE_GLOBAL), ("k3c.mod", KINETIC3),
-                       ("kbind.mod", BINDING)):
+                       ("kbind.mod", BINDING), ("kcoup.mod", COUPLED)):
         (folder / name).write_text(text)
     files = sorted(folder.glob("*.mod"))
     lib = nc.compile_mods(files)
@@ -414,10 +435,12 @@ DENSITY = [
     ("k3c", [["hh", {}], ["k3c", {}]]),
     ("MCna", [["hh", {"gnabar": 0.0}], ["MCna", {}]]),       # instead of hh's sodium
     ("kbind", [["hh", {}], ["kbind", {}]]),
+    # derivimplicit of coupled nonlinear equations: NEURON's Newton iteration
+    ("kcoup", [["hh", {}], ["kcoup", {}]]),
 ]
 #: derivimplicit and sparse: NEURON's Newton iteration stops within its tolerance, and
 #: its sparse solver eliminates in its own order (roundoff).
-TOLERANCES_MV = {"kimp": 1e-6, "k3c": 1e-6, "MCna": 1e-6, "kbind": 1e-6}
+TOLERANCES_MV = {"kimp": 1e-6, "kcoup": 1e-6, "k3c": 1e-6, "MCna": 1e-6, "kbind": 1e-6}
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,10 @@ The lowering keeps nocmodl's semantics where the engine runs them bit for bit:
   ``y = y + (1 - exp(dt·a))·(-(b)/(a) - y)``; as :class:`~hinesbatch.mechanisms.Cnexp`
   where the equations only read the mechanism's own values, else as statements in place;
 - ``SOLVE p`` of a PROCEDURE: ``p()`` in the state update;
+- ``SOLVE k METHOD sparse`` of a KINETIC block and ``SOLVE k STEADYSTATE sparse`` in
+  INITIAL: NEURON's backward-Euler Newton system, assembled and eliminated in straight-line
+  code (:mod:`.kinetic`); ``derivimplicit`` of coupled equations: NEURON's Newton iteration
+  (:mod:`.newton`);
 - a PROCEDURE with a TABLE of one argument: :class:`~hinesbatch.mechanisms.Table`
   (NEURON's linear interpolation); the PARAMETERs it depends on are fixed at the file's
   values (a notice says so; setting one is then an error, not a silent difference);
@@ -504,9 +508,7 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
                         ctx.rename[n] = ("name", f"{n}__local")
                         ctx.locals.add(f"{n}__local")
                 continue
-            if k == "ProtectStatement":      # the assignment itself (PROTECT only locks)
-                out += self._expression_statement(st.expression, ctx, pad)
-            elif k == "ExpressionStatement":
+            if k in ("ExpressionStatement", "ProtectStatement"):   # PROTECT only locks
                 out += self._expression_statement(st.expression, ctx, pad)
             elif k == "IfStatement":
                 out += self._if(st, ctx, indent)
