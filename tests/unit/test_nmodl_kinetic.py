@@ -199,24 +199,24 @@ def test_nonlinear_derivimplicit_converges_to_the_implicit_step(tmp_path):
 HEAD = "NEURON {\n    SUFFIX bad\n}\nPARAMETER { k = 1 }\nASSIGNED { v x }\n"
 REFUSED = [
     ("SOLVE kin METHOD cnexp",
-     "STATE { c o }\nBREAKPOINT { SOLVE kin METHOD cnexp : <-- here\n}\n"
-     "KINETIC kin { ~ c <-> o (1, 2) }\n"),
+     ("STATE { c o }\nBREAKPOINT { SOLVE kin METHOD cnexp : <-- here\n}\n"
+      "KINETIC kin { ~ c <-> o (1, 2) }\n")),
     ("SOLVE kin",
-     "STATE { c o }\nBREAKPOINT { SOLVE kin : <-- here\n}\n"
-     "KINETIC kin { ~ c <-> o (1, 2) }\n"),
+     ("STATE { c o }\nBREAKPOINT { SOLVE kin : <-- here\n}\n"
+      "KINETIC kin { ~ c <-> o (1, 2) }\n")),
     ("~",
-     "STATE { c o }\nBREAKPOINT { SOLVE kin METHOD sparse }\nKINETIC kin {\n"
-     " ~ c <-> o (1, 2)\n ~ o << (k) : <-- here\n CONSERVE c + o = 1\n}\n"),
+     ("STATE { c o }\nBREAKPOINT { SOLVE kin METHOD sparse }\nKINETIC kin {\n"
+      " ~ c <-> o (1, 2)\n ~ o << (k) : <-- here\n CONSERVE c + o = 1\n}\n")),
     ("CONSERVE",
-     "STATE { c o }\nBREAKPOINT { SOLVE kin METHOD sparse }\nKINETIC kin {\n"
-     " ~ c <-> o (1, 2)\n if (k > 0) {\n  CONSERVE c + o = 1 : <-- here\n }\n}\n"),
+     ("STATE { c o }\nBREAKPOINT { SOLVE kin METHOD sparse }\nKINETIC kin {\n"
+      " ~ c <-> o (1, 2)\n if (k > 0) {\n  CONSERVE c + o = 1 : <-- here\n }\n}\n")),
     ("SOLVE d STEADYSTATE sparse",
-     "STATE { m }\nINITIAL { SOLVE d STEADYSTATE sparse : <-- here\n}\n"
-     "BREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d { m' = -m }\n"),
+     ("STATE { m }\nINITIAL { SOLVE d STEADYSTATE sparse : <-- here\n}\n"
+      "BREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d { m' = -m }\n")),
     ("SOLVE kin STEADYSTATE sparse",
-     "STATE { c o }\nINITIAL { SOLVE kin STEADYSTATE sparse : <-- here\n}\n"
-     "BREAKPOINT { SOLVE kin METHOD sparse }\n"
-     "KINETIC kin {\n rates()\n ~ c <-> o (x, 2)\n}\nPROCEDURE rates() { x = exp(-dt) }\n"),
+     ("STATE { c o }\nINITIAL { SOLVE kin STEADYSTATE sparse : <-- here\n}\n"
+      "BREAKPOINT { SOLVE kin METHOD sparse }\n"
+      "KINETIC kin {\n rates()\n ~ c <-> o (x, 2)\n}\nPROCEDURE rates() { x = exp(-dt) }\n")),
 ]
 
 

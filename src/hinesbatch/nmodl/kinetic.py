@@ -192,6 +192,13 @@ class KineticLowering:
             cons_terms.append((st, terms))
         if not used:
             self.fail(f"KINETIC {name}", "contains no reactions", pat)
+        self._scheme_rows(scheme, used, parsed, cons_terms, pat)
+        cache[name] = scheme
+        return scheme
+
+    def _scheme_rows(self, scheme, used, parsed, cons_terms, pat):
+        """The rows (each CONSERVE's state), the elimination order, the nonzero entries
+        and whether the scheme is linear (nocmodl's ``_linmat``)."""
         # the CONSERVE statements, last first, each take the row of their last state
         # that no later one took (nocmodl's numbering)
         rows = [None] * len(cons_terms)
@@ -229,11 +236,9 @@ class KineticLowering:
         scheme.nonzero = nz
         filled = len(_filled(scheme.states, nz))
         if filled > MAX_ENTRIES:
-            self.fail(f"KINETIC {name}", f"{len(used)} states whose system has {filled} "
-                      f"nonzero entries once eliminated: more than {MAX_ENTRIES} are not "
-                      "translated", pat)
-        cache[name] = scheme
-        return scheme
+            self.fail(f"KINETIC {scheme.name}", f"{len(used)} states whose system has "
+                      f"{filled} nonzero entries once eliminated: more than {MAX_ENTRIES} "
+                      "are not translated", pat)
 
     def _compartment(self, st, scheme, pat):
         if st.index_name is not None:
@@ -389,31 +394,39 @@ class KineticLowering:
     def _kinetic_statement(self, st, ctx, pad) -> list:
         """A reaction, CONSERVE or COMPARTMENT at its place in the block."""
         k = type(st).__name__
-        scheme = ctx.scheme
-        conserved = set(scheme.conserve)
         assemble = ctx.kinetic_mode == "assemble"
         if k == "Compartment":
             return []
         if k == "Conserve":
-            if not assemble:
-                return []
-            row = scheme.conserve[ctx.kinetic_conserved]
-            ctx.kinetic_conserved += 1
-            total = self._expr(st.expr, ctx)
-            out = [f"kin__r_{row} = {ex.to_text(total)}\n"]
-            for n, count in _terms(st.react):
-                vol = self._volume(scheme, n, ctx) if n in scheme.volumes else None
-                coef = ("num", float(count))
-                coef_text = f"{float(count)!r}"
-                term = ("name", n)
-                if vol is not None:
-                    coef_text = ex.to_text(("bin", "*", coef, vol))
-                    term = ("bin", "*", term, vol)
-                if count != 1:
-                    term = ("bin", "*", term, coef)
-                out.append(f"kin__m_{row}_{n} = {coef_text}\n")
-                out.append(f"kin__r_{row} = (kin__r_{row} - {ex.to_text(term)})\n")
-            return [pad + line for line in out]
+            return [pad + line for line in self._conserve(st, ctx)] if assemble else []
+        return [pad + line for line in self._reaction(st, ctx, assemble)]
+
+    def _conserve(self, st, ctx) -> list:
+        """``CONSERVE n·A + B = total``: its row ``total - n·vol_A·A - vol_B·B``, matrix
+        ``n·vol`` (nocmodl writes the terms last first)."""
+        scheme = ctx.scheme
+        row = scheme.conserve[ctx.kinetic_conserved]
+        ctx.kinetic_conserved += 1
+        total = self._expr(st.expr, ctx)
+        out = [f"kin__r_{row} = {ex.to_text(total)}\n"]
+        for n, count in _terms(st.react):
+            vol = self._volume(scheme, n, ctx) if n in scheme.volumes else None
+            coef = ("num", float(count))
+            coef_text = f"{float(count)!r}"
+            term = ("name", n)
+            if vol is not None:
+                coef_text = ex.to_text(("bin", "*", coef, vol))
+                term = ("bin", "*", term, vol)
+            if count != 1:
+                term = ("bin", "*", term, coef)
+            out.append(f"kin__m_{row}_{n} = {coef_text}\n")
+            out.append(f"kin__r_{row} = (kin__r_{row} - {ex.to_text(term)})\n")
+        return out
+
+    def _reaction(self, st, ctx, assemble) -> list:
+        """A reaction: ``f_flux``, ``b_flux``, and when assembling, its rows and matrix
+        entries."""
+        conserved = set(ctx.scheme.conserve)
         op = st.op.eval()
         left = _terms(st.reaction1)
         right = _terms(st.reaction2) if st.reaction2 is not None else []
@@ -425,7 +438,7 @@ class KineticLowering:
                    f"b_flux = {ex.to_text(flux)}\n"]
             if assemble:
                 out.append(f"kin__r_{y} = (kin__r_{y} + b_flux)\n")
-            return [pad + line for line in out]
+            return out
         rates = [st.expression1, st.expression2 if op == "<->" else None]
         if op not in ("<->", "->"):
             self.fail("~", f"reaction operator {op} is not translated", r"~", *ctx.patterns)
@@ -441,7 +454,7 @@ class KineticLowering:
             tree = _splice(self._expr(rate, ctx), path, factors)
             out.append(f"{var} = {ex.to_text(tree)}\n")
         if not assemble:
-            return [pad + line for line in out]
+            return out
         for j, sign in ((0, "-"), (1, "+")):
             for n, c in sides[j]:
                 if n not in self.state_names or n in conserved:
@@ -468,7 +481,7 @@ class KineticLowering:
                         amount = "kin__term" if c1 == 1 else f"({float(c1)!r} * kin__term)"
                         out.append(f"kin__m_{rt1}_{rt} = (kin__m_{rt1}_{rt} {sign} "
                                    f"{amount})\n")
-        return [pad + line for line in out]
+        return out
 
     def _reactant_tree(self, ctx):
         def tree(n):
