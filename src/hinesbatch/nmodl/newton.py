@@ -66,6 +66,17 @@ class NewtonLowering:
         out += [f"nw__val_{i} = 0.0\nnw__dx_{i} = 0.0\n" for i in range(n)]
         out += [f"nw__j_{i}_{j} = 0.0\n" for i in range(n) for j in range(n)]
         out.append("nw__change = 1.0\nnw__conv = 0.0\n")
+        one = self._newton_step(ys, block, residual)
+        for _ in range(MAX_ITERATIONS):
+            out.append("if nw__conv == 0.0:\n" + _indent(one))
+        out.append(block)
+        return "".join(out)
+
+    @staticmethod
+    def _jacobian(ys, block, residual) -> str:
+        """nrn_newton_thread's central-difference Jacobian, factorized in place (the
+        multipliers below the diagonal), and the negated residuals at the states."""
+        n = len(ys)
         jac = []
         for j, y in enumerate(ys):
             yt = ex.py_name(y)
@@ -84,7 +95,14 @@ class NewtonLowering:
                 jac.append(f"nw__j_{i}_{k} = (nw__j_{i}_{k} / nw__j_{k}_{k})\n")
                 jac += [f"nw__j_{i}_{j} = (nw__j_{i}_{j} - (nw__j_{i}_{k} * nw__j_{k}_{j}))\n"
                         for j in range(k + 1, n)]
-        step = ["if nw__change > 0.05:\n" + _indent("".join(jac))]
+        return "".join(jac)
+
+    def _newton_step(self, ys, block, residual) -> str:
+        """One Newton iteration: the Jacobian where the last change exceeds MAXCHANGE,
+        the solve, the update, the residuals at the new states, the convergence test."""
+        n = len(ys)
+        step = [f"if nw__change > {MAXCHANGE!r}:\n"
+                + _indent(self._jacobian(ys, block, residual))]
         step += [f"nw__b_{i} = nw__val_{i}\n" for i in range(n)]
         for i in range(n):
             for k in range(i):
@@ -108,8 +126,4 @@ class NewtonLowering:
                         f"if fabs(nw__val_{i}) > nw__dev:\n    nw__dev = fabs(nw__val_{i})\n")
         step.append(f"if nw__change <= {CONVERGE!r} and nw__dev <= {ZERO!r}:\n"
                     "    nw__conv = 1.0\n")
-        one = "".join(step)
-        for _ in range(MAX_ITERATIONS):
-            out.append("if nw__conv == 0.0:\n" + _indent(one))
-        out.append(block)
-        return "".join(out)
+        return "".join(step)
