@@ -245,3 +245,27 @@ def test_a_scheme_too_large_to_unroll_is_refused():
     with pytest.raises(NmodlError, match=r"441 nonzero entries") as info:
         translate_text(text, "big.mod")
     assert info.value.line == 4
+
+
+UNDERSCORES = """
+NEURON { SUFFIX und }
+STATE { a b_c a_b c }
+INITIAL { a = 1  a_b = 1 }
+BREAKPOINT { SOLVE kin METHOD sparse }
+KINETIC kin {
+    ~ a_b <-> c (0.5, 0.2)
+    ~ a <-> b_c (0.3, 0.1)
+}
+"""
+
+
+def test_states_whose_names_meet_at_an_underscore_keep_their_entries(tmp_path):
+    """The entries (a_b, c) and (a, b_c) are distinct: two independent pairs, each the
+    2 × 2 backward-Euler solve."""
+    tr = run_states(tmp_path, UNDERSCORES, "und", ("a", "b_c", "a_b", "c"))
+    for (x, y), (kf, kb) in ((("a_b", "c"), (0.5, 0.2)), (("a", "b_c"), (0.3, 0.1))):
+        m = np.array([[1.0 / DT + kf, -kb], [-kf, 1.0 / DT + kb]])
+        z = np.array([1.0, 0.0])
+        for k in range(1, len(tr[x])):
+            z = np.linalg.solve(m, z / DT)
+            np.testing.assert_allclose([tr[x][k], tr[y][k]], z, rtol=1e-13)

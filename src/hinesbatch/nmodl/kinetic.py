@@ -61,6 +61,11 @@ class _Scheme:
     nonzero: set = field(default_factory=set)      # (row state, column state)
     linear: bool = True
 
+    def m(self, row: str, col: str) -> str:
+        """The local holding the matrix entry (states by their index: names may hold
+        underscores)."""
+        return f"kin__m_{self.states.index(row)}_{self.states.index(col)}"
+
 
 def _terms(node) -> list:
     """``A + 2 B`` as [(name, count), ...] in the order nocmodl keeps them (reversed)."""
@@ -324,14 +329,14 @@ class KineticLowering:
             if y in conserved:
                 continue
             out.append(f"kin__r_{y} = ((-kin__dt1) * ({ex.py_name(y)} - kin__old_{y}))\n"
-                       f"kin__m_{y}_{y} = kin__dt1\n")
+                       f"{scheme.m(y, y)} = kin__dt1\n")
             if y in scheme.volumes:
                 vol = ex.to_text(self._volume(scheme, y, ctx))
                 out.append(f"kin__r_{y} = (kin__r_{y} * {vol})\n"
-                           f"kin__m_{y}_{y} = (kin__m_{y}_{y} * {vol})\n")
+                           f"{scheme.m(y, y)} = ({scheme.m(y, y)} * {vol})\n")
         for r, c in sorted(scheme.nonzero):
             if r != c or r in conserved:
-                out.append(f"kin__m_{r}_{c} = 0.0\n")
+                out.append(f"{scheme.m(r, c)} = 0.0\n")
         return "".join(out)
 
     def _volume(self, scheme, y, ctx):
@@ -371,23 +376,23 @@ class KineticLowering:
             for i in order[k + 1:]:
                 if (i, p) not in nz:
                     continue
-                out.append(f"kin__f = (kin__m_{i}_{p} / kin__m_{p}_{p})\n")
+                out.append(f"kin__f = ({scheme.m(i, p)} / {scheme.m(p, p)})\n")
                 for j in order[k + 1:]:
                     if (p, j) in nz:
                         if (i, j) not in nz:
                             nz.add((i, j))
-                            out.append(f"kin__m_{i}_{j} = (-(kin__f * kin__m_{p}_{j}))\n")
+                            out.append(f"{scheme.m(i, j)} = (-(kin__f * {scheme.m(p, j)}))\n")
                         else:
-                            out.append(f"kin__m_{i}_{j} = (kin__m_{i}_{j} - (kin__f * "
-                                       f"kin__m_{p}_{j}))\n")
+                            out.append(f"{scheme.m(i, j)} = ({scheme.m(i, j)} - (kin__f * "
+                                       f"{scheme.m(p, j)}))\n")
                 out.append(f"kin__r_{i} = (kin__r_{i} - (kin__f * kin__r_{p}))\n")
         for k in range(len(order) - 1, -1, -1):
             p = order[k]
             acc = f"kin__r_{p}"
             for j in order[k + 1:]:
                 if (p, j) in nz:
-                    acc = f"({acc} - (kin__m_{p}_{j} * kin__x_{j}))"
-            out.append(f"kin__x_{p} = ({acc} / kin__m_{p}_{p})\n")
+                    acc = f"({acc} - ({scheme.m(p, j)} * kin__x_{j}))"
+            out.append(f"kin__x_{p} = ({acc} / {scheme.m(p, p)})\n")
         return "".join(out)
 
     # ---- statements ---------------------------------------------------------------------
@@ -419,14 +424,15 @@ class KineticLowering:
                 term = ("bin", "*", term, vol)
             if count != 1:
                 term = ("bin", "*", term, coef)
-            out.append(f"kin__m_{row}_{n} = {coef_text}\n")
+            out.append(f"{scheme.m(row, n)} = {coef_text}\n")
             out.append(f"kin__r_{row} = (kin__r_{row} - {ex.to_text(term)})\n")
         return out
 
     def _reaction(self, st, ctx, assemble) -> list:
         """A reaction: ``f_flux``, ``b_flux``, and when assembling, its rows and matrix
         entries."""
-        conserved = set(ctx.scheme.conserve)
+        scheme = ctx.scheme
+        conserved = set(scheme.conserve)
         op = st.op.eval()
         left = _terms(st.reaction1)
         right = _terms(st.reaction2) if st.reaction2 is not None else []
@@ -479,7 +485,7 @@ class KineticLowering:
                             continue
                         sign = "+" if j == j1 else "-"
                         amount = "kin__term" if c1 == 1 else f"({float(c1)!r} * kin__term)"
-                        out.append(f"kin__m_{rt1}_{rt} = (kin__m_{rt1}_{rt} {sign} "
+                        out.append(f"{scheme.m(rt1, rt)} = ({scheme.m(rt1, rt)} {sign} "
                                    f"{amount})\n")
         return out
 
