@@ -14,7 +14,8 @@ assigned in INITIAL and BREAKPOINT (each block's own copy in NEURON), concentrat
 of values depending on dt (``tests/data/nmodl/kdt.mod``), and a GLOBAL written by a
 tabulated procedure besides its outputs (NEURON keeps the value of the table's last
 construction call), KINETIC schemes by sparse (a three-state channel with CONSERVE and
-STEADYSTATE; a nonlinear scheme with COMPARTMENT, fluxes and a nonlinear STEADYSTATE),
+STEADYSTATE; a nonlinear scheme with COMPARTMENT, fluxes and a nonlinear STEADYSTATE;
+reactions in IF/ELSE, rates nocmodl pastes as text, a reactant that is not a state),
 and derivimplicit of coupled nonlinear equations (NEURON's Newton iteration).
 
 Protocol: a one-compartment soma (L = diam = 20 µm) with hh and the mechanism, a current
@@ -328,6 +329,40 @@ KINETIC kin {
 }
 """
 
+#: KINETIC details that nocmodl writes its own way: reactions in IF/ELSE branches, a rate
+#: ``a0 + b0`` pasted before the reactant as text (a0 + b0·c2 in NEURON), a reactant that
+#: is not a state (X: the scheme counts as nonlinear), a FUNCTION of a state in a rate, a
+#: COMPARTMENT volume given by a PARAMETER, CONSERVE with a coefficient, a nonlinear
+#: STEADYSTATE
+QUIRKS = """
+NEURON {
+    SUFFIX kquirk
+    USEION k READ ek WRITE ik
+    RANGE gbar, vol
+}
+PARAMETER { gbar = 0.001 (S/cm2) vol = 1.5 a0 = 0.2 b0 = 0.05 }
+ASSIGNED { v (mV) ek (mV) ik (mA/cm2) X kf }
+STATE { c1 c2 o d }
+BREAKPOINT {
+    SOLVE kin METHOD sparse
+    ik = gbar*(o + 0.5*d)*(v - ek)
+}
+INITIAL { X = 0.5 c1 = 1 SOLVE kin STEADYSTATE sparse }
+FUNCTION rate(v, s) { rate = 0.3*exp(v/25)*(1 + s) }
+KINETIC kin {
+    kf = rate(v, o)
+    if (v > -50) {
+        ~ c1 <-> c2 (kf, a0 + b0)
+    } else {
+        ~ c1 <-> c2 (kf*0.5, (a0 + b0))
+    }
+    ~ c2 + X <-> o (2*exp(v/40), b0)
+    ~ o <-> d (0.1, 0.05)
+    COMPARTMENT vol {d}
+    CONSERVE c1 + c2 + o + 2 d = 1
+}
+"""
+
 #: derivimplicit of coupled, nonlinear equations with a value the block computes (r)
 COUPLED = """
 NEURON { SUFFIX kcoup NONSPECIFIC_CURRENT i RANGE g }
@@ -384,7 +419,8 @@ def compiled(tmp_path_factory):
                        ("kcopy.mod", ION_COPY), ("cagate.mod", CA_READER),
                        ("naread.mod", NA_READER),
                        ("kside.mod", SIDE_GLOBAL), ("k3c.mod", KINETIC3),
-                       ("kbind.mod", BINDING), ("kcoup.mod", COUPLED)):
+                       ("kbind.mod", BINDING), ("kcoup.mod", COUPLED),
+                       ("kquirk.mod", QUIRKS)):
         (folder / name).write_text(text)
     files = sorted(folder.glob("*.mod"))
     lib = nc.compile_mods(files)
@@ -435,12 +471,14 @@ DENSITY = [
     ("k3c", [["hh", {}], ["k3c", {}]]),
     ("MCna", [["hh", {"gnabar": 0.0}], ["MCna", {}]]),       # instead of hh's sodium
     ("kbind", [["hh", {}], ["kbind", {}]]),
+    ("kquirk", [["hh", {}], ["kquirk", {}]]),
     # derivimplicit of coupled nonlinear equations: NEURON's Newton iteration
     ("kcoup", [["hh", {}], ["kcoup", {}]]),
 ]
 #: derivimplicit and sparse: NEURON's Newton iteration stops within its tolerance, and
 #: its sparse solver eliminates in its own order (roundoff).
-TOLERANCES_MV = {"kimp": 1e-6, "kcoup": 1e-6, "k3c": 1e-6, "MCna": 1e-6, "kbind": 1e-6}
+TOLERANCES_MV = {"kimp": 1e-6, "kcoup": 1e-6, "k3c": 1e-6, "MCna": 1e-6, "kbind": 1e-6,
+                 "kquirk": 1e-6}
 
 
 @pytest.fixture(scope="module")
