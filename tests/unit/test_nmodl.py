@@ -496,11 +496,11 @@ HEAD = "NEURON {\n    SUFFIX bad\n    %s\n}\nASSIGNED { v x y }\n"
 REFUSED = [
     ("VERBATIM", "", "INITIAL {\nVERBATIM : <-- here\n x = 1;\nENDVERBATIM\n}\n"),
     ("POINTER", "POINTER p : <-- here", ""),
-    ("KINETIC", "", ("STATE { c o }\nBREAKPOINT { SOLVE k METHOD sparse }\n"
-                     "KINETIC k { : <-- here\n ~ c <-> o (1, 2)\n}\n")),
-    ("SOLVE s METHOD derivimplicit", "",
-     ("STATE { m n }\nBREAKPOINT { SOLVE s METHOD derivimplicit : <-- here\n}\n"
-      "DERIVATIVE s { m' = -m + n  n' = -n }\n")),
+    ("SOLVE k METHOD euler", "", ("STATE { c o }\nBREAKPOINT { SOLVE k METHOD euler : <-- here\n"
+                                  "}\nKINETIC k {\n ~ c <-> o (1, 2)\n}\n")),
+    ("m'", "",
+     ("STATE { m n }\nBREAKPOINT { SOLVE s METHOD derivimplicit }\n"
+      "DERIVATIVE s {\n if (x > 0) {\n  m' = -m + n : <-- here\n }\n n' = -n\n}\n")),
     ("SOLVE s METHOD sparse", "",
      ("STATE { m }\nBREAKPOINT { SOLVE s METHOD sparse : <-- here\n}\n"
       "DERIVATIVE s { m' = -m }\n")),

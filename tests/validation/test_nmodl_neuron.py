@@ -2,9 +2,9 @@
 
 Files: the mechanisms of NEURON's wheel that translate (``share/modfile``: hh, pas,
 ExpSyn, Exp2Syn, IClamp, SEClamp, renamed ``*_t`` so that they do not meet NEURON's
-built-ins; ``share/nrn/demo/release``: khhchan, nachan, nacaex, cachan1), three of NEURON's
-examples shipped in ``tests/data/nmodl`` (syn1, cacur, cacum) and files written here to
-exercise a
+built-ins; ``share/nrn/demo/release``: khhchan, nachan, nacaex, cachan1), four of NEURON's
+examples shipped in ``tests/data/nmodl`` (syn1, cacur, cacum, and mcna: a five-state KINETIC
+sodium channel with STEADYSTATE) and files written here to exercise a
 TABLE depending on a GLOBAL, a FUNCTION reading PARAMETERs, cnexp written in place (a
 LOCAL time constant), a FROM loop, file-level LOCALs, NET_RECEIVE with a weight, cnexp of
 y' = k and of equations reading a state updated before them, euler, derivimplicit, and
@@ -13,15 +13,19 @@ assigned in INITIAL and BREAKPOINT (each block's own copy in NEURON), concentrat
 (the reversal potential then computed from them at finitialize, also for hh's ena), a TABLE
 of values depending on dt (``tests/data/nmodl/kdt.mod``), and a GLOBAL written by a
 tabulated procedure besides its outputs (NEURON keeps the value of the table's last
-construction call), and calcium kept per node: a concentration written (by cnexp and by
+construction call), calcium kept per node: a concentration written (by cnexp and by
 NEURON's derivimplicit cacum) from the ica summed over mechanisms, read back as cai, as
-the ica summed so far and as eca (recomputed every step).
+the ica summed so far and as eca (recomputed every step), KINETIC schemes by sparse (a
+three-state channel with CONSERVE and STEADYSTATE; a nonlinear scheme with COMPARTMENT,
+fluxes and a nonlinear STEADYSTATE; reactions in IF/ELSE, rates nocmodl pastes as text, a
+reactant that is not a state), and derivimplicit of coupled nonlinear equations (NEURON's
+Newton iteration).
 
 Protocol: a one-compartment soma (L = diam = 20 µm) with hh and the mechanism, a current
 clamp (del 1 ms, dur 20 ms, 0.3 nA), dt 0.025 ms, 30 ms; synapses on it driven by a
 NetStim; and a real cell (ko20x-07, d_lambda 0.1) with several of them at once.
 Acceptance: max |ΔV| <= 1e-9 mV at every step for explicit methods and TABLEs, 1e-6 mV for
-derivimplicit (NEURON's Newton tolerance).
+derivimplicit and sparse (NEURON's Newton tolerance, and its own elimination order).
 """
 from __future__ import annotations
 
@@ -267,6 +271,121 @@ PROCEDURE rates(v (mV)) {
 }
 """
 
+KINETIC3 = """
+NEURON {
+    SUFFIX k3c
+    USEION k READ ek WRITE ik
+    RANGE gbar
+}
+PARAMETER { gbar = 0.02 (S/cm2) }
+ASSIGNED { v (mV) ek (mV) ik (mA/cm2) kf1 (/ms) kb1 (/ms) kf2 (/ms) kb2 (/ms) }
+STATE { c1 c2 o }
+BREAKPOINT {
+    SOLVE kin METHOD sparse
+    ik = gbar*o*(v - ek)
+}
+INITIAL { SOLVE kin STEADYSTATE sparse }
+KINETIC kin {
+    rates(v)
+    ~ c1 <-> c2 (kf1, kb1)
+    ~ c2 <-> o (kf2, kb2)
+    CONSERVE c1 + c2 + o = 1
+}
+PROCEDURE rates(v (mV)) {
+    kf1 = 0.5*exp((v + 40)/20)
+    kb1 = 0.3*exp(-(v + 40)/20)
+    kf2 = 0.8*exp((v + 30)/15)
+    kb2 = 0.2*exp(-(v + 30)/25)
+}
+"""
+
+#: a nonlinear scheme (binding, a dimer): Newton passes, COMPARTMENT volumes in the
+#: state rows and in CONSERVE, fluxes (<<), a one-way reaction (->), b_flux read by the
+#: block, a rate written as ``a1 + 0.01`` (nocmodl pastes it before the reactant as text)
+#: and the nonlinear STEADYSTATE (single passes, then a converged solve)
+BINDING = """
+NEURON {
+    SUFFIX kbind
+    NONSPECIFIC_CURRENT i
+    RANGE g, kf, kb
+}
+PARAMETER { g = 0.0002 (S/cm2) kf = 2 (/ms) kb = 0.1 (/ms) Btot = 2 }
+ASSIGNED { v (mV) i (mA/cm2) q a1 (/ms) }
+STATE { x B XB A A2 }
+BREAKPOINT {
+    SOLVE kin METHOD sparse
+    i = g*(XB + A2 + 0.1*q)*(v + 20)
+}
+INITIAL { x = 0.1 B = 1 A = 1 SOLVE kin STEADYSTATE sparse }
+KINETIC kin {
+    LOCAL r
+    r = exp(v/30)
+    a1 = 0.05*r
+    ~ x + B <-> XB (kf*r, kb)
+    ~ 2 A <-> A2 (kf, a1 + 0.01)
+    ~ A -> (0.02)
+    ~ x << (0.001*(1 + r))
+    ~ A << (0.01)
+    q = b_flux
+    COMPARTMENT 2 {B XB}
+    CONSERVE B + XB = Btot
+}
+"""
+
+#: KINETIC details that nocmodl writes its own way: reactions in IF/ELSE branches, a rate
+#: ``a0 + b0`` pasted before the reactant as text (a0 + b0·c2 in NEURON), a reactant that
+#: is not a state (X: the scheme counts as nonlinear), a FUNCTION of a state in a rate, a
+#: COMPARTMENT volume given by a PARAMETER, CONSERVE with a coefficient, a nonlinear
+#: STEADYSTATE
+QUIRKS = """
+NEURON {
+    SUFFIX kquirk
+    USEION k READ ek WRITE ik
+    RANGE gbar, vol
+}
+PARAMETER { gbar = 0.001 (S/cm2) vol = 1.5 a0 = 0.2 b0 = 0.05 }
+ASSIGNED { v (mV) ek (mV) ik (mA/cm2) X kf }
+STATE { c1 c2 o d }
+BREAKPOINT {
+    SOLVE kin METHOD sparse
+    ik = gbar*(o + 0.5*d)*(v - ek)
+}
+INITIAL { X = 0.5 c1 = 1 SOLVE kin STEADYSTATE sparse }
+FUNCTION rate(v, s) { rate = 0.3*exp(v/25)*(1 + s) }
+KINETIC kin {
+    kf = rate(v, o)
+    if (v > -50) {
+        ~ c1 <-> c2 (kf, a0 + b0)
+    } else {
+        ~ c1 <-> c2 (kf*0.5, (a0 + b0))
+    }
+    ~ c2 + X <-> o (2*exp(v/40), b0)
+    ~ o <-> d (0.1, 0.05)
+    COMPARTMENT vol {d}
+    CONSERVE c1 + c2 + o + 2 d = 1
+}
+"""
+
+#: derivimplicit of coupled, nonlinear equations with a value the block computes (r)
+COUPLED = """
+NEURON { SUFFIX kcoup NONSPECIFIC_CURRENT i RANGE g }
+PARAMETER { g = 0.005 (S/cm2) k = 0.5 (/ms) }
+ASSIGNED { v (mV) i (mA/cm2) r }
+STATE { m n }
+INITIAL { m = 0.1 n = 0.2 }
+BREAKPOINT {
+    SOLVE s METHOD derivimplicit
+    i = g*m*n*(v + 20) + 0.0001*r
+}
+DERIVATIVE s {
+    LOCAL a
+    a = exp(v/40)
+    r = a*n
+    m' = a*(1 - m) - k*m*n
+    n' = 0.3*m*m - n
+}
+"""
+
 NA_READER = """
 NEURON { SUFFIX naread USEION na READ nai, nao RANGE r }
 ASSIGNED { nai (mM) nao (mM) r }
@@ -313,14 +432,16 @@ def compiled(tmp_path_factory):
     for name in WHEEL_DEMOS:
         (folder / name).write_text((share / "nrn" / "demo" / "release" / name).read_text())
     for name in ("syn1.mod", "cacur.mod", "kdt.mod", "cacum.mod", "caeca.mod", "caacc.mod",
-                 "kcai.mod", "icaread.mod"):
+                 "kcai.mod", "icaread.mod", "mcna.mod"):
         (folder / name).write_text((DATA / "nmodl" / name).read_text())
     for name, text in (("kchan.mod", CHANNEL), ("nalocal.mod", INPLACE),
                        ("wsyn.mod", SYNAPSE), ("methods.mod", METHODS), ("eulr.mod", EULER),
                        ("kimp.mod", IMPLICIT), ("karr.mod", ARRAYS),
                        ("kcopy.mod", ION_COPY), ("cagate.mod", CA_READER),
                        ("naread.mod", NA_READER),
-                       ("kside.mod", SIDE_GLOBAL), ("cadceil.mod", CA_CEILING)):
+                       ("kside.mod", SIDE_GLOBAL), ("cadceil.mod", CA_CEILING),
+                       ("k3c.mod", KINETIC3), ("kbind.mod", BINDING), ("kcoup.mod", COUPLED),
+                       ("kquirk.mod", QUIRKS)):
         (folder / name).write_text(text)
     files = sorted(folder.glob("*.mod"))
     lib = nc.compile_mods(files)
@@ -372,9 +493,19 @@ DENSITY = [
     ("cadceil", [["hh", {}], ["caeca", {}], ["cadceil", {}]]),
     # NEURON's cachan1 (reads cai, cao) into NEURON's cacum (derivimplicit, writes cai)
     ("cacum", [["hh", {}], ["cachan1", {"imax": 0.05}], ["cacum", {"depth": 10.0}]]),
+    # KINETIC by sparse: a three-state channel with CONSERVE and STEADYSTATE, NEURON's
+    # five-state Moore-Cox sodium channel, a nonlinear scheme
+    ("k3c", [["hh", {}], ["k3c", {}]]),
+    ("MCna", [["hh", {"gnabar": 0.0}], ["MCna", {}]]),       # instead of hh's sodium
+    ("kbind", [["hh", {}], ["kbind", {}]]),
+    ("kquirk", [["hh", {}], ["kquirk", {}]]),
+    # derivimplicit of coupled nonlinear equations: NEURON's Newton iteration
+    ("kcoup", [["hh", {}], ["kcoup", {}]]),
 ]
-#: derivimplicit: NEURON's Newton iteration stops within its tolerance.
-TOLERANCES_MV = {"kimp": 1e-6, "cacum": 1e-6}
+#: derivimplicit and sparse: NEURON's Newton iteration stops within its tolerance, and
+#: its sparse solver eliminates in its own order (roundoff).
+TOLERANCES_MV = {"kimp": 1e-6, "cacum": 1e-6, "kcoup": 1e-6, "k3c": 1e-6, "MCna": 1e-6,
+                 "kbind": 1e-6, "kquirk": 1e-6}
 
 
 @pytest.fixture(scope="module")

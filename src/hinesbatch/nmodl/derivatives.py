@@ -1,4 +1,5 @@
-"""Lowering BREAKPOINT's SOLVEs and DERIVATIVE blocks (a mixin of the file's lowering)."""
+"""Lowering BREAKPOINT's SOLVEs and DERIVATIVE blocks (a mixin of the file's lowering);
+KINETIC blocks are in :mod:`.kinetic`."""
 from __future__ import annotations
 
 import re
@@ -9,9 +10,13 @@ from .syntax import Context, reads_and_calls, unwrap, writes
 
 __all__ = ["DerivativeLowering"]
 
+#: an equation's ``a`` and ``b`` where it is not linear in its state
+_NONLINEAR = ("nonlinear",)
+
 
 class DerivativeLowering:
-    """SOLVE of PROCEDUREs and of DERIVATIVE blocks by cnexp, euler and derivimplicit."""
+    """SOLVE of PROCEDUREs, of DERIVATIVE blocks by cnexp, euler and derivimplicit, and of
+    KINETIC blocks by sparse."""
 
     def _breakpoint(self):
         blocks = self.blocks.get("BreakpointBlock", [])
@@ -51,8 +56,17 @@ class DerivativeLowering:
                 state.append(text)
                 cnexp = eqs
                 continue
-            self.fail(f"SOLVE {name}", "solves no PROCEDURE or DERIVATIVE block of the "
-                      "file (KINETIC, LINEAR and NONLINEAR blocks are not translated)",
+            if name in self.kinetics:
+                if method != "sparse":
+                    self.fail(f"SOLVE {name}" + (f" METHOD {method}" if method else ""),
+                              "KINETIC blocks are translated with METHOD sparse (nocmodl's "
+                              "other methods for them are not thread-safe; without a METHOD "
+                              "NEURON 9 does not compile the file)",
+                              rf"SOLVE\s+{name}\b")
+                state.append(self.kinetic_solve(name))
+                continue
+            self.fail(f"SOLVE {name}", "solves no PROCEDURE, DERIVATIVE or KINETIC block "
+                      "of the file (LINEAR and NONLINEAR blocks are not translated)",
                       rf"SOLVE\s+{name}\b")
         if not self.currents:
             # nocmodl: a BREAKPOINT without currents runs its statements in the state
@@ -75,7 +89,8 @@ class DerivativeLowering:
         - ``euler``: every derivative from the old states, then ``y += dt·y'``;
         - ``derivimplicit`` of equations each linear in its own state and not coupled:
           the implicit step ``y = (y + dt·b)/(1 - dt·a)``, which NEURON's Newton
-          iteration converges to (within its tolerance).
+          iteration converges to (within its tolerance); of coupled or nonlinear ones,
+          NEURON's Newton iteration itself (:mod:`.newton`).
         """
         block = self.derivatives[name]
         where = f"DERIVATIVE {name}"
@@ -98,8 +113,11 @@ class DerivativeLowering:
                     a = ex.derivative(f, y)
                     b0 = ex.simplify_zero(f, y)
                 except ex.ExpressionError as err:
-                    self.fail(f"{y}'", f"{method} of an equation not linear in {y} ({err}) "
-                              "is not translated", rf"\b{re.escape(y)}'\s*=", pat)
+                    if method != "derivimplicit":
+                        self.fail(f"{y}'", f"{method} of an equation not linear in {y} "
+                                  f"({err}) is not translated", rf"\b{re.escape(y)}'\s*=",
+                                  pat)
+                    a = b0 = _NONLINEAR
             c.wrote.add(y)
             eqs.append((y, a, b0, pad, f))
             return [("EQ", len(eqs) - 1)]
@@ -132,16 +150,24 @@ class DerivativeLowering:
                     inner |= self.procedure_info(g).fields_used
                 if g in self.functions:
                     inner |= set(self.function_extra(g))
+            newton = False
             for y, a, b0, _, _ in eqs:
+                if a is _NONLINEAR:
+                    newton = True
+                    break
                 used = ex.names(b0) | (ex.names(a) if a is not None else set())
                 for g in ex.calls(b0) | (ex.calls(a) if a is not None else set()):
                     if g in self.functions:
                         used |= set(self.function_extra(g))
-                coupled = (used | inner) & (states - {y}) | (inner & {y})
-                if coupled:
-                    self.fail(f"SOLVE {name} METHOD derivimplicit", "the equations are "
-                              f"coupled through {', '.join(sorted(coupled))} (Newton "
-                              "iterations are not translated)", rf"SOLVE\s+{name}\b")
+                if (used | inner) & (states - {y}) | (inner & {y}):
+                    newton = True
+                    break
+            if newton:
+                for y, *_, pad, _ in eqs:
+                    if pad:
+                        self.fail(f"{y}'", "an equation of a coupled derivimplicit block "
+                                  "inside a condition", rf"\b{re.escape(y)}'\s*=", pat)
+                return self.derivimplicit_newton(name, items, eqs), ()
             out = []
             for t in items:
                 if not isinstance(t, tuple):

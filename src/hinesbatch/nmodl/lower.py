@@ -7,6 +7,10 @@ The lowering keeps nocmodl's semantics where the engine runs them bit for bit:
   ``y = y + (1 - exp(dt·a))·(-(b)/(a) - y)``; as :class:`~hinesbatch.mechanisms.Cnexp`
   where the equations only read the mechanism's own values, else as statements in place;
 - ``SOLVE p`` of a PROCEDURE: ``p()`` in the state update;
+- ``SOLVE k METHOD sparse`` of a KINETIC block and ``SOLVE k STEADYSTATE sparse`` in
+  INITIAL: NEURON's backward-Euler Newton system, assembled and eliminated in straight-line
+  code (:mod:`.kinetic`); ``derivimplicit`` of coupled equations: NEURON's Newton iteration
+  (:mod:`.newton`);
 - a PROCEDURE with a TABLE of one argument: :class:`~hinesbatch.mechanisms.Table`
   (NEURON's linear interpolation); the PARAMETERs it depends on are fixed at the file's
   values (a notice says so; setting one is then an error, not a silent difference);
@@ -29,6 +33,8 @@ from ..mechanisms.ions import concentration_names
 from . import expressions as ex
 from .callables import CallableLowering
 from .derivatives import DerivativeLowering
+from .kinetic import KineticLowering
+from .newton import NewtonLowering
 from .syntax import (
     Context,
     IfLike,
@@ -109,7 +115,7 @@ def translate_text(text: str, path: str = "<string>", *, order: int = 1000) -> T
 
 
 # ---- source positions -------------------------------------------------------------------
-class _Lowering(CallableLowering, DerivativeLowering):
+class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLowering):
     def __init__(self, text: str, path: str):
         self.path, self.text = path, text
         self.lines = code_lines(text)
@@ -172,8 +178,6 @@ class _Lowering(CallableLowering, DerivativeLowering):
                       r"\bLONGITUDINAL_DIFFUSION\b")
         reasons = {
             "Verbatim": ("VERBATIM", "C code cannot be translated", r"\bVERBATIM\b"),
-            "KineticBlock": ("KINETIC", "kinetic schemes are not translated yet",
-                             r"\bKINETIC\b"),
             "LinearBlock": ("LINEAR", "linear systems are not translated", r"\bLINEAR\b"),
             "NonLinearBlock": ("NONLINEAR", "nonlinear systems are not translated",
                                r"\bNONLINEAR\b"),
@@ -367,12 +371,13 @@ class _Lowering(CallableLowering, DerivativeLowering):
                            for p in self.blocks.get("ProcedureBlock", [])}
         self.derivatives = {d.get_node_name(): d
                             for d in self.blocks.get("DerivativeBlock", [])}
+        self.kinetics = {b.get_node_name(): b for b in self.blocks.get("KineticBlock", [])}
         # A FUNCTION that writes the mechanism's variables and is only ever called as a
         # statement (its value unused) is a PROCEDURE in all but name.
         self.function_procedures = set()
         values = set()
-        for kind in ("InitialBlock", "BreakpointBlock", "DerivativeBlock", "ProcedureBlock",
-                     "FunctionBlock", "NetReceiveBlock"):
+        for kind in ("InitialBlock", "BreakpointBlock", "DerivativeBlock", "KineticBlock",
+                     "ProcedureBlock", "FunctionBlock", "NetReceiveBlock"):
             for b in self.blocks.get(kind, []):
                 values |= value_calls(b.statement_block.statements)
         fields = (self.param_names | self.assigned_names | self.state_names | self.ion_read
@@ -424,8 +429,8 @@ class _Lowering(CallableLowering, DerivativeLowering):
                             walk(st.elses.statement_block.statements)
                 elif k == "TableStatement":
                     out.update(v.get_node_name() for v in st.table_vars)
-        for kind in ("InitialBlock", "BreakpointBlock", "DerivativeBlock", "ProcedureBlock",
-                     "FunctionBlock", "NetReceiveBlock"):
+        for kind in ("InitialBlock", "BreakpointBlock", "DerivativeBlock", "KineticBlock",
+                     "ProcedureBlock", "FunctionBlock", "NetReceiveBlock"):
             for b in self.blocks.get(kind, []):
                 walk(b.statement_block.statements)
         return self._expand(out)
@@ -509,10 +514,7 @@ class _Lowering(CallableLowering, DerivativeLowering):
                         ctx.rename[n] = ("name", f"{n}__local")
                         ctx.locals.add(f"{n}__local")
                 continue
-            if k == "ProtectStatement":
-                st = st.expression
-                k = "ExpressionStatement"
-            if k == "ExpressionStatement":
+            if k in ("ExpressionStatement", "ProtectStatement"):   # PROTECT only locks
                 out += self._expression_statement(st.expression, ctx, pad)
             elif k == "IfStatement":
                 out += self._if(st, ctx, indent)
@@ -525,7 +527,10 @@ class _Lowering(CallableLowering, DerivativeLowering):
                     self.fail("TABLE", f"a TABLE in {ctx.where} is not translated",
                               r"\bTABLE\b")
             elif k == "SolveBlock":
-                self.fail("SOLVE", f"SOLVE in {ctx.where} is not translated", r"\bSOLVE\b")
+                out += self._solve_statement(st, ctx, pad)
+            elif k in ("ReactionStatement", "Conserve", "Compartment") \
+                    and ctx.kinetic is not None:
+                out += ctx.kinetic(st, ctx, pad)
             elif k == "WhileStatement":
                 self.fail("WHILE", "loops other than FROM are not translated", r"\bWHILE\b")
             elif k == "ConserveStatement" or k == "Conserve":
@@ -549,7 +554,7 @@ class _Lowering(CallableLowering, DerivativeLowering):
         e = unwrap(e)
         k = type(e).__name__
         if k == "SolveBlock":
-            self.fail("SOLVE", f"SOLVE in {ctx.where} is not translated", r"\bSOLVE\b")
+            return self._solve_statement(e, ctx, pad)
         if k == "DiffEqExpression":
             if ctx.diffeq is None:
                 self.fail("'", f"a differential equation in {ctx.where}", *ctx.patterns)
@@ -590,6 +595,20 @@ class _Lowering(CallableLowering, DerivativeLowering):
             name = ctx.declare_local("unused")
             return [f"{pad}{ex.py_name(name)} = {ex.to_text(value)}\n"]
         self.fail(k, f"expression statement not translated in {ctx.where}", *ctx.patterns)
+
+    def _solve_statement(self, st, ctx, pad) -> list[str]:
+        """``SOLVE kin STEADYSTATE sparse`` in INITIAL; any other SOLVE outside BREAKPOINT
+        is refused."""
+        name = st.block_name.get_node_name()
+        method = st.steadystate.get_node_name() if st.steadystate is not None else None
+        if ctx.where != "INITIAL" or method is None:
+            self.fail("SOLVE", f"SOLVE in {ctx.where} is not translated", r"\bSOLVE\b")
+        pat = rf"SOLVE\s+{name}\b"
+        if name not in self.kinetics or method != "sparse":
+            self.fail(f"SOLVE {name} STEADYSTATE {method}", "only STEADYSTATE sparse of a "
+                      "KINETIC block is translated", pat)
+        text = self.kinetic_solve(name, steady=True)
+        return ["".join(pad + line for line in text.splitlines(True))]
 
     def _procedure_call(self, f, call, ctx) -> str:
         args = [self._expr(a, ctx) for a in call.arguments]

@@ -49,6 +49,7 @@ class Context:
         self.readonly: dict = {}
         self.wrote: set = set()
         self.diffeq = None
+        self.kinetic = None        # lowers reactions, CONSERVE, COMPARTMENT (KINETIC blocks)
         self.table_ok = where.startswith("PROCEDURE")
         self.local_suffix = ""
 
