@@ -187,49 +187,15 @@ def test_calcium_kept_per_node_on_the_gpu_engine_equals_serial(translated, preci
     np.testing.assert_allclose(b[keys[3]], a[keys[3]], rtol=0.05, atol=1e-6)
 
 
-#: a nonlinear KINETIC scheme (Newton passes, CONSERVE, COMPARTMENT, a flux, the nonlinear
-#: STEADYSTATE) and derivimplicit of coupled equations (NEURON's Newton iteration): the
-#: generated code's guarded passes on the GPU engine
-KINETIC_BINDING = """
-NEURON { SUFFIX kbg NONSPECIFIC_CURRENT i RANGE g }
-PARAMETER { g = 0.0002 (S/cm2) kf = 2 (/ms) kb = 0.1 (/ms) Btot = 2 }
-ASSIGNED { v (mV) i (mA/cm2) }
-STATE { x B XB }
-BREAKPOINT {
-    SOLVE kin METHOD sparse
-    i = g*XB*(v + 20)
-}
-INITIAL { x = 0.1 B = 1 SOLVE kin STEADYSTATE sparse }
-KINETIC kin {
-    ~ x + B <-> XB (kf*exp(v/30), kb)
-    ~ x << (0.001)
-    COMPARTMENT 2 {B XB}
-    CONSERVE B + XB = Btot
-}
-"""
-
-COUPLED_IMPLICIT = """
-NEURON { SUFFIX kcg NONSPECIFIC_CURRENT i RANGE g }
-PARAMETER { g = 0.005 (S/cm2) k = 0.5 (/ms) }
-ASSIGNED { v (mV) i (mA/cm2) }
-STATE { m n }
-INITIAL { m = 0.1 n = 0.2 }
-BREAKPOINT {
-    SOLVE s METHOD derivimplicit
-    i = g*m*n*(v + 20)
-}
-DERIVATIVE s {
-    m' = exp(v/40)*(1 - m) - k*m*n
-    n' = 0.3*m*m - n
-}
-"""
+#: tests/data/nmodl: a nonlinear KINETIC scheme (Newton passes, CONSERVE, COMPARTMENT, a
+#: flux, the nonlinear STEADYSTATE) and derivimplicit of coupled equations (NEURON's Newton
+#: iteration): the generated code's guarded passes on the GPU engine
+NEWTON = ("kbg", "kcg")
 
 
-@pytest.mark.parametrize("name, text", [("kbg", KINETIC_BINDING), ("kcg", COUPLED_IMPLICIT)])
-def test_newton_solves_on_the_gpu_engine_equal_serial(translated, name, text, tmp_path):
-    path = tmp_path / f"{name}.mod"
-    path.write_text(text)
-    hb.load_mechanisms(path)
+@pytest.mark.parametrize("name", NEWTON)
+def test_newton_solves_on_the_gpu_engine_equal_serial(translated, name):
+    hb.load_mechanisms(HERE / "nmodl" / f"{name}.mod")
     traces = []
     for backend in ("serial", "gpu"):
         c = hb.Cell(SWC, nseg=1)
