@@ -31,6 +31,18 @@ def _seed_from_env() -> int | None:
 
 
 @pytest.fixture
+def builtins_only():
+    """The mechanism registry holds the built-ins only during the test and after it (the
+    mechanisms a test loads from NMODL files are unregistered)."""
+    from hinesbatch import mechanisms
+
+    before = set(mechanisms._REGISTERED)
+    yield
+    for name in set(mechanisms._REGISTERED) | before:
+        mechanisms.unregister(name)
+
+
+@pytest.fixture
 def seed(request) -> int:
     """A random seed (an int in [0, 2**32)), or ``$HB_SEED`` when set; shown when the test fails."""
     value = _seed_from_env()

@@ -30,15 +30,7 @@ BUILTIN_FILES = ("hh.mod", "passive.mod", "expsyn.mod", "exp2syn.mod", "stim.mod
                  "svclmp.mod")
 
 
-@pytest.fixture(autouse=True)
-def clean_registry():
-    """Every test starts and ends with the built-ins only."""
-    before = set(mechanisms._REGISTERED)
-    yield
-    for name in set(mechanisms._REGISTERED) - before:
-        mechanisms.unregister(name)
-    for name in before:
-        mechanisms.unregister(name)
+pytestmark = pytest.mark.usefixtures("builtins_only")
 
 
 @pytest.fixture

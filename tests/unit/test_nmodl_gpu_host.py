@@ -132,16 +132,21 @@ def test_tables_of_dt_and_side_globals_on_the_gpu_engine_equal_serial(translated
     path = tmp_path / f"{name}.mod"
     path.write_text(text)
     hb.load_mechanisms(path)
-    traces = []
-    for backend in ("serial", "gpu"):
-        c = hb.Cell(SWC, nseg=1)
-        c.insert("hh")
-        c.insert(name, region="soma")
-        c.place("IClamp", "soma[0](0.5)", delay=1.0, dur=10.0, amp=0.5)
-        sim = hb.Simulation(c, backend=backend, tables=tables)
-        key = sim.record("v")
-        traces.append(np.asarray(sim.run(15.0)[key]))
+    traces = [_soma_run(name, backend, tables=tables)[0] for backend in ("serial", "gpu")]
     assert np.array_equal(traces[0], traces[1]) and traces[0].max() > 0.0
+
+
+def _soma_run(name, backend, *fields, **sim_kw):
+    """hh and mechanism ``name`` in the soma of a real cell with a clamp, 15 ms: v and the
+    mechanism's ``fields`` recorded there."""
+    c = hb.Cell(SWC, nseg=1)
+    c.insert("hh")
+    c.insert(name, region="soma")
+    c.place("IClamp", "soma[0](0.5)", delay=1.0, dur=10.0, amp=0.5)
+    sim = hb.Simulation(c, backend=backend, **sim_kw)
+    keys = [sim.record("v")] + [sim.record(f"{f}_{name}") for f in fields]
+    res = sim.run(15.0)
+    return [np.asarray(res[k]) for k in keys]
 
 
 CALCIUM = ("caeca.mod", "caacc.mod", "kcai.mod", "icaread.mod", "cacum.mod")
@@ -196,15 +201,7 @@ NEWTON = ("kbg", "kcg")
 @pytest.mark.parametrize("name", NEWTON)
 def test_newton_solves_on_the_gpu_engine_equal_serial(translated, name):
     hb.load_mechanisms(HERE / "nmodl" / f"{name}.mod")
-    traces = []
-    for backend in ("serial", "gpu"):
-        c = hb.Cell(SWC, nseg=1)
-        c.insert("hh")
-        c.insert(name, region="soma")
-        c.place("IClamp", "soma[0](0.5)", delay=1.0, dur=10.0, amp=0.5)
-        sim = hb.Simulation(c, backend=backend)
-        keys = [sim.record("v"), sim.record(f"{'XB' if name == 'kbg' else 'm'}_{name}")]
-        res = sim.run(15.0)
-        traces.append([np.asarray(res[k]) for k in keys])
+    state = "XB" if name == "kbg" else "m"
+    traces = [_soma_run(name, backend, state) for backend in ("serial", "gpu")]
     assert all(np.array_equal(a, b) for a, b in zip(*traces))
     assert traces[0][0].max() > 0.0 and np.ptp(traces[0][1]) > 0.0

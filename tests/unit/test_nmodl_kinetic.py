@@ -18,12 +18,7 @@ from hinesbatch.nmodl import NmodlError, translate_text
 DT = 0.025          # [ms]
 
 
-@pytest.fixture(autouse=True)
-def clean_registry():
-    before = set(mechanisms._REGISTERED)
-    yield
-    for name in set(mechanisms._REGISTERED) - before:
-        mechanisms.unregister(name)
+pytestmark = pytest.mark.usefixtures("builtins_only")
 
 
 def run_states(tmp_path, text: str, name: str, states, *, steps: int = 8) -> dict:
