@@ -191,6 +191,29 @@ def test_nonlinear_derivimplicit_converges_to_the_implicit_step(tmp_path):
     np.testing.assert_allclose(tr["m"], m, rtol=1e-10)
 
 
+DIVERGING = """
+NEURON { SUFFIX nwdiv NONSPECIFIC_CURRENT i }
+ASSIGNED { v (mV) i (mA/cm2) }
+STATE { m }
+INITIAL { m = 10 }
+BREAKPOINT {
+    SOLVE s METHOD derivimplicit
+    i = 1e-6*m*(v + 65)
+}
+DERIVATIVE s { m' = -100000*atan(m) }
+"""
+
+
+def test_newton_that_does_not_converge_stops_the_run(tmp_path):
+    """Newton's method on atan from far away oscillates outwards: where the passes written
+    out do not converge the run stops with the non-finite error (NEURON stops it too,
+    after its 50 iterations) instead of going on with an unconverged state."""
+    from hinesbatch.sim import NonFiniteStateError
+
+    with pytest.raises(NonFiniteStateError, match=r"became nan in cell 0 at soma\[0\]"):
+        run_states(tmp_path, DIVERGING, "nwdiv", ("m",))
+
+
 HEAD = "NEURON {\n    SUFFIX bad\n}\nPARAMETER { k = 1 }\nASSIGNED { v x }\n"
 REFUSED = [
     ("SOLVE kin METHOD cnexp",

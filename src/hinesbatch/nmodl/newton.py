@@ -15,8 +15,9 @@ nocmodl makes the block a function of the states whose values are the residuals
 The generated code takes the same iterates (its elimination has no pivoting, NEURON's
 Crout factorization pivots: they differ by roundoff), unrolled to :data:`MAX_ITERATIONS`
 passes, each after the first under an ``if``. NEURON allows 50 and stops the run beyond
-them; the schemes it integrates converge in a few. After the iteration the block runs once
-more with the new states, as nocmodl's function does.
+them; the schemes it integrates converge in a few. Where the passes written out do not
+converge, the states become NaN and the run stops with the engine's non-finite error. After
+the iteration the block runs once more with the new states, as nocmodl's function does.
 """
 from __future__ import annotations
 
@@ -69,6 +70,11 @@ class NewtonLowering:
         one = self._newton_step(ys, block, residual)
         for _ in range(MAX_ITERATIONS):
             out.append("if nw__conv == 0.0:\n" + _indent(one))
+        # not converged within the passes written out: the states become NaN, so the run
+        # stops with the engine's non-finite error (cell, location, time) instead of
+        # going on with values NEURON would not have (it stops the run beyond 50)
+        out.append("if nw__conv == 0.0:\n"
+                   + "".join(f"    {ex.py_name(y)} = (0.0 / 0.0)\n" for y in ys))
         out.append(block)
         return "".join(out)
 
