@@ -7,7 +7,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import mechanisms as _mechanisms
-from .kernels import chunks
 
 __all__ = ["CellLayout", "Layout", "level_order", "neuron_node_order"]
 
@@ -122,8 +121,6 @@ class Layout:
         g = np.concatenate(gs)
         self.capd = np.concatenate(capds)
         self.node_off = np.array([c.start for c in self.cells] + [offset], dtype=np.int64)
-        # consecutive cells stepped together by the CPU kernels (kernels.chunks)
-        self.chunk_off = chunks(self.node_off)
         a = np.zeros(offset)
         b = np.zeros(offset)
         has_p = self.parent >= 0

@@ -25,7 +25,7 @@ from ..network import (
 )
 from ..sim.errors import NonFiniteStateError
 from .events import SPIKE_OFFSET, EventQueue, NetCon, SpikeSource
-from .kernels import COMMON_ARRAYS, kernel_module
+from .kernels import CHUNK_NODES, COMMON_ARRAYS, chunks, kernel_module
 from .layout import Layout
 from .results import Results
 
@@ -315,10 +315,15 @@ class Simulation:
         gpu = self._gpu_options() if self.backend == "gpu" else None
         lay = self._prepare()
         km, dt, celsius = self._km, self.dt, self.celsius
-        if self.threads is not None and self.backend == "multicore":
+        target = CHUNK_NODES
+        if self.backend == "multicore":
             import numba
 
-            numba.set_num_threads(int(self.threads))
+            if self.threads is not None:
+                numba.set_num_threads(int(self.threads))
+            # at least four chunks a thread, so that small batches still spread
+            target = max(1, min(target, lay.n_nodes // (4 * numba.get_num_threads())))
+        self._chunk_off = chunks(lay.node_off, target)
         # time grid with NEURON's accumulated t
         times = [0.0]
         t = 0.0
@@ -440,7 +445,7 @@ class Simulation:
         spike_t = np.empty((max(len(sources), 1), cap))
         spike_n = np.zeros(max(len(sources), 1), dtype=np.int64)
         bad_step = np.zeros(len(lay.cells), dtype=np.int64)
-        km.advance_epoch(n, step, self._tgrid[step], self.dt, self.celsius, lay.chunk_off,
+        km.advance_epoch(n, step, self._tgrid[step], self.dt, self.celsius, self._chunk_off,
                          *src, src_off, spike_t, spike_n, *rec, rec_off, rec_buf, bad_step,
                          *model)
         if bad_step.any():
