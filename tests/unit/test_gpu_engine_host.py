@@ -57,6 +57,25 @@ def test_clamped_cells_equal_serial(seed, tables, n_devices):
     assert meta["devices"] == [f"host:{k}" for k in range(n_devices)]
 
 
+def test_state_in_device_memory_equals_serial(seed, monkeypatch):
+    """The kernel's path with v, d and rhs in device memory (chosen on a GPU where shared
+    memory would hold fewer blocks at once)."""
+    monkeypatch.setattr(HostDevice, "state_in_shared", lambda self, kernel, t, b: False)
+    out = {}
+    for backend in ("serial", "gpu"):
+        rng = np.random.default_rng(seed)
+        cells = clamped_cells(rng)
+        sim = _sim(cells, backend, 2)
+        keys = [sim.record("v", cell=k) for k in range(len(cells))]
+        spikes = [sim.record_spikes(sim.spike_source(k)) for k in range(len(cells))]
+        out[backend] = sim.run(30.0)
+        if backend == "gpu":
+            assert "v, d, rhs in device memory" in sim.describe()
+    worst, same = compare(out["serial"], out["gpu"], keys, spikes)
+    assert sum(out["serial"].spikes[k].size for k in spikes) > 0
+    assert worst == 0.0 and same
+
+
 @pytest.mark.parametrize("min_delay", [1.0, 0.0])
 def test_network_equals_serial(seed, min_delay):
     out = {}
@@ -168,3 +187,19 @@ def test_cli_runs_the_gpu_engine_in_float32(tmp_path, capsys):
     assert cli.main(["simulate", "--mechanism", "hh", "--precision", "float32", "--tstop",
                      "1", "--out", str(tmp_path / "x.npz")]) != 0
     assert "precision 'float32' needs backend='gpu'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("nodes, shared", [(1101, True), (1303, True), (1375, False),
+                                           (2627, False), (5000, False)])
+def test_state_memory_rule_on_an_h100(nodes, shared):
+    """The measured cases behind ``SHARED_KEEPS``: a kernel of 64 registers, 128 threads,
+    float64 v, d and rhs, an H100's multiprocessor (228 KiB of shared memory)."""
+    from types import SimpleNamespace
+
+    from hinesbatch.engine.gpu.devices import CupyDevice
+
+    device = object.__new__(CupyDevice)
+    device.props = {"smem_per_sm": 233472}
+    device.max_shared = 232448
+    kernel = SimpleNamespace(num_regs=64, shared_size_bytes=0)
+    assert device.state_in_shared(kernel, 128, 3 * nodes * 8) is shared

@@ -22,13 +22,23 @@ import subprocess
 import numpy as np
 
 from ...errors import BackendUnavailableError
-from ...solvers.gpu.device import availability, cupy_module, device_properties
+from ...solvers.gpu.device import availability, blocks_per_sm, cupy_module, device_properties
 from ..kernels import cache_dir
 
-__all__ = ["EMULATION_ENV", "CupyDevice", "HostDevice", "cuda_devices", "device_count"]
+__all__ = ["EMULATION_ENV", "SHARED_KEEPS", "CupyDevice", "HostDevice", "cuda_devices",
+           "device_count"]
 
 _SCALARS = {"i32": (np.int32, ctypes.c_int), "i64": (np.int64, ctypes.c_longlong),
             "f64": (np.float64, ctypes.c_double)}
+
+
+#: The share of resident blocks that keeping the cell's v, d and rhs in shared memory may
+#: cost (docs/decisions/021-gpu-state-memory.md): 10,000 cells on an H100 in float64, shared
+#: memory against device memory: hh on 1101 nodes (8 of 8 blocks) 7.86 against 6.04 G
+#: compartment-steps/s, on 1303 nodes (7 of 8) 6.16 against 4.92; the ModelDB 20756 model
+#: on 1375 nodes (6 of 8) 1.95 against 2.16; 17 morphologies up to 2627 nodes (3 of 8)
+#: 3.97 against 6.20.
+SHARED_KEEPS = 0.8
 
 
 class CupyDevice:
@@ -39,11 +49,21 @@ class CupyDevice:
     def __init__(self, index: int):
         self.cp, self.index = cupy_module(), int(index)
         self.device = self.cp.cuda.Device(self.index)
-        props = device_properties(self.index)
-        self.name, self.max_shared = props["name"], props["smem_per_block_optin"]
+        self.props = device_properties(self.index)
+        self.name, self.max_shared = self.props["name"], self.props["smem_per_block_optin"]
 
     def __repr__(self) -> str:
         return f"cuda:{self.index} ({self.name})"
+
+    def state_in_shared(self, kernel, threads: int, shared: int) -> bool:
+        """Whether a cell's v, d and rhs (``shared`` bytes a block) go to shared memory:
+        where it fits and keeps at least :data:`SHARED_KEEPS` of the blocks per
+        multiprocessor that the kernel's registers allow; else to device memory."""
+        if shared > self.max_shared:
+            return False
+        with_shared = blocks_per_sm(kernel, threads, shared, self.props)
+        without = blocks_per_sm(kernel, threads, 0, self.props)
+        return with_shared >= SHARED_KEEPS * without
 
     def put(self, array):
         with self.device:
@@ -89,6 +109,10 @@ class HostDevice:
     def __init__(self, index: int = 0):
         self.index = index
         self.name = "host emulation"
+
+    def state_in_shared(self, kernel, threads: int, shared: int) -> bool:
+        """Always (one block at a time); tests replace it to run the device-memory path."""
+        return shared <= self.max_shared
 
     def __repr__(self) -> str:
         return f"host:{self.index}"

@@ -314,7 +314,12 @@ class GpuRunner:
                         for p in self.parts}
         for p in self.parts:
             p.shared = 3 * p.n_max * np.dtype(self.real).itemsize
-            p.use_shared = p.shared <= p.device.max_shared
+            p.use_shared = p.device.state_in_shared(self.kernels[id(p.device)], self.block,
+                                                    p.shared)
+            p.state_memory = ("shared memory" if p.use_shared else
+                              "device memory (too large for shared memory)"
+                              if p.shared > p.device.max_shared else
+                              "device memory (shared memory would hold fewer blocks at once)")
             if not p.use_shared:
                 p.arrays["scratch"] = p.device.zeros(p.n_cells * 3 * p.n_max, self.real)
                 p.shared = 0
@@ -333,6 +338,8 @@ class GpuRunner:
         for m in lay.mechs:
             need += self.sim._data[m.name].size * size
         need += sum(self.structs[s]["n"] * (3 * size + 16) for s in set(self.struct_ids))
+        # v, d and rhs in device memory, where shared memory does not take them
+        need += len(lay.cells) * 3 * max(s["n"] for s in self.structs) * size
         n_steps = run.tgrid.size - 1
         need += sum(8 * (n_steps // row[4] + 1) for row in run.rows)
         per_device = need / len(self.devices) * 1.2
@@ -348,11 +355,9 @@ class GpuRunner:
         lines = [(f"gpu, {self.precision}: {len(self.structs)} distinct cell structure(s), "
                   "one thread block per cell")]
         for p in self.parts:
-            where = ("shared memory" if p.use_shared
-                     else "device memory (too large for shared memory)")
             lines.append(f"  {p.device!r}: cells {p.c0}..{p.c1 - 1}, {self.block} "
                          f"threads per cell, up to {p.n_max} nodes and {p.n_levels} chain levels; "
-                         f"v, d, rhs in {where}")
+                         f"v, d, rhs in {p.state_memory}")
         return "\n".join(lines)
 
     # ---- the epoch loop ---------------------------------------------------------------
