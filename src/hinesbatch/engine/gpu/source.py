@@ -510,8 +510,9 @@ def _assembly(mechs, tables) -> str:
             src += (f"            for (int j = O_{m}[cell]; j < O_{m}[cell + 1]; ++j)\n"
                     f"                if (N_{m}[j] == i) {{ real g, c; {call}\n"
                     f"                    g = g*S_{m}[j]; c = c*S_{m}[j]; {sign} }}\n")
-    for ion in kept:
-        src += (f"            {_ion_at(ion, 'e')} = ion_{ion}_e;\n"
+    for ion in kept:   # e changes only where a concentration is written (eadvance)
+        src += (f"            if ({_ion_at(ion, 'eadvance')} != R(0.0)) "
+                f"{_ion_at(ion, 'e')} = ion_{ion}_e;\n"
                 f"            {_ion_at(ion, 'cur')} = ion_{ion}_cur;\n")
     return src
 
@@ -531,8 +532,10 @@ def _states(mechs, tables) -> str:
         else:
             src += (f"            for (int j = O_{m}[cell]; j < O_{m}[cell + 1]; ++j)\n"
                     f"                if (N_{m}[j] == i) {{ {call} }}\n")
-    for ion in kept:
-        src += "".join(f"            {_ion_at(ion, r)} = ion_{ion}_{r};\n" for r in ("ci", "co"))
+    rows = {0: "e", 1: "ci", 2: "co", 3: "cur"}
+    written = {(ion, rows[row]) for mech in mechs for ion, _, row in ion_io(mech, kept).stores}
+    for ion, r in sorted(written):     # the concentrations some state update writes
+        src += f"            {_ion_at(ion, r)} = ion_{ion}_{r};\n"
     return src
 
 
