@@ -189,11 +189,13 @@ def test_cli_runs_the_gpu_engine_in_float32(tmp_path, capsys):
     assert "precision 'float32' needs backend='gpu'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("nodes, shared", [(1101, True), (1303, True), (1375, False),
-                                           (2627, False), (5000, False)])
-def test_state_memory_rule_on_an_h100(nodes, shared):
-    """The measured cases behind ``SHARED_KEEPS``: a kernel of 64 registers, 128 threads,
-    float64 v, d and rhs, an H100's multiprocessor (228 KiB of shared memory)."""
+@pytest.mark.parametrize("nodes, threads, size, shared", [
+    (1101, 128, 8, True), (1303, 128, 8, True), (1375, 128, 8, False), (2627, 128, 8, False),
+    (5000, 128, 8, False), (1303, 64, 4, True), (2627, 64, 4, False)])
+def test_state_memory_rule_on_an_h100(nodes, threads, size, shared):
+    """The measured float64 cases behind ``SHARED_MIN_WARPS`` (a kernel of 64 registers, 128
+    threads) and float32 blocks of 64 threads, on an H100's multiprocessor (228 KiB of
+    shared memory)."""
     from types import SimpleNamespace
 
     from hinesbatch.engine.gpu.devices import CupyDevice
@@ -201,5 +203,5 @@ def test_state_memory_rule_on_an_h100(nodes, shared):
     device = object.__new__(CupyDevice)
     device.props = {"smem_per_sm": 233472}
     device.max_shared = 232448
-    kernel = SimpleNamespace(num_regs=64, shared_size_bytes=0)
-    assert device.state_in_shared(kernel, 128, 3 * nodes * 8) is shared
+    kernel = SimpleNamespace(num_regs=64 if size == 8 else 40, shared_size_bytes=0)
+    assert device.state_in_shared(kernel, threads, 3 * nodes * size) is shared

@@ -25,20 +25,20 @@ from ...errors import BackendUnavailableError
 from ...solvers.gpu.device import availability, blocks_per_sm, cupy_module, device_properties
 from ..kernels import cache_dir
 
-__all__ = ["EMULATION_ENV", "SHARED_KEEPS", "CupyDevice", "HostDevice", "cuda_devices",
+__all__ = ["EMULATION_ENV", "SHARED_MIN_WARPS", "CupyDevice", "HostDevice", "cuda_devices",
            "device_count"]
 
 _SCALARS = {"i32": (np.int32, ctypes.c_int), "i64": (np.int64, ctypes.c_longlong),
             "f64": (np.float64, ctypes.c_double)}
 
 
-#: The share of resident blocks that keeping the cell's v, d and rhs in shared memory may
-#: cost (docs/decisions/021-gpu-state-memory.md): 10,000 cells on an H100 in float64, shared
-#: memory against device memory: hh on 1101 nodes (8 of 8 blocks) 7.86 against 6.04 G
-#: compartment-steps/s, on 1303 nodes (7 of 8) 6.16 against 4.92; the ModelDB 20756 model
-#: on 1375 nodes (6 of 8) 1.95 against 2.16; 17 morphologies up to 2627 nodes (3 of 8)
-#: 3.97 against 6.20.
-SHARED_KEEPS = 0.8
+#: Warps a multiprocessor must still hold when the cells' v, d and rhs take shared memory
+#: (docs/decisions/021-gpu-state-memory.md): 10,000 cells on an H100 in float64, 128 threads
+#: a block, shared against device memory: hh on 1101 nodes (32 warps resident) 7.86 against
+#: 6.04 G compartment-steps/s, on 1303 nodes (28 warps) 6.16 against 4.92; the ModelDB 20756
+#: model on 1375 nodes (24 warps) 1.95 against 2.16; 17 morphologies up to 2627 nodes
+#: (12 warps) 3.97 against 6.20.
+SHARED_MIN_WARPS = 28
 
 
 class CupyDevice:
@@ -57,13 +57,14 @@ class CupyDevice:
 
     def state_in_shared(self, kernel, threads: int, shared: int) -> bool:
         """Whether a cell's v, d and rhs (``shared`` bytes a block) go to shared memory:
-        where it fits and keeps at least :data:`SHARED_KEEPS` of the blocks per
-        multiprocessor that the kernel's registers allow; else to device memory."""
+        where they fit and the blocks a multiprocessor then holds are all that the
+        kernel's registers allow or at least :data:`SHARED_MIN_WARPS` warps; else to
+        device memory."""
         if shared > self.max_shared:
             return False
         with_shared = blocks_per_sm(kernel, threads, shared, self.props)
         without = blocks_per_sm(kernel, threads, 0, self.props)
-        return with_shared >= SHARED_KEEPS * without
+        return with_shared >= without or with_shared * -(-threads // 32) >= SHARED_MIN_WARPS
 
     def put(self, array):
         with self.device:
