@@ -32,6 +32,7 @@ from ..mechanisms.description import Ion, Mechanism, Variable
 from ..mechanisms.ions import concentration_names
 from . import expressions as ex
 from .callables import CallableLowering
+from .constructs import STATEMENT_CALLS, ConstructLowering
 from .derivatives import DerivativeLowering
 from .kinetic import KineticLowering
 from .newton import NewtonLowering
@@ -40,6 +41,7 @@ from .syntax import (
     IfLike,
     code_lines,
     constant_value,
+    discontinuity_target,
     factor_value,
     first_int,
     reads_and_calls,
@@ -115,7 +117,8 @@ def translate_text(text: str, path: str = "<string>", *, order: int = 1000) -> T
 
 
 # ---- source positions -------------------------------------------------------------------
-class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLowering):
+class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, KineticLowering,
+                NewtonLowering):
     def __init__(self, text: str, path: str):
         self.path, self.text = path, text
         self.lines = code_lines(text)
@@ -417,6 +420,8 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
                     e = unwrap(st.expression)
                     if type(e).__name__ == "BinaryExpression" and e.op.eval() == "=":
                         out.add(e.lhs.get_node_name())
+                    elif discontinuity_target(e) is not None:
+                        out.add(discontinuity_target(e))
                     elif type(e).__name__ == "DiffEqExpression":
                         out.add(e.expression.lhs.get_node_name().rstrip("'"))
                 elif k in ("IfStatement", "ElseIfStatement", "ElseStatement",
@@ -560,41 +565,47 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
                 self.fail("'", f"a differential equation in {ctx.where}", *ctx.patterns)
             return ctx.diffeq(e, ctx, pad)
         if k == "BinaryExpression" and e.op.eval() == "=":
-            lhs = e.lhs
-            if type(lhs).__name__ not in ("Name", "VarName") or (
-                    type(lhs).__name__ == "VarName" and lhs.index is not None):
-                self.fail(lhs.get_node_name(), "assignment to this kind of element",
-                          rf"\b{re.escape(lhs.get_node_name())}\s*\[")
-            if type(lhs).__name__ == "VarName" and type(lhs.name).__name__ == "IndexedName":
-                element = ex.substitute(ex.substitute(ex.from_ast(lhs), self.const),
-                                        ctx.rename)
-                target = ex.fold_indices(element, lambda a, i: self._element(a, i, ctx))[1]
-            else:
-                target = ctx.rename.get(lhs.get_node_name(),
-                                        ("name", lhs.get_node_name()))[1]
-            if not isinstance(target, str):
-                self.fail(lhs.get_node_name(), "assigns a FROM loop's variable or a "
-                          "constant", rf"\b{re.escape(lhs.get_node_name())}\s*=")
-            if target in SPECIALS and target not in ctx.args and target not in ctx.locals:
-                self.fail(target, f"assigns NEURON's {target}", rf"\b{target}\s*=")
-            if target in self.const:
-                self.fail(target, "assigns a CONSTANT", rf"\b{target}\s*=")
-            self._check_name(target, ctx)
-            if target in ctx.readonly:
-                self.fail(target, ctx.readonly[target], rf"\b{re.escape(target)}\s*=")
-            ctx.wrote.add(target)
-            value = self._expr(e.rhs, ctx)
-            return [f"{pad}{ex.py_name(target)} = {ex.to_text(value)}\n"]
+            return self.assignment(e.lhs, e.rhs, ctx, pad)
         if k == "FunctionCall":
             f = e.get_node_name()
             if f in _IGNORED_CALLS:
                 return []
+            if f in STATEMENT_CALLS:
+                return self.statement_call(f, e, ctx, pad)
             if f in self.procedures:
                 return [pad + self._procedure_call(f, e, ctx) + "\n"]
             value = self._expr(e, ctx)
             name = ctx.declare_local("unused")
             return [f"{pad}{ex.py_name(name)} = {ex.to_text(value)}\n"]
         self.fail(k, f"expression statement not translated in {ctx.where}", *ctx.patterns)
+
+    def assignment(self, lhs, rhs, ctx, pad, at: tuple = ()) -> list[str]:
+        """``lhs = rhs`` (``lhs`` a name or an array element of the AST); ``at``: patterns
+        of the statement's line, tried first in messages."""
+        if type(lhs).__name__ not in ("Name", "VarName") or (
+                type(lhs).__name__ == "VarName" and lhs.index is not None):
+            self.fail(lhs.get_node_name(), "assignment to this kind of element", *at,
+                      rf"\b{re.escape(lhs.get_node_name())}\s*\[")
+        if type(lhs).__name__ == "VarName" and type(lhs.name).__name__ == "IndexedName":
+            element = ex.substitute(ex.substitute(ex.from_ast(lhs), self.const),
+                                    ctx.rename)
+            target = ex.fold_indices(element, lambda a, i: self._element(a, i, ctx))[1]
+        else:
+            target = ctx.rename.get(lhs.get_node_name(),
+                                    ("name", lhs.get_node_name()))[1]
+        if not isinstance(target, str):
+            self.fail(lhs.get_node_name(), "assigns a FROM loop's variable or a "
+                      "constant", *at, rf"\b{re.escape(lhs.get_node_name())}\s*=")
+        if target in SPECIALS and target not in ctx.args and target not in ctx.locals:
+            self.fail(target, f"assigns NEURON's {target}", *at, rf"\b{target}\s*=")
+        if target in self.const:
+            self.fail(target, "assigns a CONSTANT", *at, rf"\b{target}\s*=")
+        self._check_name(target, ctx)
+        if target in ctx.readonly:
+            self.fail(target, ctx.readonly[target], *at, rf"\b{re.escape(target)}\s*=")
+        ctx.wrote.add(target)
+        value = self._expr(rhs, ctx)
+        return [f"{pad}{ex.py_name(target)} = {ex.to_text(value)}\n"]
 
     def _solve_statement(self, st, ctx, pad) -> list[str]:
         """``SOLVE kin STEADYSTATE sparse`` in INITIAL; any other SOLVE outside BREAKPOINT
