@@ -503,7 +503,6 @@ REFUSED = [
      "BREAKPOINT {\n x = 0\n cai = 1e-4 : <-- here\n}\n"),
     ("diam", "", "INITIAL {\n x = diam : <-- here\n}\n"),
     ("normrand()", "", "INITIAL {\n x = normrand(0, 1) : <-- here\n}\n"),
-    ("WHILE", "", "INITIAL {\n x = 0\n WHILE (x < 3) { : <-- here\n x = x + 1\n }\n}\n"),
     ("m'", "", ("STATE { m }\nBREAKPOINT { SOLVE s METHOD cnexp }\n"
                 "DERIVATIVE s {\n m' = -m*m : <-- here\n}\n")),
     ("TABLE", "", "FUNCTION f(v) { : <-- here\n TABLE FROM -1 TO 1 WITH 10\n f = v\n}\n"),
@@ -609,10 +608,10 @@ FUNCTION rates(x) {
     m = translate_text(text).mechanism
     assert [p.name for p in m.procedures] == ["rates"] and m.functions == ()
     assert "rates__rates = minf" in m.procedures[0].body
+    # its value used: called before the statement (tests/unit/test_nmodl_constructs.py)
     used = text.replace("INITIAL { rates(v) }", "INITIAL { minf = 2*rates(v) }")
-    with pytest.raises(NmodlError, match="minf: FUNCTION rates writes the mechanism's "
-                                         "variable minf"):
-        translate_text(used)
+    assert translate_text(used).mechanism.initial == ("rates(v)\n"
+                                                      "minf = (2.0 * rates__rates)\n")
 
 
 def test_assigning_a_read_ion_variable_changes_the_blocks_copy_only():

@@ -131,3 +131,139 @@ def test_strings_outside_printf_stay_refused():
     with pytest.raises(NmodlError, match="String in an expression") as info:
         translate_text(text, "s.mod")
     assert info.value.construct == "INITIAL" and info.value.line == marked_line(text)
+
+
+# ---- loops --------------------------------------------------------------------------------
+LOOPS = """
+NEURON { SUFFIX lp RANGE n, s, w, k }
+PARAMETER { n = 3 }
+ASSIGNED { v s w k }
+INITIAL {
+    LOCAL i
+    i = 7
+    s = 0
+    FROM i = 1 TO n { s = s + i }
+    w = i
+    k = 0
+    WHILE (k < n) { k = k + 1 }
+}
+"""
+
+
+def _initial_values(text, tmp_path, soma, **params):
+    """The RANGE variables of mechanism ``lp`` after finitialize (one soma)."""
+    path = tmp_path / "lp.mod"
+    path.write_text(text)
+    hb.load_mechanisms(path)
+    cell = hb.Cell(str(soma)).insert("lp", **params)
+    sim = hb.Simulation(cell, dt=0.025)
+    keys = {f: sim.record(f"{f}_lp") for f in ("s", "w", "k")}
+    res = sim.run(0.025)
+    return {f: float(np.asarray(res[key])[0]) for f, key in keys.items()}
+
+
+def test_from_loop_with_a_parameter_bound_is_a_loop():
+    m = translate_text(LOOPS).mechanism
+    assert "while (i__from1 <= (n - fmod(n, 1.0))):" in m.initial
+    assert "while (k < n):" in m.initial
+    assert "s = (s + i__from1)" in m.initial and "i__from1 = (i__from1 + 1.0)" in m.initial
+
+
+@pytest.mark.parametrize("n, s, k", [(3.0, 6.0, 3.0), (4.7, 10.0, 5.0), (0.0, 0.0, 0.0)])
+def test_loops_run_as_nocmodls_c(tmp_path, soma, n, s, k):
+    """FROM's bounds are converted to whole numbers toward zero, its variable is a whole
+    number of its own (the LOCAL of that name keeps 7), WHILE tests before each pass."""
+    got = _initial_values(LOOPS, tmp_path, soma, n=n)
+    assert got == {"s": s, "w": 7.0, "k": k}
+
+
+@pytest.mark.parametrize("body, construct, why", [
+    ("FROM i = 0 TO 5 BY n { s = s + i } : <-- here", "FROM", "positive whole constant"),
+    ("FROM i = 0 TO n { i = 2 } : <-- here", "i", "FROM loop's variable i"),
+    ("FROM i = 0 TO n { w[i] = 1 } : <-- here", "w[]", "not an ASSIGNED array"),
+])
+def test_loop_refusals(body, construct, why):
+    text = ("NEURON { SUFFIX lp }\nPARAMETER { n = 3 }\nASSIGNED { s w }\nINITIAL {\n"
+            " LOCAL i\n " + body + "\n}\n")
+    with pytest.raises(NmodlError, match=why) as info:
+        translate_text(text, "lp.mod")
+    assert info.value.construct == construct, str(info.value)
+    assert info.value.line == marked_line(text), str(info.value)
+
+
+def test_while_loop_pulses_repeat(soma):
+    hb.load_mechanisms(DATA / "pulses.mod")
+    cell = hb.Cell(str(soma)).insert("pas")
+    clamp = cell.place("pulses", "soma[0](0.5)", period=5.0)
+    sim = hb.Simulation(cell, dt=0.025)
+    ki, kc = sim.record("i", target=clamp), sim.record("cycles", target=clamp)
+    res = sim.run(16.0)
+    i, cycles, t = (np.asarray(res[ki]), np.asarray(res[kc]), np.asarray(res.time(ki)))
+    on = (np.fmod(t, 5.0) >= 1.0 + 1e-9) & (np.fmod(t, 5.0) < 3.0 - 1e-9)
+    off = (np.fmod(t, 5.0) < 1.0 - 1e-9) | (np.fmod(t, 5.0) >= 3.0 + 1e-9)
+    assert np.all(i[on] == 0.3) and np.all(i[off] == 0.0) and on.sum() > 100
+    assert cycles.max() == 3.0
+
+
+# ---- FUNCTIONs that write the mechanism's variables, used as values -----------------------
+def test_a_writing_function_used_as_a_value_is_called_first():
+    m = translate_text((DATA / "kloop.mod").read_text()).mechanism
+    assert [p.name for p in m.procedures] == ["ninf_tau"] and m.functions == ()
+    assert "ntau = " in m.procedures[0].body
+    assert m.state == "ninf_tau(v)\nninf = ninf_tau__ninf_tau\n"
+    assert m.initial.startswith("ninf_tau(v)\nninf = ninf_tau__ninf_tau\n")
+
+
+WRITER = """
+NEURON { SUFFIX wf RANGE x, y }
+ASSIGNED { v x y }
+FUNCTION f(a) {
+    x = a
+    f = 2*a
+}
+FUNCTION pure(a) { pure = a + 1 }
+"""
+
+
+@pytest.mark.parametrize("block, why", [
+    ("INITIAL {\n y = x + f(1) : <-- here\n}\n", "FUNCTION f writes x, which the statement"),
+    ("INITIAL {\n y = f(1) + f(2) : <-- here\n}\n", "two calls of such FUNCTIONs"),
+    ("INITIAL {\n WHILE (f(1) < 0) { y = 1 } : <-- here\n}\n", "a loop condition"),
+    ("FUNCTION g(a) {\n g = f(a) : <-- here\n}\nINITIAL { y = g(1) }\n", "called from FUNCTION g"),
+])
+def test_writing_function_refusals(block, why):
+    text = WRITER + block
+    with pytest.raises(NmodlError, match=why) as info:
+        translate_text(text, "wf.mod")
+    assert info.value.construct == "f()", str(info.value)
+    assert info.value.line == marked_line(text), str(info.value)
+
+
+def test_writing_function_in_conditions_and_arguments():
+    text = WRITER + ("INITIAL {\n if (f(1) > 1) {\n  y = 1\n } else if (f(3) > 5) {\n"
+                     "  y = 2\n }\n y = pure(f(4))\n}\n")
+    m = translate_text(text).mechanism
+    assert m.initial == ("f(1.0)\nif (f__f > 1.0):\n    y = 1.0\nelse:\n    f(3.0)\n"
+                         "    if (f__f > 5.0):\n        y = 2.0\nf(4.0)\ny = pure(f__f)\n")
+
+
+# ---- the C library's fmod, floor, ceil on the CPU engine ----------------------------------
+def test_fmod_floor_ceil_run_as_cs_doubles(tmp_path, soma):
+    """Regression: Numba has no ``math.fmod`` (a file using fmod did not compile), and its
+    ``math.floor``/``ceil`` return 64-bit integers (wrong beyond 2**63, undefined for NaN);
+    C's are doubles."""
+    text = """
+NEURON { SUFFIX cm RANGE a, b, c, d }
+PARAMETER { big = 1e20 }
+ASSIGNED { v a b c d }
+INITIAL { a = fmod(-7.5, 2) b = floor(big) + 0.5 c = ceil(-2.5) d = floor(big*big*big) }
+"""
+    path = tmp_path / "cm.mod"
+    path.write_text(text)
+    hb.load_mechanisms(path)
+    cell = hb.Cell(str(soma)).insert("cm")
+    sim = hb.Simulation(cell, dt=0.025)
+    keys = {f: sim.record(f"{f}_cm") for f in "abcd"}
+    res = sim.run(0.025)
+    got = {f: float(np.asarray(res[k])[0]) for f, k in keys.items()}
+    assert got == {"a": -1.5, "b": 1e20 + 0.5, "c": -2.0, "d": 1e60}

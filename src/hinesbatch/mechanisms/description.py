@@ -16,7 +16,8 @@ engine loads from and stores to the node's ion values where the ion is kept per 
 Code blocks
 -----------
 Each block is Python-syntax source restricted to: assignments to a single name, arithmetic
-(``+ - * / **``), comparisons, ``and``/``or``/``not``, ``if``/``elif``/``else``, calls of
+(``+ - * / **``), comparisons, ``and``/``or``/``not``, ``if``/``elif``/``else``,
+``while`` (NMODL's WHILE, and FROM loops whose bounds are known only at run time), calls of
 ``exp`` (NEURON's ``hoc_Exp``: 0 below -700), ``log``, ``pow``, ``fabs``, ``sqrt`` (and the
 C library's ``log10``, ``sin``, ``cos``, ``tan``, ``asin``, ``acos``, ``atan``, ``atan2``,
 ``sinh``, ``cosh``, ``tanh``, ``floor``, ``ceil``, ``fmod``), the mechanism's own functions

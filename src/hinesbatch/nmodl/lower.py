@@ -375,9 +375,11 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         self.derivatives = {d.get_node_name(): d
                             for d in self.blocks.get("DerivativeBlock", [])}
         self.kinetics = {b.get_node_name(): b for b in self.blocks.get("KineticBlock", [])}
-        # A FUNCTION that writes the mechanism's variables and is only ever called as a
-        # statement (its value unused) is a PROCEDURE in all but name.
+        # A FUNCTION that writes the mechanism's variables is a PROCEDURE whose own name
+        # is a local: called as a statement, a PROCEDURE in all but name; used as a value,
+        # called before the statement that uses it (:meth:`value_call`).
         self.function_procedures = set()
+        self.value_procedures = set()
         values = set()
         for kind in ("InitialBlock", "BreakpointBlock", "DerivativeBlock", "KineticBlock",
                      "ProcedureBlock", "FunctionBlock", "NetReceiveBlock"):
@@ -386,8 +388,10 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         fields = (self.param_names | self.assigned_names | self.state_names | self.ion_read
                   | self.ion_write)
         for f, block in list(self.functions.items()):
-            if f not in values and writes(block.statement_block.statements) & fields:
+            if self._expand(writes(block.statement_block.statements)) & fields:
                 self.function_procedures.add(f)
+                if f in values:
+                    self.value_procedures.add(f)
                 self.procedures[f] = self.functions.pop(f)
         callables = {**self.functions, **self.procedures}
         graph = {n: reads_and_calls(b.statement_block.statements)[1] & set(callables)
@@ -450,6 +454,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         e = ex.fold_indices(e, lambda a, i: self._element(a, i, ctx))
         for n in ex.names(e):
             self._check_name(n, ctx)
+        if ctx.calls is not None:
+            ctx.reads |= ex.names(e)
         return ex.map_calls(e, lambda f, args: self._call(f, args, ctx))
 
     def _element(self, array, index, ctx) -> tuple:
@@ -495,6 +501,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             extra = self.function_extra(f)
             return ("call", f, args + tuple(ex.substitute(("name", n), ctx.rename)
                                             for n in extra))
+        if f in self.value_procedures:
+            return self.value_call(f, args, ctx)
         if f in self.procedures:
             self.fail(f"{f}()", "a PROCEDURE used as a value", rf"\b{f}\s*\(")
         self.fail(f"{f}()", "unknown function", rf"\b{f}\s*\(")
@@ -537,7 +545,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
                     and ctx.kinetic is not None:
                 out += ctx.kinetic(st, ctx, pad)
             elif k == "WhileStatement":
-                self.fail("WHILE", "loops other than FROM are not translated", r"\bWHILE\b")
+                out += self.while_loop(st, ctx, indent)
             elif k == "ConserveStatement" or k == "Conserve":
                 self.fail("CONSERVE", "kinetic schemes are not translated", r"\bCONSERVE\b")
             elif k == "ReactionStatement":
@@ -573,10 +581,12 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             if f in STATEMENT_CALLS:
                 return self.statement_call(f, e, ctx, pad)
             if f in self.procedures:
-                return [pad + self._procedure_call(f, e, ctx) + "\n"]
-            value = self._expr(e, ctx)
+                text, before = self.with_calls(lambda: self._procedure_call(f, e, ctx), ctx,
+                                               pad)
+                return before + [pad + text + "\n"]
+            value, before = self.with_calls(lambda: self._expr(e, ctx), ctx, pad)
             name = ctx.declare_local("unused")
-            return [f"{pad}{ex.py_name(name)} = {ex.to_text(value)}\n"]
+            return before + [f"{pad}{ex.py_name(name)} = {ex.to_text(value)}\n"]
         self.fail(k, f"expression statement not translated in {ctx.where}", *ctx.patterns)
 
     def assignment(self, lhs, rhs, ctx, pad, at: tuple = ()) -> list[str]:
@@ -602,10 +612,11 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             self.fail(target, "assigns a CONSTANT", *at, rf"\b{target}\s*=")
         self._check_name(target, ctx)
         if target in ctx.readonly:
-            self.fail(target, ctx.readonly[target], *at, rf"\b{re.escape(target)}\s*=")
+            name = lhs.get_node_name()
+            self.fail(name, ctx.readonly[target], *at, rf"\b{re.escape(name)}\s*=")
         ctx.wrote.add(target)
-        value = self._expr(rhs, ctx)
-        return [f"{pad}{ex.py_name(target)} = {ex.to_text(value)}\n"]
+        value, before = self.with_calls(lambda: self._expr(rhs, ctx), ctx, pad)
+        return before + [f"{pad}{ex.py_name(target)} = {ex.to_text(value)}\n"]
 
     def _solve_statement(self, st, ctx, pad) -> list[str]:
         """``SOLVE kin STEADYSTATE sparse`` in INITIAL; any other SOLVE outside BREAKPOINT
@@ -637,8 +648,9 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
 
     def _if(self, st, ctx, indent) -> list[str]:
         pad = "    " * indent
-        cond = ex.to_text(self._expr(st.condition, ctx))
-        out = [f"{pad}if {cond}:\n"]
+        cond, out = self.with_calls(lambda: ex.to_text(self._expr(st.condition, ctx)), ctx,
+                                    pad)
+        out.append(f"{pad}if {cond}:\n")
         out += self.statements(st.statement_block.statements, ctx, indent + 1) \
             or [f"{pad}    pass\n"]
         rest = list(st.elseifs)
@@ -663,8 +675,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
                 continue
             e = ex.substitute(ex.from_ast(part), self.const)
             value = constant_value(e)
-            if value is None:
-                self.fail("FROM", "loop bounds must be constants", r"\bFROM\b")
+            if value is None:       # known only at run time: a loop
+                return self.from_loop(st, ctx, indent)
             bounds.append(value)
         lo, hi, step = bounds
         if step == 0 or (hi - lo) / step > _FROM_LIMIT:

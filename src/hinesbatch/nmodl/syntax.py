@@ -53,6 +53,8 @@ class Context:
         self.kinetic = None        # lowers reactions, CONSERVE, COMPARTMENT (KINETIC blocks)
         self.table_ok = where.startswith("PROCEDURE")
         self.local_suffix = ""
+        self.calls = None          # value-procedure calls of the statement being lowered
+        self.reads: set = set()    # and the names it reads
 
     def declare_local(self, n: str) -> str:
         if self.local_suffix:
