@@ -267,3 +267,72 @@ INITIAL { a = fmod(-7.5, 2) b = floor(big) + 0.5 c = ceil(-2.5) d = floor(big*bi
     res = sim.run(0.025)
     got = {f: float(np.asarray(res[k])[0]) for f, k in keys.items()}
     assert got == {"a": -1.5, "b": 1e20 + 0.5, "c": -2.0, "d": 1e60}
+
+
+def test_a_from_loop_leaves_the_variable_of_its_name_unchanged(tmp_path, soma):
+    """Regression: an unrolled FROM loop assigned its final count to the LOCAL or the
+    mechanism's variable of its name; nocmodl's loop counts in an int of its own
+    (``{int i; for (...)}``), so NEURON leaves that variable as it was."""
+    text = LOOPS.replace("    w = i\n", "    w = i\n    FROM w = 0 TO 3 { s = s + w }\n"
+                         "    FROM i = 0 TO 2 { s = s + 1 }\n    w = w + i\n")
+    got = _initial_values(text, tmp_path, soma, n=3.0)
+    assert got == {"s": 6.0 + 6.0 + 3.0, "w": 14.0, "k": 3.0}
+
+
+# ---- array elements indexed by values known only during the run --------------------------
+INDEXED = """
+NEURON { SUFFIX lp RANGE n, s, w, k }
+PARAMETER { n = 2 }
+ASSIGNED { v s w k a[4] }
+INITIAL {
+    LOCAL j
+    FROM j = 0 TO 3 { a[j] = 10*j }
+    a[n + 1] = -1
+    s = a[n] + a[n*2 - 3]
+    w = a[3]
+    k = a[n - 3]
+}
+"""
+
+
+def test_an_index_known_only_during_the_run_selects_an_element():
+    m = translate_text(INDEXED).mechanism
+    assert "a__at1 = ((n - fmod(n, 1.0)) + 1.0)" in m.initial
+    assert "    a__3 = a__set2" in m.initial and "a__get4 = (0.0 / 0.0)" in m.initial
+    # two comparisons to reach an element of four: a balanced tree
+    assert m.initial.count("if (a__at1 ") == 7
+
+
+@pytest.mark.parametrize("n, s, w, k", [
+    (2.0, 20.0 + 10.0, -1.0, np.nan),
+    (2.9, 20.0 + 10.0, -1.0, np.nan),       # (int) 2.9 = 2
+    (1.0, np.nan, 30.0, np.nan),
+    (5.0, np.nan, 30.0, 20.0),              # a[6] = -1 outside: nothing written
+])
+def test_indexed_elements_run_as_nocmodls_c(tmp_path, soma, n, s, w, k):
+    """Each variable of the index converted to a whole number toward zero, as nocmodl's
+    ``a[(int) n]``; outside the array a read gives NaN and a write changes nothing (NEURON's
+    C reads and writes outside the array)."""
+    got = _initial_values(INDEXED, tmp_path, soma, n=n)
+    expected = {"s": s, "w": w, "k": k}
+    assert got.keys() == expected.keys()
+    for f in got:
+        assert got[f] == expected[f] or (np.isnan(got[f]) and np.isnan(expected[f])), f
+
+
+@pytest.mark.parametrize("body, why", [
+    ("s = a[n/2] : <-- here", "an index other than sums and products"),
+    ("WHILE (a[n] < 0) { s = 1 } : <-- here", "in a loop condition"),
+])
+def test_indexed_element_refusals(body, why):
+    text = INDEXED.replace("    w = a[3]\n", "    w = a[3]\n    " + body + "\n")
+    with pytest.raises(NmodlError, match=why) as info:
+        translate_text(text, "lp.mod")
+    assert info.value.construct == "a[]" and info.value.line == marked_line(text)
+
+
+def test_an_index_into_a_large_array_is_refused():
+    text = "NEURON { SUFFIX big }\nASSIGNED { v n a[1001] }\nINITIAL {\n n = a[n] : <-- here\n}\n"
+    with pytest.raises(NmodlError, match="array of 1001 elements") as info:
+        translate_text(text, "big.mod")
+    assert info.value.line == marked_line(text)

@@ -8,6 +8,10 @@ of the file's lowering).
   and a notice names each ``printf`` of the file. A string anywhere else stays refused.
 - ``WHILE`` and FROM loops whose bounds are known only at run time: ``while`` loops of
   the statement language (FROM loops with constant bounds are unrolled by the lowering).
+- ASSIGNED arrays indexed by a value known only at run time: the element chosen among the
+  fields ``a__0``, ``a__1``, ... by comparisons (a balanced tree, ``log2(n)`` of them).
+- FUNCTIONs that write the mechanism's variables, used as values: called just before the
+  statement that uses the value.
 """
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ __all__ = ["STATEMENT_CALLS", "ConstructLowering"]
 
 #: Calls lowered by :meth:`ConstructLowering.statement_call` where they are statements.
 STATEMENT_CALLS = {"state_discontinuity", "printf"}
+#: The largest ASSIGNED array an index known only at run time may select from.
+SELECT_LIMIT = 1000
 
 
 class ConstructLowering:
@@ -78,6 +84,7 @@ class ConstructLowering:
         before, was_local = ctx.rename.get(n), n in ctx.locals
         start = self._whole(self._expr(getattr(st, "from"), ctx))
         counter = f"{n}__from{self._loop_count()}"
+        self._counters().add(counter)
         stop = self._whole(self._expr(st.to, ctx))
         ctx.locals.add(counter)
         ctx.rename[n] = ("name", counter)
@@ -119,12 +126,14 @@ class ConstructLowering:
         finally:
             ctx.calls, ctx.reads = saved
         for f, _ in calls:
+            if f is None:           # an array element selected by its index
+                continue
             both = sorted(self.procedure_info(f).writes & reads)
             if both:
                 self.fail(f"{f}()", f"FUNCTION {f} writes {both[0]}, which the statement "
                           "calling it reads (C leaves the order of the two to the compiler)",
                           rf"^(?!\s*FUNCTION\b).*\b{re.escape(f)}\s*\(")
-        return value, [f"{pad}{text}\n" for _, text in calls]
+        return value, [f"{pad}{line}\n" for _, text in calls for line in text.split("\n")]
 
     def value_call(self, f: str, args: tuple, ctx) -> tuple:
         """``f(args)`` used as a value, ``f`` a FUNCTION that writes the mechanism's
@@ -149,3 +158,94 @@ class ConstructLowering:
         ctx.calls.append((f, f"{f}({', '.join(ex.to_text(a) for a in args)})"))
         ctx.wrote |= self.procedure_info(f).writes
         return ("name", f"{f}__{f}")
+
+    # ---- array elements indexed by values known only at run time ------------------------
+    def element_load(self, array: str, index: tuple, ctx) -> tuple:
+        """``array[index]`` read, ``index`` known only at run time: a local set, before the
+        statement, to the element the index selects (NaN outside the array, where
+        NEURON's C reads outside it)."""
+        n = self._select_check(array, ctx)
+        at, lines = self._index(array, index)
+        got = f"{array}__get{self._loop_count()}"
+        lines.append(f"{got} = (0.0 / 0.0)")
+        lines += self._select(at, 0, n, lambda k: [f"{got} = {ex.py_name(array)}__{k}"])
+        ctx.calls.append((None, "\n".join(lines)))
+        ctx.reads |= {f"{array}__{k}" for k in range(n)}
+        ctx.locals |= {at, got}
+        return ("name", got)
+
+    def element_store(self, element: tuple, rhs, ctx, pad: str) -> list[str]:
+        """``array[index] = rhs``, ``index`` known only at run time: the value, then the
+        element the index selects set to it (nothing outside the array, where NEURON's C
+        writes outside it)."""
+        array, index = element[1], element[2]
+        pat = rf"\b{re.escape(array)}\s*\[\s*[A-Za-z_(-]"
+        for k in range(self.arrays[array]):
+            if f"{array}__{k}" in ctx.readonly:
+                self.fail(f"{array}[]", ctx.readonly[f"{array}__{k}"], pat)
+
+        def lower():
+            folded = ex.fold_indices(index, lambda a, i: self._element(a, i, ctx))
+            for nm in ex.names(folded):
+                self._check_name(nm, ctx)
+            ctx.reads |= ex.names(folded)
+            return self._expr(rhs, ctx), folded
+
+        (value, folded), before = self.with_calls(lower, ctx, pad)
+        n = self._select_check(array, ctx, hoisting=False)
+        at, lines = self._index(array, folded)
+        put = f"{array}__set{self._loop_count()}"
+        lines.append(f"{put} = {ex.to_text(value)}")
+        lines += self._select(at, 0, n, lambda k: [f"{ex.py_name(array)}__{k} = {put}"])
+        elements = {f"{array}__{k}" for k in range(n)}
+        ctx.wrote |= elements
+        ctx.locals |= {at, put}
+        return before + [f"{pad}{line}\n" for line in lines]
+
+    def _select_check(self, array: str, ctx, hoisting: bool = True) -> int:
+        pat = rf"\b{re.escape(array)}\s*\[\s*[A-Za-z_(-]"
+        n = self.arrays[array]
+        if hoisting and ctx.calls is None:
+            self.fail(f"{array}[]", "an index that is not a constant, in a loop condition "
+                      "or bound or an equation", rf"\b(WHILE|FROM)\b[^{{]*\b{re.escape(array)}\s*\[", pat)
+        if n > SELECT_LIMIT:
+            self.fail(f"{array}[]", f"an index that is not a constant, into an array of "
+                      f"{n} elements (at most {SELECT_LIMIT})", pat)
+        return n
+
+    def _index(self, array: str, index: tuple) -> tuple[str, list[str]]:
+        """A local holding ``index`` as nocmodl's C computes it (each variable converted
+        to a whole number toward zero, then whole-number arithmetic), and its line."""
+        pat = rf"\b{re.escape(array)}\s*\[\s*[A-Za-z_(-]"
+
+        def whole(e):
+            if e[0] == "num":
+                if e[1] != int(e[1]):
+                    self.fail(f"{array}[]", "an index that is not a whole number", pat)
+                return e
+            if e[0] == "name":
+                return e if e[1] in self._counters() else self._whole(e)
+            if e[0] == "neg":
+                return ("neg", whole(e[1]))
+            if e[0] == "bin" and e[1] in ("+", "-", "*"):
+                return ("bin", e[1], whole(e[2]), whole(e[3]))
+            self.fail(f"{array}[]", "an index other than sums and products of variables "
+                      "and whole numbers", rf"\b{re.escape(array)}\s*\[[^]]*[/^(]", pat)
+
+        at = f"{array}__at{self._loop_count()}"
+        return at, [f"{at} = {ex.to_text(whole(index))}"]
+
+    @staticmethod
+    def _select(at: str, lo: int, hi: int, leaf) -> list[str]:
+        """Lines running ``leaf(k)`` for the ``k`` in ``[lo, hi)`` equal to ``at``: a
+        balanced tree of comparisons (none runs where ``at`` is outside or NaN)."""
+        if hi - lo == 1:
+            return [f"if ({at} == {float(lo)!r}):"] + ["    " + x for x in leaf(lo)]
+        mid = (lo + hi) // 2
+        return ([f"if ({at} < {float(mid)!r}):"]
+                + ["    " + x for x in ConstructLowering._select(at, lo, mid, leaf)]
+                + ["else:"]
+                + ["    " + x for x in ConstructLowering._select(at, mid, hi, leaf)])
+
+    def _counters(self) -> set:
+        return self.__dict__.setdefault("_counter_names", set())

@@ -466,9 +466,11 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             self.fail(f"{array}[]", "not an ASSIGNED array (only those are translated)",
                       pat)
         k = constant_value(index)
-        if k is None or k != int(k):
-            self.fail(f"{array}[]", "an index that is not a constant (or a FROM loop's "
-                      "variable)", rf"\b{re.escape(array)}\s*\[\s*[A-Za-z_(]", pat)
+        if k is None:
+            return self.element_load(array, index, ctx)
+        if k != int(k):
+            self.fail(f"{array}[]", "an index that is not a whole number",
+                      rf"\b{re.escape(array)}\s*\[\s*[A-Za-z_(]", pat)
         if not 0 <= k < self.arrays[array]:
             self.fail(f"{array}[]", f"index {int(k)} outside [0, {self.arrays[array]})",
                       rf"\b{re.escape(array)}\s*\[\s*{int(k)}\s*\]", pat)
@@ -599,6 +601,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         if type(lhs).__name__ == "VarName" and type(lhs.name).__name__ == "IndexedName":
             element = ex.substitute(ex.substitute(ex.from_ast(lhs), self.const),
                                     ctx.rename)
+            if element[1] in self.arrays and constant_value(element[2]) is None:
+                return self.element_store(element, rhs, ctx, pad)
             target = ex.fold_indices(element, lambda a, i: self._element(a, i, ctx))[1]
         else:
             target = ctx.rename.get(lhs.get_node_name(),
@@ -666,7 +670,6 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         return out
 
     def _from(self, st, ctx, indent) -> list[str]:
-        pad = "    " * indent
         n = st.get_node_name()
         bounds = []
         for part in (getattr(st, "from"), st.to, st.increment):
@@ -678,12 +681,13 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             if value is None:       # known only at run time: a loop
                 return self.from_loop(st, ctx, indent)
             bounds.append(value)
-        lo, hi, step = bounds
+        # nocmodl's C: {int i; for (i = (int) lo; i <= (int) hi; i += step) ...}
+        lo, hi, step = (float(int(b)) for b in bounds)
         if step == 0 or (hi - lo) / step > _FROM_LIMIT:
             self.fail("FROM", f"more than {_FROM_LIMIT} iterations", r"\bFROM\b")
         # each pass with the loop variable a constant (so that arrays can be indexed by
-        # it), then the variable's value after the loop, as C's for loop leaves it
-        name = ctx.declare_local(n)
+        # it); the loop's variable is its own, so the block's variable of that name (a
+        # LOCAL or the mechanism's) keeps its value
         before = ctx.rename.get(n)
         out, i = [], lo
         while (step > 0 and i <= hi) or (step < 0 and i >= hi):
@@ -694,7 +698,6 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             ctx.rename.pop(n, None)
         else:
             ctx.rename[n] = before
-        out.append(f"{pad}{ex.py_name(name)} = {float(i)!r}\n")
         return out
 
     # ---- callables ----------------------------------------------------------------------
