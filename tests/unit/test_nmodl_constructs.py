@@ -5,6 +5,7 @@ file:line), and a run on the CPU engine.
 """
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from pathlib import Path
 
@@ -336,3 +337,51 @@ def test_an_index_into_a_large_array_is_refused():
     with pytest.raises(NmodlError, match="array of 1001 elements") as info:
         translate_text(text, "big.mod")
     assert info.value.line == marked_line(text)
+
+
+# ---- the segment's diameter ---------------------------------------------------------------
+def test_diam_is_the_segments_diameter(tmp_path):
+    """A density mechanism that declares diam reads NEURON's seg.diam: per segment, the
+    geometry's mean diameter, in every backend's data (it is a field the engine sets)."""
+    hb.load_mechanisms(DATA / "gdiam.mod")
+    m = hb.mechanisms.get("gdiam")
+    assert m.geometry == ("diam",) and "diam" in m.field_names
+    swc = tmp_path / "taper.swc"
+    swc.write_text("1 1 0 0 0 5 -1\n2 3 5 0 0 2 1\n3 3 105 0 0 0.5 2\n")
+    cell = hb.Cell(str(swc), nseg=3).insert("gdiam")
+    sim = hb.Simulation(cell, dt=0.025)
+    locs = [f"dend[0]({x})" for x in (1 / 6, 0.5, 5 / 6)] + ["soma[0](0.5)"]
+    keys = [sim.record("g_gdiam", location=loc) for loc in locs]
+    res = sim.run(0.05)
+    geo = cell.geometry
+    want = []
+    for loc in locs:
+        sec, x = loc[:-1].split("(")
+        node = geo.node(sec, float(x))
+        want.append(0.0003 * np.sqrt(geo.diam_um[node] / 2.0))
+    got = [float(np.asarray(res[k])[0]) for k in keys]
+    assert got == want
+    assert got[0] > got[1] > got[2] and len(set(got)) == 4
+
+
+@pytest.mark.parametrize("text, construct, why", [
+    ("NEURON { SUFFIX d }\nASSIGNED { v diam }\nINITIAL {\n diam = 2 : <-- here\n}\n",
+     "diam", "assigns NEURON's diam"),
+    # (a point process: the line of the first diam, its declaration)
+    ("NEURON { POINT_PROCESS d }\nASSIGNED { v diam x } : <-- here\nINITIAL {\n x = diam\n}\n",
+     "diam", "the segment diameter is not provided"),
+])
+def test_diam_refusals(text, construct, why):
+    with pytest.raises(NmodlError, match=why) as info:
+        translate_text(text, "d.mod")
+    assert info.value.construct == construct and info.value.line == marked_line(text)
+
+
+def test_a_geometry_without_diameters_is_an_error_naming_the_mechanism(soma, monkeypatch):
+    hb.load_mechanisms(DATA / "gdiam.mod")
+    cell = hb.Cell(str(soma)).insert("gdiam")
+    without = dataclasses.replace(cell.geometry, diam_um=None)
+    monkeypatch.setattr(type(cell), "geometry", property(lambda self: without))
+    with pytest.raises(ValueError, match=r"gdiam reads diam, but cell 0 has no segment "
+                                         r"diameter at soma\[0\]\(0.5\)"):
+        hb.Simulation(cell, dt=0.025).run(0.05)

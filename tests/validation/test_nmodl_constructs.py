@@ -7,7 +7,8 @@ with ``printf``; ``pulses.mod``, a current clamp repeating its pulse, the phase 
 WHILE loop; ``kloop.mod``, a potassium channel whose conductance is ``n^npow`` by a FROM
 loop bounded by a PARAMETER (set per region), its rates from a FUNCTION that also writes
 a RANGE variable; ``vring.mod``, a leak towards the mean voltage of the last steps, kept
-in a ring buffer (ASSIGNED array elements indexed by values known only during the run).
+in a ring buffer (ASSIGNED array elements indexed by values known only during the run);
+``gdiam.mod``, a leak whose conductance grows with the segment's ``diam``.
 
 Protocol: a one-compartment soma (L = diam = 20 µm) with hh, dt 0.025 ms, 30 ms; synapses
 driven by a NetStim. Acceptance: max |ΔV| <= 1e-9 mV at every step.
@@ -26,7 +27,7 @@ pytestmark = [pytest.mark.neuron,
 
 DATA = Path(__file__).parents[1] / "data" / "nmodl"
 TOLERANCE_MV = 1e-9
-FILES = ("sdsyn.mod", "pulses.mod", "kloop.mod", "vring.mod")
+FILES = ("sdsyn.mod", "pulses.mod", "kloop.mod", "vring.mod", "gdiam.mod")
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +74,8 @@ def test_state_discontinuity_synapse(compiled, tmp_path):
 def test_loops_writing_functions_and_indexed_elements(compiled, tmp_path):
     lib, _ = compiled
     model = {"swc": soma(tmp_path),
-             "insert": [["hh", {}], ["kloop", {"npow": 2}], ["vring", {"nav": 7}]],
+             "insert": [["hh", {}], ["kloop", {"npow": 2}], ["vring", {"nav": 7}],
+                        ["gdiam", {}]],
              "point": [["pulses", "soma[0]", 0.5, {"period": 9.0, "amp": 0.4}]],
              "tstop": 30.0}
     dv, ref = compare(model, lib)
@@ -82,11 +84,13 @@ def test_loops_writing_functions_and_indexed_elements(compiled, tmp_path):
 
 
 def test_loops_and_a_writing_function_on_a_real_cell(compiled):
-    """kloop, vring, pulses and sdsyn on ko20x-07 (d_lambda 0.1)."""
+    """kloop, vring, gdiam (each segment's diameter), pulses and sdsyn on ko20x-07
+    (d_lambda 0.1)."""
     lib, _ = compiled
     model = {"swc": str(DATA.parent / "morphologies" / "real" / "ko20x-07.CNG.swc"),
              "nseg": None, "d_lambda": 0.1,
-             "insert": [["hh", {}], ["kloop", {"npow": 4, "gbar": 0.005}], ["vring", {}]],
+             "insert": [["hh", {}], ["kloop", {"npow": 4, "gbar": 0.005}], ["vring", {}],
+                        ["gdiam", {"g0": 0.0001}]],
              "point": [["pulses", "soma[0]", 0.5, {"period": 8.0, "amp": 0.8}],
                        ["sdsyn", "apic[0]", 0.5, {}]],
              "netstim": [1.0, 4.0, 6, [[1, 0.01, 1.0]]],

@@ -12,11 +12,14 @@ of the file's lowering).
   fields ``a__0``, ``a__1``, ... by comparisons (a balanced tree, ``log2(n)`` of them).
 - FUNCTIONs that write the mechanism's variables, used as values: called just before the
   statement that uses the value.
+- ``diam`` declared by a density mechanism: a field the engine sets from the segment
+  (:attr:`~hinesbatch.mechanisms.Mechanism.geometry`).
 """
 from __future__ import annotations
 
 import re
 
+from ..mechanisms.description import Variable
 from . import expressions as ex
 from .syntax import constant_value
 
@@ -249,3 +252,19 @@ class ConstructLowering:
 
     def _counters(self) -> set:
         return self.__dict__.setdefault("_counter_names", set())
+
+    # ---- the segment's geometry ---------------------------------------------------------
+    def geometry_fields(self) -> tuple:
+        """``("diam",)`` where a density mechanism declares ``diam`` (PARAMETER or
+        ASSIGNED), which NEURON gives it as the segment's diameter: a field (NaN until the
+        engine sets it, before each run) the blocks read and do not write."""
+        declared = any(st.get_node_name() == "diam"
+                       for kind, attr in (("ParamBlock", "statements"),
+                                          ("AssignedBlock", "definitions"))
+                       for b in self.blocks.get(kind, []) for st in getattr(b, attr)
+                       if type(st).__name__ in ("ParamAssign", "AssignedDefinition"))
+        if not declared or self.kind != "density":
+            return ()
+        self.assigned.append(Variable("diam", float("nan"), "um",
+                                      "the segment's diameter (NEURON's seg.diam)"))
+        return ("diam",)

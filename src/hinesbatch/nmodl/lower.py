@@ -358,6 +358,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         for c in self.currents:
             if c not in self.ion_write and c not in {a.name for a in self.assigned}:
                 self.fail(c, "a current not declared in ASSIGNED", rf"\b{re.escape(c)}\b")
+        self.geometry = self.geometry_fields()
         self.param_names = {p.name for p in self.params}
         self.assigned_names = {a.name for a in self.assigned}
         self.state_names = {s.name for s in self.states} | self.ion_states
@@ -610,7 +611,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         if not isinstance(target, str):
             self.fail(lhs.get_node_name(), "assigns a FROM loop's variable or a "
                       "constant", *at, rf"\b{re.escape(lhs.get_node_name())}\s*=")
-        if target in SPECIALS and target not in ctx.args and target not in ctx.locals:
+        if (target in SPECIALS or target in self.geometry) and target not in ctx.args \
+                and target not in ctx.locals:
             self.fail(target, f"assigns NEURON's {target}", *at, rf"\b{target}\s*=")
         if target in self.const:
             self.fail(target, "assigns a CONSTANT", *at, rf"\b{target}\s*=")
@@ -731,7 +733,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             breakpoint=breakpoint, state=state, cnexp=cnexp, after_solve=after_solve,
             net_receive=net_receive, aliases={ex.py_name(p.name): p.name for p in params
                      if ex.py_name(p.name) != p.name},
-            doc=f"Translated from {Path(self.path).name}.")
+            doc=f"Translated from {Path(self.path).name}.", geometry=self.geometry)
 
     def _simple_block(self, kind, where, pattern) -> str:
         blocks = self.blocks.get(kind, [])
