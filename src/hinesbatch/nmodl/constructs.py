@@ -32,7 +32,7 @@ SELECT_LIMIT = 1000
 
 
 class ConstructLowering:
-    """``state_discontinuity`` and ``printf`` statements (mixed into the lowering)."""
+    """The constructs of the module docstring (mixed into the lowering)."""
 
     def statement_call(self, f: str, call, ctx, pad: str) -> list[str]:
         """The statement-language lines of the call statement ``f(...)``."""
@@ -84,7 +84,7 @@ class ConstructLowering:
             step = constant_value(ex.substitute(ex.from_ast(st.increment), self.const))
             if step is None or step <= 0 or step != int(step):
                 self.fail("FROM", "an increment that is not a positive whole constant", pat)
-        before, was_local = ctx.rename.get(n), n in ctx.locals
+        before = ctx.rename.get(n)
         start = self._whole(self._expr(getattr(st, "from"), ctx))
         counter = f"{n}__from{self._loop_count()}"
         self._counters().add(counter)
@@ -98,8 +98,6 @@ class ConstructLowering:
             ctx.rename.pop(n, None)
         else:
             ctx.rename[n] = before
-        if not was_local:
-            ctx.locals.discard(n)
         return ([f"{pad}{counter} = {ex.to_text(start)}\n",
                  f"{pad}while ({counter} <= {ex.to_text(stop)}):\n"] + body
                 + [f"{pad}    {counter} = ({counter} + {step!r})\n"])
@@ -209,8 +207,9 @@ class ConstructLowering:
         pat = rf"\b{re.escape(array)}\s*\[\s*[A-Za-z_(-]"
         n = self.arrays[array]
         if hoisting and ctx.calls is None:
+            in_loop = rf"\b(WHILE|FROM)\b[^{{]*\b{re.escape(array)}\s*\["
             self.fail(f"{array}[]", "an index that is not a constant, in a loop condition "
-                      "or bound or an equation", rf"\b(WHILE|FROM)\b[^{{]*\b{re.escape(array)}\s*\[", pat)
+                      "or bound or an equation", in_loop, pat)
         if n > SELECT_LIMIT:
             self.fail(f"{array}[]", f"an index that is not a constant, into an array of "
                       f"{n} elements (at most {SELECT_LIMIT})", pat)
