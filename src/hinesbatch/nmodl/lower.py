@@ -18,7 +18,10 @@ The lowering keeps nocmodl's semantics where the engine runs them bit for bit:
   arguments; PROCEDUREs are inlined, their LOCALs renamed so they cannot meet the
   caller's;
 - a GLOBAL that a block writes is stored per instance (a notice says so);
-- FROM loops with constant bounds are unrolled.
+- FROM loops with constant bounds are unrolled; WHILE, FROM loops over values known only
+  during the run, array indices of such values, ``state_discontinuity``, ``printf``,
+  FUNCTIONs writing the mechanism's variables used as values and ``diam``:
+  :mod:`.constructs`.
 
 Everything else raises :class:`NmodlError` (``file:line: construct: reason``).
 """
