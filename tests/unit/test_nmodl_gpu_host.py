@@ -205,3 +205,33 @@ def test_newton_solves_on_the_gpu_engine_equal_serial(translated, name):
     traces = [_soma_run(name, backend, state) for backend in ("serial", "gpu")]
     assert all(np.array_equal(a, b) for a, b in zip(*traces))
     assert traces[0][0].max() > 0.0 and np.ptp(traces[0][1]) > 0.0
+
+
+def test_loops_and_writing_functions_on_the_gpu_engine_equal_serial(translated):
+    """tests/data/nmodl: kloop (a FROM loop whose bound is a PARAMETER, set per region, and
+    a FUNCTION that writes a RANGE variable, used as a value), pulses (a WHILE loop in
+    BREAKPOINT), vring (array elements indexed by values known only during the run) and
+    gdiam (the segment's diam): the generated ``while`` loops, element selections and the
+    diameters the engine sets, on the GPU engine."""
+    for name in ("kloop", "pulses", "vring", "gdiam"):
+        hb.load_mechanisms(HERE / "nmodl" / f"{name}.mod")
+
+    def run(backend):
+        c = hb.Cell(SWC, nseg=1)
+        c.insert("hh")
+        c.insert("kloop", npow=4)
+        c.set("npow_kloop", 2, region="dend")
+        c.insert("vring", region="soma", nav=7, g=0.0002)
+        c.insert("gdiam", region="dend", g0=0.0001)
+        p = c.place("pulses", "soma[0](0.5)", period=6.0, amp=1.5)
+        sim = hb.Simulation(c, backend=backend)
+        keys = [sim.record("v"), sim.record("v", location="dend[0](0.5)"),
+                sim.record("ntau_kloop"), sim.record("cycles", target=p),
+                sim.record("vavg_vring"), sim.record("g_gdiam", location="dend[0](0.5)")]
+        res = sim.run(15.0)
+        return [np.asarray(res[k]) for k in keys]
+
+    serial, gpu = run("serial"), run("gpu")
+    assert all(np.array_equal(a, b) for a, b in zip(serial, gpu))
+    assert serial[0].max() > 0.0 and serial[3].max() == 2.0 and np.ptp(serial[2]) > 0.0
+    assert np.ptp(serial[4]) > 10.0 and serial[5][0] > 0.0

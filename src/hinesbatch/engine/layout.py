@@ -94,7 +94,7 @@ class Layout:
 
     def __init__(self, cells, *, dt: float):
         self.cells = []
-        parents, areas, gs, capds = [], [], [], []
+        parents, areas, gs, capds, diams = [], [], [], [], []
         offset = 0
         for gid, cell in enumerate(cells):
             geo = cell.geometry
@@ -111,6 +111,8 @@ class Layout:
             capd = np.where(geo.has_membrane[perm], cfac * cm, 0.0)
             parents.append(np.where(parent < 0, -1, parent + offset))
             areas.append(area)
+            diams.append(np.full(perm.size, np.nan) if geo.diam_um is None
+                         else np.asarray(geo.diam_um, dtype=np.float64)[perm])
             gs.append(g)
             capds.append(capd)
             self.cells.append(CellLayout(gid, offset, offset + perm.size, perm, inv, geo))
@@ -118,6 +120,8 @@ class Layout:
         self.n_nodes = offset
         self.parent = np.concatenate(parents).astype(np.int64)
         self.area = np.concatenate(areas)
+        #: NEURON's seg.diam of each node [µm] (NaN where the node has no segment)
+        self.diam = np.concatenate(diams)
         g = np.concatenate(gs)
         self.capd = np.concatenate(capds)
         self.node_off = np.array([c.start for c in self.cells] + [offset], dtype=np.int64)
@@ -176,6 +180,7 @@ class Layout:
             self.nodes[mech.name] = np.concatenate([r[2] for r in rows]).astype(np.int64)
             self.offsets[mech.name] = base.astype(np.int64)
             self.scale[mech.name] = 1e2 / self.area[self.nodes[mech.name]]
+            self._geometry_fields(mech)
             shape = (max(1, len(mech.cnexp)), self.nodes[mech.name].size)
             self.scratch[mech.name] = (np.zeros(shape), np.zeros(shape),
                                       np.zeros((2, shape[1])))
@@ -184,6 +189,25 @@ class Layout:
                     for k, p in enumerate(plist):
                         self.pp_index[id(p)] = (mech.name, int(base[gid]) + k)
         self.initial_data = {m: d.copy() for m, d in self.data.items()}
+
+    def _geometry_fields(self, mech) -> None:
+        """Set the fields of ``mech.geometry`` from each instance's segment.
+
+        Raises
+        ------
+        ValueError
+            An instance's node has no segment diameter (a geometry built without one).
+        """
+        for name in mech.geometry:
+            nodes = self.nodes[mech.name]
+            values = self.diam[nodes]
+            bad = np.flatnonzero(~np.isfinite(values))
+            if bad.size:
+                node = int(nodes[bad[0]])
+                cell = next(c for c in self.cells if c.start <= node < c.stop)
+                raise ValueError(f"mechanism {mech.name} reads {name}, but cell {cell.gid} "
+                                 f"has no segment diameter at {cell.location_of(node)}")
+            self.data[mech.name][mech.field_names.index(name)] = values
 
     def instance_at(self, mech: str, node: int) -> int:
         """The instance of density mechanism ``mech`` on global ``node`` (or -1)."""

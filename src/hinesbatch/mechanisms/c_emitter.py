@@ -112,6 +112,10 @@ class _CEmitter:
                     out.append(f"{pad}}} else {{\n")
                     out.append(self.statements(st.orelse, scope, indent + 1))
                 out.append(f"{pad}}}\n")
+            elif isinstance(st, ast.While) and not st.orelse:
+                out.append(f"{pad}while ({self.expr(st.test, scope)}) {{\n")
+                out.append(self.statements(st.body, scope, indent + 1))
+                out.append(f"{pad}}}\n")
             elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
                 out.append(self.call_procedure(st.value, scope, indent))
             elif isinstance(st, ast.Pass):

@@ -11,7 +11,8 @@ contract to FMA). Names are resolved here:
   ``_w``; any other name is a local ``_l_<name>``;
 - ``exp`` is NEURON's ``hoc_Exp`` (``_hoc_exp``); ``log``, ``pow``, ``fabs``, ``sqrt``
   (and ``log10``, the trigonometric and hyperbolic functions, ``floor``, ``ceil``,
-  ``fmod``, which NMODL files use) are the C library's (``math``);
+  ``fmod``, which NMODL files use) are the C library's (``math``; ``fmod``, ``floor``
+  and ``ceil`` numpy's, which Numba compiles to C's doubles);
 - a FUNCTION becomes ``_F_<mech>_<name>(args..., _celsius)``; a PROCEDURE is inlined at
   its call; one with a TABLE also becomes ``_P_<mech>_<name>`` (the exact outputs, which
   build the table) and ``_L_<mech>_<name>`` (NEURON's lookup), and with tables on its
@@ -32,8 +33,10 @@ __all__ = ["CodegenError", "IonIO", "MechanismCode", "hoc_exp_source", "ion_io",
 _INTRINSICS = {"exp": "_hoc_exp", "log": "math.log", "pow": "math.pow", "fabs": "math.fabs",
                "sqrt": "math.sqrt",
                **{f: f"math.{f}" for f in ("log10", "sin", "cos", "tan", "asin", "acos",
-                                           "atan", "atan2", "sinh", "cosh", "tanh", "fmod",
-                                           "floor", "ceil")}}
+                                           "atan", "atan2", "sinh", "cosh", "tanh")},
+               # Numba has no math.fmod, and its math.floor/ceil return integers: numpy's
+               # give C's doubles (fmod exactly, as C's)
+               **{f: f"np.{f}" for f in ("fmod", "floor", "ceil")}}
 _SPECIAL = {"v": "_v", "t": "_t", "dt": "_dt", "celsius": "_celsius"}
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 _CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
@@ -460,12 +463,15 @@ class MechanismCode:
                 if st.orelse:
                     out.append(f"{pad}else:\n")
                     out.append(self._statements(st.orelse, scope, indent + 1, where))
+            elif isinstance(st, ast.While) and not st.orelse:
+                out.append(f"{pad}while {self._expr(st.test, scope)}:\n")
+                out.append(self._statements(st.body, scope, indent + 1, where))
             elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
                 out.append(self._procedure_call(st.value, scope, indent, where))
             elif isinstance(st, ast.Pass):
                 out.append(f"{pad}pass\n")
             else:
-                self._bad(st, where, "only assignments, if/else and procedure calls")
+                self._bad(st, where, "only assignments, if/else, while and procedure calls")
         return "".join(out) or f"{pad}pass\n"
 
     def _procedure_call(self, call, scope, indent, where) -> str:

@@ -16,7 +16,8 @@ engine loads from and stores to the node's ion values where the ion is kept per 
 Code blocks
 -----------
 Each block is Python-syntax source restricted to: assignments to a single name, arithmetic
-(``+ - * / **``), comparisons, ``and``/``or``/``not``, ``if``/``elif``/``else``, calls of
+(``+ - * / **``), comparisons, ``and``/``or``/``not``, ``if``/``elif``/``else``,
+``while`` (NMODL's WHILE, and FROM loops whose bounds are known only at run time), calls of
 ``exp`` (NEURON's ``hoc_Exp``: 0 below -700), ``log``, ``pow``, ``fabs``, ``sqrt`` (and the
 C library's ``log10``, ``sin``, ``cos``, ``tan``, ``asin``, ``acos``, ``atan``, ``atan2``,
 ``sinh``, ``cosh``, ``tanh``, ``floor``, ``ceil``, ``fmod``), the mechanism's own functions
@@ -66,6 +67,8 @@ from .ions import default as ion_default
 __all__ = ["Cnexp", "Function", "Ion", "Mechanism", "Procedure", "Table", "Variable"]
 
 KINDS = ("density", "point", "artificial")
+#: Fields the engine can set from an instance's segment (:attr:`Mechanism.geometry`).
+GEOMETRY = ("diam",)
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,10 @@ class Mechanism:
     electrode : bool
         Point processes whose ``currents`` enter as NEURON's ELECTRODE_CURRENT (positive
         depolarizes) instead of NONSPECIFIC_CURRENT.
+    geometry : tuple
+        Fields the engine sets from the instance's segment before each run, as NEURON
+        gives them to mechanisms: ``"diam"``, the segment's mean diameter [µm]
+        (NEURON's ``seg.diam``).
     """
 
     name: str
@@ -174,11 +181,16 @@ class Mechanism:
     net_receive: str = ""
     aliases: dict = field(default_factory=dict)
     doc: str = ""
+    geometry: tuple = ()
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"mechanism {self.name}: kind must be one of {KINDS}, "
                              f"got {self.kind!r}")
+        for g in self.geometry:
+            if g not in GEOMETRY or g not in self.field_names:
+                raise ValueError(f"mechanism {self.name}: geometry field {g!r} must be one "
+                                 f"of {GEOMETRY} and one of the mechanism's fields")
 
     @property
     def ion_variables(self) -> tuple:

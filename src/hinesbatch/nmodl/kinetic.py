@@ -197,6 +197,10 @@ class KineticLowering:
             cons_terms.append((st, terms))
         if not used:
             self.fail(f"KINETIC {name}", "contains no reactions", pat)
+        ions = [n for n in used if n in self.ion_states]
+        if ions:
+            self.fail(f"KINETIC {name}", f"the concentration {ions[0]} (a STATE the "
+                      "mechanism WRITEs) in a reaction is not translated", pat)
         self._scheme_rows(scheme, used, parsed, cons_terms, pat)
         cache[name] = scheme
         return scheme

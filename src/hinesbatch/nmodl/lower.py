@@ -18,7 +18,10 @@ The lowering keeps nocmodl's semantics where the engine runs them bit for bit:
   arguments; PROCEDUREs are inlined, their LOCALs renamed so they cannot meet the
   caller's;
 - a GLOBAL that a block writes is stored per instance (a notice says so);
-- FROM loops with constant bounds are unrolled.
+- FROM loops with constant bounds are unrolled; WHILE, FROM loops over values known only
+  during the run, array indices of such values, ``state_discontinuity``, ``printf``,
+  FUNCTIONs writing the mechanism's variables used as values and ``diam``:
+  :mod:`.constructs`.
 
 Everything else raises :class:`NmodlError` (``file:line: construct: reason``).
 """
@@ -32,6 +35,7 @@ from ..mechanisms.description import Ion, Mechanism, Variable
 from ..mechanisms.ions import concentration_names
 from . import expressions as ex
 from .callables import CallableLowering
+from .constructs import STATEMENT_CALLS, ConstructLowering
 from .derivatives import DerivativeLowering
 from .kinetic import KineticLowering
 from .newton import NewtonLowering
@@ -40,6 +44,7 @@ from .syntax import (
     IfLike,
     code_lines,
     constant_value,
+    discontinuity_target,
     factor_value,
     first_int,
     reads_and_calls,
@@ -115,7 +120,8 @@ def translate_text(text: str, path: str = "<string>", *, order: int = 1000) -> T
 
 
 # ---- source positions -------------------------------------------------------------------
-class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLowering):
+class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, KineticLowering,
+                NewtonLowering):
     def __init__(self, text: str, path: str):
         self.path, self.text = path, text
         self.lines = code_lines(text)
@@ -355,6 +361,7 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
         for c in self.currents:
             if c not in self.ion_write and c not in {a.name for a in self.assigned}:
                 self.fail(c, "a current not declared in ASSIGNED", rf"\b{re.escape(c)}\b")
+        self.geometry = self.geometry_fields()
         self.param_names = {p.name for p in self.params}
         self.assigned_names = {a.name for a in self.assigned}
         self.state_names = {s.name for s in self.states} | self.ion_states
@@ -372,9 +379,11 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
         self.derivatives = {d.get_node_name(): d
                             for d in self.blocks.get("DerivativeBlock", [])}
         self.kinetics = {b.get_node_name(): b for b in self.blocks.get("KineticBlock", [])}
-        # A FUNCTION that writes the mechanism's variables and is only ever called as a
-        # statement (its value unused) is a PROCEDURE in all but name.
+        # A FUNCTION that writes the mechanism's variables is a PROCEDURE whose own name
+        # is a local: called as a statement, a PROCEDURE in all but name; used as a value,
+        # called before the statement that uses it (:meth:`value_call`).
         self.function_procedures = set()
+        self.value_procedures = set()
         values = set()
         for kind in ("InitialBlock", "BreakpointBlock", "DerivativeBlock", "KineticBlock",
                      "ProcedureBlock", "FunctionBlock", "NetReceiveBlock"):
@@ -383,8 +392,10 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
         fields = (self.param_names | self.assigned_names | self.state_names | self.ion_read
                   | self.ion_write)
         for f, block in list(self.functions.items()):
-            if f not in values and writes(block.statement_block.statements) & fields:
+            if self._expand(writes(block.statement_block.statements)) & fields:
                 self.function_procedures.add(f)
+                if f in values:
+                    self.value_procedures.add(f)
                 self.procedures[f] = self.functions.pop(f)
         callables = {**self.functions, **self.procedures}
         graph = {n: reads_and_calls(b.statement_block.statements)[1] & set(callables)
@@ -417,6 +428,8 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
                     e = unwrap(st.expression)
                     if type(e).__name__ == "BinaryExpression" and e.op.eval() == "=":
                         out.add(e.lhs.get_node_name())
+                    elif discontinuity_target(e) is not None:
+                        out.add(discontinuity_target(e))
                     elif type(e).__name__ == "DiffEqExpression":
                         out.add(e.expression.lhs.get_node_name().rstrip("'"))
                 elif k in ("IfStatement", "ElseIfStatement", "ElseStatement",
@@ -445,6 +458,8 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
         e = ex.fold_indices(e, lambda a, i: self._element(a, i, ctx))
         for n in ex.names(e):
             self._check_name(n, ctx)
+        if ctx.calls is not None:
+            ctx.reads |= ex.names(e)
         return ex.map_calls(e, lambda f, args: self._call(f, args, ctx))
 
     def _element(self, array, index, ctx) -> tuple:
@@ -455,9 +470,11 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
             self.fail(f"{array}[]", "not an ASSIGNED array (only those are translated)",
                       pat)
         k = constant_value(index)
-        if k is None or k != int(k):
-            self.fail(f"{array}[]", "an index that is not a constant (or a FROM loop's "
-                      "variable)", rf"\b{re.escape(array)}\s*\[\s*[A-Za-z_(]", pat)
+        if k is None:
+            return self.element_load(array, index, ctx)
+        if k != int(k):
+            self.fail(f"{array}[]", "an index that is not a whole number",
+                      rf"\b{re.escape(array)}\s*\[\s*[A-Za-z_(]", pat)
         if not 0 <= k < self.arrays[array]:
             self.fail(f"{array}[]", f"index {int(k)} outside [0, {self.arrays[array]})",
                       rf"\b{re.escape(array)}\s*\[\s*{int(k)}\s*\]", pat)
@@ -490,6 +507,8 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
             extra = self.function_extra(f)
             return ("call", f, args + tuple(ex.substitute(("name", n), ctx.rename)
                                             for n in extra))
+        if f in self.value_procedures:
+            return self.value_call(f, args, ctx)
         if f in self.procedures:
             self.fail(f"{f}()", "a PROCEDURE used as a value", rf"\b{f}\s*\(")
         self.fail(f"{f}()", "unknown function", rf"\b{f}\s*\(")
@@ -532,7 +551,7 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
                     and ctx.kinetic is not None:
                 out += ctx.kinetic(st, ctx, pad)
             elif k == "WhileStatement":
-                self.fail("WHILE", "loops other than FROM are not translated", r"\bWHILE\b")
+                out += self.while_loop(st, ctx, indent)
             elif k == "ConserveStatement" or k == "Conserve":
                 self.fail("CONSERVE", "kinetic schemes are not translated", r"\bCONSERVE\b")
             elif k == "ReactionStatement":
@@ -560,41 +579,53 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
                 self.fail("'", f"a differential equation in {ctx.where}", *ctx.patterns)
             return ctx.diffeq(e, ctx, pad)
         if k == "BinaryExpression" and e.op.eval() == "=":
-            lhs = e.lhs
-            if type(lhs).__name__ not in ("Name", "VarName") or (
-                    type(lhs).__name__ == "VarName" and lhs.index is not None):
-                self.fail(lhs.get_node_name(), "assignment to this kind of element",
-                          rf"\b{re.escape(lhs.get_node_name())}\s*\[")
-            if type(lhs).__name__ == "VarName" and type(lhs.name).__name__ == "IndexedName":
-                element = ex.substitute(ex.substitute(ex.from_ast(lhs), self.const),
-                                        ctx.rename)
-                target = ex.fold_indices(element, lambda a, i: self._element(a, i, ctx))[1]
-            else:
-                target = ctx.rename.get(lhs.get_node_name(),
-                                        ("name", lhs.get_node_name()))[1]
-            if not isinstance(target, str):
-                self.fail(lhs.get_node_name(), "assigns a FROM loop's variable or a "
-                          "constant", rf"\b{re.escape(lhs.get_node_name())}\s*=")
-            if target in SPECIALS and target not in ctx.args and target not in ctx.locals:
-                self.fail(target, f"assigns NEURON's {target}", rf"\b{target}\s*=")
-            if target in self.const:
-                self.fail(target, "assigns a CONSTANT", rf"\b{target}\s*=")
-            self._check_name(target, ctx)
-            if target in ctx.readonly:
-                self.fail(target, ctx.readonly[target], rf"\b{re.escape(target)}\s*=")
-            ctx.wrote.add(target)
-            value = self._expr(e.rhs, ctx)
-            return [f"{pad}{ex.py_name(target)} = {ex.to_text(value)}\n"]
+            return self.assignment(e.lhs, e.rhs, ctx, pad)
         if k == "FunctionCall":
             f = e.get_node_name()
             if f in _IGNORED_CALLS:
                 return []
+            if f in STATEMENT_CALLS:
+                return self.statement_call(f, e, ctx, pad)
             if f in self.procedures:
-                return [pad + self._procedure_call(f, e, ctx) + "\n"]
-            value = self._expr(e, ctx)
+                text, before = self.with_calls(lambda: self._procedure_call(f, e, ctx), ctx,
+                                               pad)
+                return before + [pad + text + "\n"]
+            value, before = self.with_calls(lambda: self._expr(e, ctx), ctx, pad)
             name = ctx.declare_local("unused")
-            return [f"{pad}{ex.py_name(name)} = {ex.to_text(value)}\n"]
+            return before + [f"{pad}{ex.py_name(name)} = {ex.to_text(value)}\n"]
         self.fail(k, f"expression statement not translated in {ctx.where}", *ctx.patterns)
+
+    def assignment(self, lhs, rhs, ctx, pad, at: tuple = ()) -> list[str]:
+        """``lhs = rhs`` (``lhs`` a name or an array element of the AST); ``at``: patterns
+        of the statement's line, tried first in messages."""
+        if type(lhs).__name__ not in ("Name", "VarName") or (
+                type(lhs).__name__ == "VarName" and lhs.index is not None):
+            self.fail(lhs.get_node_name(), "assignment to this kind of element", *at,
+                      rf"\b{re.escape(lhs.get_node_name())}\s*\[")
+        if type(lhs).__name__ == "VarName" and type(lhs.name).__name__ == "IndexedName":
+            element = ex.substitute(ex.substitute(ex.from_ast(lhs), self.const),
+                                    ctx.rename)
+            if element[1] in self.arrays and constant_value(element[2]) is None:
+                return self.element_store(element, rhs, ctx, pad)
+            target = ex.fold_indices(element, lambda a, i: self._element(a, i, ctx))[1]
+        else:
+            target = ctx.rename.get(lhs.get_node_name(),
+                                    ("name", lhs.get_node_name()))[1]
+        if not isinstance(target, str):
+            self.fail(lhs.get_node_name(), "assigns a FROM loop's variable or a "
+                      "constant", *at, rf"\b{re.escape(lhs.get_node_name())}\s*=")
+        if (target in SPECIALS or target in self.geometry) and target not in ctx.args \
+                and target not in ctx.locals:
+            self.fail(target, f"assigns NEURON's {target}", *at, rf"\b{target}\s*=")
+        if target in self.const:
+            self.fail(target, "assigns a CONSTANT", *at, rf"\b{target}\s*=")
+        self._check_name(target, ctx)
+        if target in ctx.readonly:
+            name = lhs.get_node_name()
+            self.fail(name, ctx.readonly[target], *at, rf"\b{re.escape(name)}\s*=")
+        ctx.wrote.add(target)
+        value, before = self.with_calls(lambda: self._expr(rhs, ctx), ctx, pad)
+        return before + [f"{pad}{ex.py_name(target)} = {ex.to_text(value)}\n"]
 
     def _solve_statement(self, st, ctx, pad) -> list[str]:
         """``SOLVE kin STEADYSTATE sparse`` in INITIAL; any other SOLVE outside BREAKPOINT
@@ -626,8 +657,9 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
 
     def _if(self, st, ctx, indent) -> list[str]:
         pad = "    " * indent
-        cond = ex.to_text(self._expr(st.condition, ctx))
-        out = [f"{pad}if {cond}:\n"]
+        cond, out = self.with_calls(lambda: ex.to_text(self._expr(st.condition, ctx)), ctx,
+                                    pad)
+        out.append(f"{pad}if {cond}:\n")
         out += self.statements(st.statement_block.statements, ctx, indent + 1) \
             or [f"{pad}    pass\n"]
         rest = list(st.elseifs)
@@ -643,7 +675,6 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
         return out
 
     def _from(self, st, ctx, indent) -> list[str]:
-        pad = "    " * indent
         n = st.get_node_name()
         bounds = []
         for part in (getattr(st, "from"), st.to, st.increment):
@@ -652,15 +683,16 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
                 continue
             e = ex.substitute(ex.from_ast(part), self.const)
             value = constant_value(e)
-            if value is None:
-                self.fail("FROM", "loop bounds must be constants", r"\bFROM\b")
+            if value is None:       # known only at run time: a loop
+                return self.from_loop(st, ctx, indent)
             bounds.append(value)
-        lo, hi, step = bounds
+        # nocmodl's C: {int i; for (i = (int) lo; i <= (int) hi; i += step) ...}
+        lo, hi, step = (float(int(b)) for b in bounds)
         if step == 0 or (hi - lo) / step > _FROM_LIMIT:
             self.fail("FROM", f"more than {_FROM_LIMIT} iterations", r"\bFROM\b")
         # each pass with the loop variable a constant (so that arrays can be indexed by
-        # it), then the variable's value after the loop, as C's for loop leaves it
-        name = ctx.declare_local(n)
+        # it); the loop's variable is its own, so the block's variable of that name (a
+        # LOCAL or the mechanism's) keeps its value
         before = ctx.rename.get(n)
         out, i = [], lo
         while (step > 0 and i <= hi) or (step < 0 and i >= hi):
@@ -671,7 +703,6 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
             ctx.rename.pop(n, None)
         else:
             ctx.rename[n] = before
-        out.append(f"{pad}{ex.py_name(name)} = {float(i)!r}\n")
         return out
 
     # ---- callables ----------------------------------------------------------------------
@@ -705,7 +736,7 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
             breakpoint=breakpoint, state=state, cnexp=cnexp, after_solve=after_solve,
             net_receive=net_receive, aliases={ex.py_name(p.name): p.name for p in params
                      if ex.py_name(p.name) != p.name},
-            doc=f"Translated from {Path(self.path).name}.")
+            doc=f"Translated from {Path(self.path).name}.", geometry=self.geometry)
 
     def _simple_block(self, kind, where, pattern) -> str:
         blocks = self.blocks.get(kind, [])

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["UNIT_FACTORS", "Context", "IfLike", "code_lines", "constant_value", "factor_value",
-           "first_int", "reads_and_calls", "unwrap", "value_calls", "writes"]
+__all__ = ["UNIT_FACTORS", "Context", "IfLike", "code_lines", "constant_value",
+           "discontinuity_target", "factor_value", "first_int", "reads_and_calls", "unwrap",
+           "value_calls", "writes"]
 
 
 def code_lines(text: str) -> list[str]:
@@ -52,6 +53,8 @@ class Context:
         self.kinetic = None        # lowers reactions, CONSERVE, COMPARTMENT (KINETIC blocks)
         self.table_ok = where.startswith("PROCEDURE")
         self.local_suffix = ""
+        self.calls = None          # value-procedure calls of the statement being lowered
+        self.reads: set = set()    # and the names it reads
 
     def declare_local(self, n: str) -> str:
         if self.local_suffix:
@@ -150,13 +153,25 @@ def writes(stmts) -> set:
             e = unwrap(st.expression)
             if type(e).__name__ == "BinaryExpression" and e.op.eval() == "=":
                 out.add(e.lhs.get_node_name())
-        if k in ("IfStatement", "ElseIfStatement", "ElseStatement", "FromStatement"):
+            elif discontinuity_target(e) is not None:
+                out.add(discontinuity_target(e))
+        if k in ("IfStatement", "ElseIfStatement", "ElseStatement", "FromStatement",
+                 "WhileStatement"):
             out |= writes(st.statement_block.statements)
         if k == "IfStatement":
             out |= writes(st.elseifs)
             if st.elses is not None:
                 out |= writes([st.elses])
     return out
+
+
+def discontinuity_target(e):
+    """The variable ``state_discontinuity(y, value)`` assigns, or None for other
+    expressions."""
+    if type(e).__name__ == "FunctionCall" and e.get_node_name() == "state_discontinuity" \
+            and len(e.arguments) == 2:
+        return e.arguments[0].get_node_name()
+    return None
 
 
 def unwrap(e):

@@ -134,6 +134,9 @@ class _Access:
                 a = self.statements(st.body, set(sure), shadow)
                 b = self.statements(st.orelse, set(sure), shadow)
                 sure = a & b
+            elif isinstance(st, ast.While):      # its body may run no time
+                self.early |= _reads(st.test, shadow) - sure - self.funcs
+                self.statements(st.body, set(sure), shadow)
             elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
                 p = self.procs[st.value.func.id]
                 for arg in st.value.args:

@@ -1,0 +1,100 @@
+"""NMODL statements beyond assignments against NEURON: the same files compiled by
+``nrnivmodl``.
+
+Files (``tests/data/nmodl``, written for these tests): ``sdsyn.mod``, a rise-and-decay
+synapse whose NET_RECEIVE jumps its states with ``state_discontinuity`` and which prints
+with ``printf``; ``pulses.mod``, a current clamp repeating its pulse, the phase found by a
+WHILE loop; ``kloop.mod``, a potassium channel whose conductance is ``n^npow`` by a FROM
+loop bounded by a PARAMETER (set per region), its rates from a FUNCTION that also writes
+a RANGE variable; ``vring.mod``, a leak towards the mean voltage of the last steps, kept
+in a ring buffer (ASSIGNED array elements indexed by values known only during the run);
+``gdiam.mod``, a leak whose conductance grows with the segment's ``diam``.
+
+Protocol: a one-compartment soma (L = diam = 20 µm) with hh, dt 0.025 ms, 30 ms; synapses
+driven by a NetStim. Acceptance: max |ΔV| <= 1e-9 mV at every step.
+"""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import nmodl_compare as nc
+import numpy as np
+import pytest
+
+pytestmark = [pytest.mark.neuron,
+              pytest.mark.filterwarnings("ignore::UserWarning")]  # notices, SWC notes
+
+DATA = Path(__file__).parents[1] / "data" / "nmodl"
+TOLERANCE_MV = 1e-9
+FILES = ("sdsyn.mod", "pulses.mod", "kloop.mod", "vring.mod", "gdiam.mod")
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """The files in one folder, built by nrnivmodl and loaded into hinesbatch."""
+    import hinesbatch as hb
+    from hinesbatch import mechanisms
+
+    folder = tmp_path_factory.mktemp("mods")
+    for name in FILES:
+        (folder / name).write_text((DATA / name).read_text())
+    lib = nc.compile_mods(sorted(folder.glob("*.mod")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        names = hb.load_mechanisms(folder)
+    yield lib, names
+    for n in names:
+        mechanisms.unregister(n)
+
+
+def soma(tmp_path) -> str:
+    path = tmp_path / "soma.swc"
+    path.write_text("1 1 0 0 0 10 -1\n")
+    return str(path)
+
+
+def compare(model, lib):
+    ref = nc.run_neuron(model, lib)
+    got = nc.run_hinesbatch(model)
+    assert ref.shape == got.shape
+    return float(np.max(np.abs(ref - got))), ref
+
+
+def test_state_discontinuity_synapse(compiled, tmp_path):
+    lib, _ = compiled
+    model = {"swc": soma(tmp_path), "insert": [["hh", {}]],
+             "point": [["sdsyn", "soma[0]", 0.5, {"tdecay": 2.5}]],
+             "netstim": [2.0, 6.0, 4, [[0, 0.004, 1.0]]], "tstop": 30.0}
+    dv, ref = compare(model, lib)
+    assert ref.max() > -60.0, "the synapse should depolarize the soma"
+    assert dv <= TOLERANCE_MV, f"max |dV| = {dv} mV"
+
+
+def test_loops_writing_functions_and_indexed_elements(compiled, tmp_path):
+    lib, _ = compiled
+    model = {"swc": soma(tmp_path),
+             "insert": [["hh", {}], ["kloop", {"npow": 2}], ["vring", {"nav": 7}],
+                        ["gdiam", {}]],
+             "point": [["pulses", "soma[0]", 0.5, {"period": 9.0, "amp": 0.4}]],
+             "tstop": 30.0}
+    dv, ref = compare(model, lib)
+    assert ref.max() > 0.0, "the soma should spike: the comparison must cover a spike"
+    assert dv <= TOLERANCE_MV, f"max |dV| = {dv} mV"
+
+
+def test_loops_and_a_writing_function_on_a_real_cell(compiled):
+    """kloop, vring, gdiam (each segment's diameter), pulses and sdsyn on ko20x-07
+    (d_lambda 0.1)."""
+    lib, _ = compiled
+    model = {"swc": str(DATA.parent / "morphologies" / "real" / "ko20x-07.CNG.swc"),
+             "nseg": None, "d_lambda": 0.1,
+             "insert": [["hh", {}], ["kloop", {"npow": 4, "gbar": 0.005}], ["vring", {}],
+                        ["gdiam", {"g0": 0.0001}]],
+             "point": [["pulses", "soma[0]", 0.5, {"period": 8.0, "amp": 0.8}],
+                       ["sdsyn", "apic[0]", 0.5, {}]],
+             "netstim": [1.0, 4.0, 6, [[1, 0.01, 1.0]]],
+             "record": [["soma[0]", 0.5], ["dend[3]", 0.5]], "tstop": 25.0}
+    dv, ref = compare(model, lib)
+    assert ref[0].max() > 0.0
+    assert dv <= TOLERANCE_MV, f"max |dV| = {dv} mV"
