@@ -34,6 +34,7 @@ from . import expressions as ex
 from .callables import CallableLowering
 from .derivatives import DerivativeLowering
 from .kinetic import KineticLowering
+from .net_receive import NetReceiveLowering
 from .newton import NewtonLowering
 from .syntax import (
     Context,
@@ -115,7 +116,8 @@ def translate_text(text: str, path: str = "<string>", *, order: int = 1000) -> T
 
 
 # ---- source positions -------------------------------------------------------------------
-class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLowering):
+class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLowering,
+                NetReceiveLowering):
     def __init__(self, text: str, path: str):
         self.path, self.text = path, text
         self.lines = code_lines(text)
@@ -589,6 +591,8 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
             f = e.get_node_name()
             if f in _IGNORED_CALLS:
                 return []
+            if f == "net_send":
+                return self.net_send_statement(e, ctx, pad)
             if f in self.procedures:
                 return [pad + self._procedure_call(f, e, ctx) + "\n"]
             value = self._expr(e, ctx)
@@ -691,7 +695,7 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
         functions = tuple(self._function(f) for f in self.functions)
         initial = self._simple_block("InitialBlock", "INITIAL", r"\bINITIAL\b")
         breakpoint, state, cnexp, after_solve = self._breakpoint()
-        net_receive = self._net_receive()
+        net_receive, net_receive_args, net_receive_initial = self.net_receive_block()
         params = tuple(p for p in self.params if p.name not in self.fixed)
         for n in sorted(self.fixed):
             line = self.line_of(rf"\b{n}\b")
@@ -703,7 +707,8 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
             currents=tuple(self.currents), electrode=self.electrode,
             functions=functions, procedures=procedures, initial=initial,
             breakpoint=breakpoint, state=state, cnexp=cnexp, after_solve=after_solve,
-            net_receive=net_receive, aliases={ex.py_name(p.name): p.name for p in params
+            net_receive=net_receive, net_receive_args=net_receive_args,
+            net_receive_initial=net_receive_initial, aliases={ex.py_name(p.name): p.name for p in params
                      if ex.py_name(p.name) != p.name},
             doc=f"Translated from {Path(self.path).name}.")
 
@@ -712,6 +717,7 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
         if not blocks:
             return ""
         ctx = Context(where, [pattern], fields=True)
+        ctx.net_send = where == "INITIAL" and self.kind == "point"
         stmts = blocks[0].statement_block.statements
         prefix = self.ion_copies(stmts, ctx)
         return prefix + "".join(self.statements(stmts, ctx))
@@ -757,23 +763,3 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
             ctx.locals.add(local)
             out += f"{local} = {ex.py_name(n)}\n"
         return out
-
-    def _net_receive(self) -> str:
-        blocks = self.blocks.get("NetReceiveBlock", [])
-        if not blocks:
-            return ""
-        if self.kind != "point":
-            self.fail("NET_RECEIVE", "in a density mechanism", r"NET_RECEIVE")
-        b = blocks[0]
-        args = [a.get_node_name() for a in b.parameters]
-        if len(args) != 1:
-            self.fail("NET_RECEIVE", f"{len(args)} arguments: weight vectors of more than "
-                      "one entry are not translated", r"NET_RECEIVE")
-        ctx = Context("NET_RECEIVE", [r"NET_RECEIVE"], fields=True)
-        ctx.rename = {args[0]: ("name", "weight")}
-        ctx.extra = {"weight"}
-        ctx.readonly = {"weight": "assigns the NetCon's weight"}
-        if "flag" in reads_and_calls(b.statement_block.statements)[0]:
-            self.fail("flag", "self-event flags are not translated", r"\bflag\b")
-        stmts = b.statement_block.statements
-        return self.ion_copies(stmts, ctx) + "".join(self.statements(stmts, ctx))
