@@ -605,18 +605,13 @@ def _finite(value, name: str) -> float:
 
 
 def _gpu_events_supported(km) -> None:
-    """Refuse, before any GPU work, the mechanisms whose events the GPU engine cannot run
-    (it runs NET_RECEIVE on the device after the host has ordered the events, so a
-    self-event sent there could not enter the host's queue in time)."""
+    """Refuse, before any GPU work, self-events (``net_send``): the GPU engine runs
+    NET_RECEIVE on the device after the host has ordered the epoch's events, so a
+    self-event sent there could not enter the host's queue in time."""
     for code in km.codes:
-        mech = code.mech
         if code.receive_sends or code.initial_sends:
-            raise ValueError(f"mechanism {mech.name}: self-events (net_send) are not run by "
-                             "the gpu backend; use backend 'serial' or 'multicore'")
-        if mech.weight_size > 1:
-            raise ValueError(f"mechanism {mech.name}: NET_RECEIVE with a weight vector of "
-                             f"{mech.weight_size} entries is not run by the gpu backend; "
-                             "use backend 'serial' or 'multicore'")
+            raise ValueError(f"mechanism {code.mech.name}: self-events (net_send) are not "
+                             "run by the gpu backend; use backend 'serial' or 'multicore'")
 
 
 def _weight(weight, name: str, size: int):
