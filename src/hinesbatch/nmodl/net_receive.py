@@ -11,7 +11,7 @@ in NET_RECEIVE, or in a point process's INITIAL, stays a statement of the descri
 from __future__ import annotations
 
 from . import expressions as ex
-from .syntax import Context, unwrap
+from .syntax import Context, unwrap, writes
 
 __all__ = ["NetReceiveLowering"]
 
@@ -48,6 +48,10 @@ class NetReceiveLowering:
                 inits.append(inner)
             else:
                 stmts.append(st)
+        if args[0] != "weight" and args[0] in writes(stmts) | writes(
+                [st for i in inits for st in i.statement_block.statements]):
+            self.fail(args[0], "assigns the NetCon's weight (entry 0 of its weight vector)",
+                      rf"\b{args[0]}\s*=")
         if len(inits) > 1:
             self.fail("INITIAL", "two INITIAL blocks in NET_RECEIVE", r"\bINITIAL\b")
         ctx = self._net_receive_context("NET_RECEIVE", r"NET_RECEIVE", args[0], rest)
