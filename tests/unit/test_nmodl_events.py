@@ -306,6 +306,46 @@ def test_epoch_engine_keeps_weight_vectors_on_the_targets_rank(soma):
     assert np.array_equal(v, v_ref)
 
 
+def test_a_network_over_ranks_keeps_weight_vectors(soma):
+    """A network description with weight vectors, run by epochs (each NetCon on its
+    target's rank), against the one-process engine given the same NetCons."""
+    from hinesbatch import run_network
+    from hinesbatch.network import Network
+    from hinesbatch.network.parallel import SerialCommunicator
+
+    load("fdsyn")
+
+    def build(gid):
+        cell = hb.Cell(str(soma)).insert("hh")
+        cell.place("fdsyn")
+        return cell
+
+    net = Network()
+    stim = net.net_stim(start=1.0, interval=2.0, number=6)          # gid 0
+    net.add_cells(2, build=build, compartments=1)                    # gids 1, 2
+    conns = [(stim, 1, (0.1,), 0.5), (1, 2, (0.08, 5.0, 5.0, 5.0), 1.0),
+             (stim, 2, 0.01, 2.0)]
+    for s, t, w, d in conns:
+        net.connect(s, t, "fdsyn[0]", weight=w, delay=d)
+    assert net.connections["weight_vectors"] == {1: (0.08, 5.0, 5.0, 5.0)}
+    key = net.record("v", 2, "soma[0](0.5)")
+    got = run_network(net, 20.0, comm=SerialCommunicator())[key]
+
+    one = hb.Simulation([build(1), build(2)], backend="serial")
+    ns = one.net_stim(start=1.0, interval=2.0, number=6)
+    sources = {stim: ns, 1: one.spike_source(0), 2: one.spike_source(1)}
+    for s, t, w, d in conns:
+        one.connect(sources[s], one.cells[t - 1].point_processes[0], weight=w, delay=d)
+    key2 = one.record("v", cell=1)
+    spikes = one.record_spikes(sources[1])
+    res = one.run(20.0)
+    assert res.spikes[spikes].size > 0, "gid 1 must fire for its NetCon to gid 2 to act"
+    # the 5.0s given were replaced by NET_RECEIVE's INITIAL, then each event updated them
+    arrivals = [ts + 1.0 for ts in res.spikes[spikes].tolist()]
+    assert tuple(one._netcon_table.weight_vector(1)[1:]) == fdsyn_reference(arrivals)
+    assert got.tobytes() == res[key2].tobytes()
+
+
 def test_the_gpu_engine_refuses_self_events(soma, monkeypatch):
     from hinesbatch.engine.gpu.devices import EMULATION_ENV
 
