@@ -153,6 +153,17 @@ def test_refusals_name_the_construct(block, construct, reason):
     assert reason in err.value.reason
 
 
+def test_check_counts_a_written_weight_under_its_own_label(tmp_path):
+    from hinesbatch.nmodl.check import coverage
+
+    (tmp_path / "a.mod").write_text(BASE + "NET_RECEIVE(w) { w = 2 }")
+    (tmp_path / "b.mod").write_text(BASE.replace("P ", "Q ") + "NET_RECEIVE(x) { x = 1 }")
+    (tmp_path / "c.mod").write_text(BASE.replace("P ", "R ") + "NET_RECEIVE(w, n) { n = 1 }")
+    got = coverage(tmp_path)
+    assert got["translated"] == 1
+    assert got["reasons"] == {"NET_RECEIVE assigning the weight": 2}
+
+
 def test_net_send_in_a_density_mechanisms_initial_is_refused():
     text = """
 NEURON { SUFFIX d }
