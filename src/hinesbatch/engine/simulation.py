@@ -382,8 +382,8 @@ class Simulation:
                                   np.arange(len(lay.cells) + 1)).astype(np.int64)
         self._events(sources)
         self._receiver = Receiver(km, self._data, dt, celsius)
-        table, _ = self._receiving()
-        self._receiver.initialize_weights(table, self._target_instance)
+        self._receive_table = self._receiving()[0]
+        self._receiver.initialize_weights(self._receive_table, self._target_instance)
         self._receiver.initial_sends(self._queue, sends)
         self._deliver(INIT_LIMIT)
         model = self._model_args(lay, tables)
@@ -526,7 +526,7 @@ class Simulation:
             m, j = event.target
         else:
             m, j = self._layout.pp_index[id(self._event_target(event))]
-        self._receiver.receive(event, m, j, self._receiving()[0], self._queue)
+        self._receiver.receive(event, m, j, self._receive_table, self._queue)
 
     def _generator_spike(self, source: int, te: float) -> None:
         self._spikes[id(self._all_sources[source])].append(te)
