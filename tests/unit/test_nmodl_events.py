@@ -17,13 +17,13 @@ import pytest
 
 pytest.importorskip("neuron.nmodl", reason="the NMODL parser comes with `pip install neuron`")
 
-import hinesbatch as hb  # noqa: E402
-from hinesbatch.engine.epochs import EpochSimulation  # noqa: E402
-from hinesbatch.engine.receive import SelfEventError  # noqa: E402
-from hinesbatch.mechanisms import Mechanism, Variable  # noqa: E402
-from hinesbatch.mechanisms.codegen import count_net_sends  # noqa: E402
-from hinesbatch.network import EventQueue, NetConTable, deliver  # noqa: E402
-from hinesbatch.nmodl import NmodlError, translate, translate_text  # noqa: E402
+import hinesbatch as hb
+from hinesbatch.engine.epochs import EpochSimulation
+from hinesbatch.engine.receive import SelfEventError
+from hinesbatch.mechanisms import Mechanism, Variable
+from hinesbatch.mechanisms.codegen import count_net_sends
+from hinesbatch.network import EventQueue, NetConTable, deliver
+from hinesbatch.nmodl import NmodlError, translate, translate_text
 
 pytestmark = pytest.mark.usefixtures("builtins_only")
 
@@ -137,8 +137,8 @@ BREAKPOINT { i = g*v }
     ("NET_RECEIVE(weight) { if (v > 0) { weight = 2 } }", "weight",
      "assigns the NetCon's weight"),
     ("NET_RECEIVE(w, g) { g = 1 }", "NET_RECEIVE argument g", "has the name of one of"),
-    ("NET_RECEIVE(w, n) { INITIAL { n = flag } }", "flag", "unknown name in NET_RECEIVE "
-                                                           "INITIAL"),
+    ("NET_RECEIVE(w, n) { INITIAL { n = flag } }", "flag",
+     "unknown name in NET_RECEIVE INITIAL"),
     ("NET_RECEIVE(w) { INITIAL { net_send(1, 1) } }", "net_send()",
      "sent from NET_RECEIVE INITIAL are not translated"),
     ("NET_RECEIVE(w) { net_send(1) }", "net_send()", "called with 1 argument(s), takes 2"),
