@@ -69,11 +69,15 @@ class Receiver:
         where : callable
             ``where(target_id) -> (mechanism name, instance)``.
         """
-        targets = table.targets
-        for i in range(len(table)):
-            m, j = where(int(targets[i]))
-            mech = self.mechs[m]
-            table.resize_weights(i, mech.weight_size)
+        found: dict = {}
+        for i, t in enumerate(table.targets.tolist()):
+            if t not in found:
+                found[t] = where(t)
+            m, j = found[t]
+            size = self.mechs[m].weight_size
+            if size == 1 and table.weight_vector(i).size == 1:
+                continue            # a weight alone: nothing to size or initialize
+            table.resize_weights(i, size)
             w = table.weight_vector(i)
             if m in self._init:
                 self._init[m](self.data[m], j, w, 0.0, self.dt, self.celsius)
