@@ -2,7 +2,8 @@
 
 The files are NEURON's own (the wheel's ``share/nrn/demo/release``, ``share/modfile``) and
 ``tests/data/nmodl``: ion concentrations read, calcium written from the summed ica and read
-back (kept per node), TABLEs that depend on ``dt`` or write a GLOBAL, a NET_RECEIVE synapse. float64: traces within 1e-6 mV and identical spike times, recordings
+back (kept per node), TABLEs that depend on ``dt`` or write a GLOBAL, a NET_RECEIVE synapse,
+NET_RECEIVE with weight vectors. float64: traces within 1e-6 mV and identical spike times, recordings
 poisoned with NaN on the device before each run (``gpu_engine_cases.compare``). Needs
 ``neuron`` for ``neuron.nmodl`` (``scripts/gpu-check`` installs it from ``.whl/``).
 """
@@ -117,3 +118,39 @@ def test_newton_solves_fp64(translated, seed, name):
     assert sum(a.spikes[k].size for k in spikes) >= 4
     assert worst <= FP64_MV and same, (worst, same)
 
+
+
+def test_weight_vectors_fp64(translated, seed):
+    """NET_RECEIVE with weight vectors on the device (tests/data/nmodl fdsyn: per-NetCon
+    state set by NET_RECEIVE's INITIAL; countsyn: an entry without one), driven by cell 0's
+    spikes and a NetStim: the CPU's traces within 1e-6 mV, its spike times, and the same
+    weight vectors back on the NetCons."""
+    for f in ("fdsyn", "countsyn"):
+        hb.load_mechanisms(DATA / "nmodl" / f"{f}.mod")
+    runs = {}
+    try:
+        for backend in ("serial", "gpu"):
+            cells = [hb.Cell(SWC / "ko20x-07.CNG.swc", nseg=1).insert("hh") for _ in range(3)]
+            cells[0].place("IClamp", "soma[0](0.5)", delay=1.0, dur=30.0, amp=0.8)
+            sim = hb.Simulation(cells, backend=backend)
+            fd = cells[1].place("fdsyn", "soma[0](0.5)")
+            count = cells[2].place("countsyn", "soma[0](0.5)")
+            ns = sim.net_stim(start=1.0, interval=2.0, number=12)
+            sim.connect((0, "soma[0](0.5)"), fd, weight=0.05, delay=1.0)
+            sim.connect(ns, fd, weight=0.02, delay=0.5)
+            sim.connect(ns, count, weight=(0.01, 3.0), delay=0.5)
+            keys = [sim.record("v", cell=k) for k in range(3)]
+            keys.append(sim.record("g", target=fd))
+            spikes = [sim.record_spikes(sim.spike_source(k)) for k in range(3)]
+            res = sim.run(40.0)
+            runs[backend] = (res, [sim._netcon_table.weight_vector(i).copy()
+                                   for i in range(3)])
+    finally:
+        for f in ("fdsyn", "countsyn"):
+            mechanisms.unregister(f)
+    (a, wa), (b, wb) = runs["serial"], runs["gpu"]
+    worst, same = compare(a, b, keys, spikes)
+    assert sum(a.spikes[k].size for k in spikes) >= 2 and wa[2][1] == 12.0
+    assert worst <= FP64_MV and same, (worst, same)
+    for x, y in zip(wa, wb):
+        np.testing.assert_allclose(y, x, rtol=1e-12, atol=1e-12)

@@ -115,6 +115,8 @@ BAD_ITEMS = [
     (_set("tstop", _DELETE), ": missing required key 'tstop'"),
     (_set("cells[0].morphology", _DELETE), "cells[0]: missing required key 'morphology'"),
     (_set("connections[0].weight", _DELETE), "connections[0]: missing required key 'weight'"),
+    (_set("connections[0].weight", []), "connections[0].weight: must not be empty"),
+    (_set("connections[0].weight", [0.1, "a"]), "connections[0].weight[1]: must be a number"),
     (_set("stimuli[0].id", _DELETE), "stimuli[0]: missing required key 'id'"),
     # wrong types and values
     (_set("dt", "0.025"), "dt: must be a number, not a string (\"0.025\")"),
@@ -615,3 +617,15 @@ def test_a_python_model_with_the_real_simulator(tmp_path):
     res = sim.run(tstop)
     assert res.keys() == ["v@0:soma[0](0.5)"] and res.t.shape == (81,)
     assert save_outputs(res, outputs) == {"npz": tmp_path / "v.npz"}
+
+
+def test_a_weight_vector_reaches_connect(tmp_path):
+    data = {"tstop": 10, "cells": [
+        {"morphology": str(CELL_SWC),
+         "place": [{"id": "syn", "kind": "ExpSyn", "location": "soma[0](0.5)"}]}],
+        "stimuli": [{"id": "vs", "kind": "VecStim", "times": [1]}],
+        "connections": [{"source": {"stimulus": "vs"}, "target": {"cell": 0, "point": "syn"},
+                         "weight": [0.1, 2]}]}
+    api = fake_api()
+    build_model(read_model(write(tmp_path, data), mechanisms=BUILT_INS), api=api)
+    assert [e[3] for e in api.log if e[0] == "connect"] == [[0.1, 2]]

@@ -82,14 +82,14 @@ def test_bad_weight_kind_and_types_refused():
     q = EventQueue()
     with pytest.raises(ValueError, match="event weight must be finite"):
         q.push(1.0, 0, math.nan)
-    with pytest.raises(ValueError, match="valid kinds: net, spike, start"):
-        q.push(1.0, 0, 0.0, kind="self")
+    with pytest.raises(ValueError, match="valid kinds: net, spike, start, self"):
+        q.push(1.0, 0, 0.0, kind="send")
     with pytest.raises(TypeError, match="must be a number"):
         q.push("1.0", 0, 0.0)
     with pytest.raises(TypeError, match="must be a number"):
         q.push(True, 0, 0.0)
     assert len(q) == 0
-    assert EVENT_KINDS == ("net", "spike", "start")
+    assert EVENT_KINDS == ("net", "spike", "start", "self")
 
 
 def test_numpy_scalars_accepted_as_floats():

@@ -498,7 +498,7 @@ REFUSED = [
     ("SOLVE s METHOD sparse", "",
      ("STATE { m }\nBREAKPOINT { SOLVE s METHOD sparse : <-- here\n}\n"
       "DERIVATIVE s { m' = -m }\n")),
-    ("net_send()", "", "NET_RECEIVE(w) {\n net_send(1, 1) : <-- here\n}\n"),
+    ("net_event()", "", "NET_RECEIVE(w) {\n net_event(t) : <-- here\n}\n"),
     ("USEION ca WRITE eca", "USEION ca WRITE eca : <-- here", ""),
     ("USEION ca READ dica", "USEION ca READ dica : <-- here", ""),
     ("cai", "USEION ca READ ica WRITE cai NONSPECIFIC_CURRENT x",

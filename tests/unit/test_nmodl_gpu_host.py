@@ -235,3 +235,43 @@ def test_loops_and_writing_functions_on_the_gpu_engine_equal_serial(translated):
     assert all(np.array_equal(a, b) for a, b in zip(serial, gpu))
     assert serial[0].max() > 0.0 and serial[3].max() == 2.0 and np.ptp(serial[2]) > 0.0
     assert np.ptp(serial[4]) > 10.0 and serial[5][0] > 0.0
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_weight_vectors_on_the_gpu_engine_equal_serial(translated, precision):
+    """NET_RECEIVE with weight vectors (tests/data/nmodl fdsyn: per-NetCon state set by
+    NET_RECEIVE's INITIAL; countsyn: an entry without one) on three cells over two
+    emulated devices, driven by a cell's spikes and a NetStim: the host build gives the
+    serial engine's bits (float64) and its weight vectors come back to the NetCons."""
+    for f in ("fdsyn", "countsyn"):
+        hb.load_mechanisms(HERE / "nmodl" / f"{f}.mod")
+    runs = {}
+    for backend in ("serial", "gpu"):
+        cells = []
+        for k in range(3):
+            c = hb.Cell(SWC, nseg=1)
+            c.insert("hh")
+            cells.append(c)
+        cells[0].place("IClamp", "soma[0](0.5)", delay=1.0, dur=20.0, amp=0.8)
+        kw = {"precision": precision, "devices": 2} if backend == "gpu" else {}
+        sim = hb.Simulation(cells, backend=backend, **kw)
+        fd = cells[1].place("fdsyn", "soma[0](0.5)")
+        count = cells[2].place("countsyn", "soma[0](0.5)")
+        ns = sim.net_stim(start=1.0, interval=2.0, number=8)
+        sim.connect((0, "soma[0](0.5)"), fd, weight=0.05, delay=1.0)
+        sim.connect(ns, fd, weight=0.02, delay=0.5)
+        sim.connect(ns, count, weight=(0.01, 3.0), delay=0.5)
+        keys = [sim.record("v", cell=k) for k in range(3)] + [sim.record("g", target=fd)]
+        res = sim.run(30.0)
+        runs[backend] = (res, keys, [sim._netcon_table.weight_vector(i).copy()
+                                     for i in range(3)])
+    (a, keys, wa), (b, _, wb) = runs["serial"], runs["gpu"]
+    assert a[keys[1]].max() > 0.0 and wa[2].tolist() == [0.01, 8.0]
+    assert wa[0][3] > 0.0 and wa[1][3] > wa[0][3]     # both NetCons of fdsyn delivered
+    if precision == "float64":
+        assert all(np.array_equal(a[k], b[k]) for k in keys)
+        assert all(np.array_equal(x, y) for x, y in zip(wa, wb))
+    else:           # float32 moves the spikes a little; the NetStim's NetCons stay close
+        assert all(np.isfinite(b[k]).all() for k in keys)
+        assert wb[2].tolist() == [0.01, 8.0]
+        np.testing.assert_allclose(wb[1], wa[1], rtol=1e-4)

@@ -8,7 +8,9 @@ child process (:func:`run_neuron`) given the model as JSON. A model::
      "point": [["ExpSyn", "soma[0]", 0.5, {"tau": 2}]],
      "iclamp": [1.0, 20.0, 0.3],                            # soma[0](0.5): del, dur, amp
      "netstim": [3.0, 7.0, 5, [[0, 0.01, 1.0]]],           # start, interval, number,
-                                                            # [point, weight, delay]
+                                                            # [point, weight, delay];
+                                                            # weight: a number or a
+                                                            # weight vector (a list)
      "record": [["soma[0]", 0.5]], "tstop": 30.0, "dt": 0.025, "celsius": 6.3,
      "v_init": -65.0}
 
@@ -65,7 +67,9 @@ if spec.get("netstim"):
     keep.append(ns)
     for k, w, d in targets:
         nc = h.NetCon(ns, points[k])
-        nc.weight[0], nc.delay = w, d
+        for i, x in enumerate(w if isinstance(w, list) else [w]):
+            nc.weight[i] = x
+        nc.delay = d
         keep.append(nc)
 vecs = []
 for sec, x in spec["record"]:
@@ -120,7 +124,9 @@ for k, model in enumerate(spec["models"]):
         keep.append(ns)
         for j, w, d in targets:
             nc = h.NetCon(ns, points[j])
-            nc.weight[0], nc.delay = w, d
+            for i, x in enumerate(w if isinstance(w, list) else [w]):
+                nc.weight[i] = x
+            nc.delay = d
             keep.append(nc)
     vec = h.Vector()
     vec.record(sec(0.5)._ref_v)

@@ -18,8 +18,9 @@ NEURON's derivimplicit cacum) from the ica summed over mechanisms, read back as 
 the ica summed so far and as eca (recomputed every step), KINETIC schemes by sparse (a
 three-state channel with CONSERVE and STEADYSTATE; a nonlinear scheme with COMPARTMENT,
 fluxes and a nonlinear STEADYSTATE; reactions in IF/ELSE, rates nocmodl pastes as text, a
-reactant that is not a state), and derivimplicit of coupled nonlinear equations (NEURON's
-Newton iteration).
+reactant that is not a state), derivimplicit of coupled nonlinear equations (NEURON's
+Newton iteration), and NET_RECEIVE with weight vectors, its INITIAL block, ``flag`` and
+``net_send`` self-events (``tests/data/nmodl``: fdsyn, pulsesyn, pulsetrain, countsyn).
 
 Protocol: a one-compartment soma (L = diam = 20 µm) with hh and the mechanism, a current
 clamp (del 1 ms, dur 20 ms, 0.3 nA), dt 0.025 ms, 30 ms; synapses on it driven by a
@@ -432,7 +433,8 @@ def compiled(tmp_path_factory):
     for name in WHEEL_DEMOS:
         (folder / name).write_text((share / "nrn" / "demo" / "release" / name).read_text())
     for name in ("syn1.mod", "cacur.mod", "kdt.mod", "cacum.mod", "caeca.mod", "caacc.mod",
-                 "kcai.mod", "icaread.mod", "mcna.mod"):
+                 "kcai.mod", "icaread.mod", "mcna.mod", "fdsyn.mod", "pulsesyn.mod",
+                 "pulsetrain.mod", "countsyn.mod"):
         (folder / name).write_text((DATA / "nmodl" / name).read_text())
     for name, text in (("kchan.mod", CHANNEL), ("nalocal.mod", INPLACE),
                        ("wsyn.mod", SYNAPSE), ("methods.mod", METHODS), ("eulr.mod", EULER),
@@ -536,6 +538,10 @@ SYNAPSES = [
     ("ExpSyn_t", {"tau": 2.0}, 0.01),
     ("Exp2Syn_t", {"tau1": 0.5, "tau2": 4.0}, 0.01),
     ("wsyn", {}, 0.004),
+    # per-NetCon state in the weight vector, set by NET_RECEIVE's INITIAL
+    ("fdsyn", {}, 0.02),
+    # a transmitter pulse ended by a flagged self-event (net_send)
+    ("pulsesyn", {}, 1.0),
 ]
 
 
@@ -576,4 +582,25 @@ def test_real_cell_with_several_translated_mechanisms(compiled):
              "record": [["soma[0]", 0.5], ["dend[3]", 0.5]], "tstop": 25.0}
     dv, ref = compare(model, lib)
     assert ref[0].max() > 0.0
+    assert dv <= TOLERANCE_MV, f"max |dV| = {dv} mV"
+
+
+def test_weight_vectors_and_self_events(compiled, tmp_path):
+    """One NetStim (every 0.9 ms, 8 spikes) onto four point processes on an hh soma:
+    fdsyn through two NetCons (each with its own facilitation and depression), pulsesyn
+    (pulses of 1.1 ms that overlap, each ended by the self-event of the last event),
+    countsyn given the weight vector (0.003, 7): NEURON sets entry 1 to 0 at
+    finitialize, as there is no INITIAL in its NET_RECEIVE; and pulsetrain, a current
+    pulse train timed by net_send from INITIAL, which ignores the NetCon's events."""
+    lib, _, _ = compiled
+    model = {"swc": soma(tmp_path), "insert": [["hh", {}]],
+             "point": [["fdsyn", "soma[0]", 0.5, {"tau_fac": 50.0}],
+                       ["pulsesyn", "soma[0]", 0.5, {"gmax": 0.002}],
+                       ["countsyn", "soma[0]", 0.5, {}],
+                       ["pulsetrain", "soma[0]", 0.5, {"amp": 0.2, "n": 3}]],
+             "netstim": [3.0, 0.9, 8, [[0, 0.01, 1.0], [0, 0.004, 0.3], [1, 1.0, 0.5],
+                                       [2, [0.0005, 7.0], 1.0], [3, 1.0, 0.2]]],
+             "tstop": 40.0}
+    dv, ref = compare(model, lib)
+    assert ref.max() > 0.0, "the soma should spike: the comparison must cover a spike"
     assert dv <= TOLERANCE_MV, f"max |dV| = {dv} mV"

@@ -99,9 +99,10 @@ class EpochSimulation(Simulation):
         self.sources.append(source)
         return source
 
-    def add_input(self, source_gid: int, target, *, weight: float, delay: float) -> int:
+    def add_input(self, source_gid: int, target, *, weight, delay: float) -> int:
         """A NetCon from ``source_gid`` (anywhere in the network) to the synapse
-        ``target`` of a local cell; returns its index among this rank's inputs."""
+        ``target`` of a local cell; returns its index among this rank's inputs.
+        ``weight`` is a number or a weight vector, as for :meth:`Simulation.connect`."""
         self._gid(target.cell)
         if id(target) not in self._input_ids:
             self._input_ids[id(target)] = len(self._input_targets)
@@ -192,6 +193,9 @@ class EpochSimulation(Simulation):
 
     def _event_target(self, event):
         return self._input_targets[event.target]
+
+    def _receiving(self) -> tuple:
+        return self._inputs, self._input_targets
 
     def _non_finite(self, lay, gid: int, t: float):
         """The engine's error, naming the cell by its global gid."""

@@ -54,15 +54,16 @@ class NetCon:
     ----------
     source : SpikeSource
     target : PointProcess
-    weight : float
-        [µS] for ExpSyn/Exp2Syn.
+    weight : float or tuple of float
+        [µS] for ExpSyn/Exp2Syn; or the weight vector (NEURON's ``NetCon.weight``) for a
+        target whose NET_RECEIVE takes more arguments.
     delay : float
         [ms], >= 0.
     """
 
     source: SpikeSource
     target: object
-    weight: float
+    weight: float | tuple
     delay: float
     index: int = 0
 

@@ -198,7 +198,8 @@ def _build(net, cell_gids: list[int], generator_gids: list[int], options: dict, 
     for i, (s, t) in enumerate(zip(conns["source"].tolist(), conns["target"].tolist())):
         if t in local:
             target = _synapse(cells[local[t]], conns["synapse"][i], i, t)
-            sim.add_input(s, target, weight=float(conns["weight"][i]),
+            sim.add_input(s, target, weight=conns["weight_vectors"].get(
+                i, float(conns["weight"][i])),
                           delay=float(conns["delay"][i]))
     for variable, g, location in net.records:
         if g in local:

@@ -27,6 +27,7 @@ from ..sim.errors import NonFiniteStateError
 from .events import SPIKE_OFFSET, EventQueue, NetCon, SpikeSource
 from .kernels import CHUNK_NODES, COMMON_ARRAYS, chunks, kernel_module
 from .layout import Layout
+from .receive import Receiver
 from .results import Results
 
 __all__ = ["BACKENDS", "Simulation"]
@@ -152,9 +153,13 @@ class Simulation:
         self._stimulators.append(s)
         return s
 
-    def connect(self, source, target: PointProcess, *, weight: float = 0.0,
+    def connect(self, source, target: PointProcess, *, weight=0.0,
                 delay: float = 1.0, threshold: float | None = None) -> NetCon:
-        """A NetCon from ``source`` (a SpikeSource or ``(cell, location)``) to a synapse."""
+        """A NetCon from ``source`` (a SpikeSource or ``(cell, location)``) to a synapse.
+
+        ``weight`` is a number (µS for ExpSyn and Exp2Syn) or the NetCon's weight vector
+        ``(w0, w1, ...)``, NEURON's ``NetCon.weight[i]``: at most as many entries as the
+        target's NET_RECEIVE has arguments, the missing ones 0."""
         if isinstance(source, tuple):
             source = self.spike_source(*source)
         if not isinstance(source, SpikeSource):
@@ -168,8 +173,9 @@ class Simulation:
         if isinstance(delay, bool) or not isinstance(delay, Real) or not math.isfinite(delay) \
                 or delay < 0:
             raise ValueError(f"{name}: delay must be finite and >= 0, got {delay!r}")
-        nc = NetCon(source, target, _finite(weight, f"{name}: weight"), float(delay),
-                    len(self.netcons))
+        nc = NetCon(source, target, _weight(weight, name,
+                                            _mechanisms.get(target.kind).weight_size),
+                    float(delay), len(self.netcons))
         if threshold is not None:
             if source.kind != "threshold":
                 raise ValueError(f"{name}: threshold applies to a cell's spike source only")
@@ -315,6 +321,8 @@ class Simulation:
         gpu = self._gpu_options() if self.backend == "gpu" else None
         lay = self._prepare()
         km, dt, celsius = self._km, self.dt, self.celsius
+        if gpu is not None:
+            _gpu_events_supported(km)
         target = CHUNK_NODES
         if self.backend == "multicore":
             import numba
@@ -354,11 +362,17 @@ class Simulation:
                 fields = code.mech.field_names
                 for r, g in enumerate(p.table.side, start=len(p.table.outputs)):
                     self._data[code.mech.name][fields.index(g), :] = table[r, -1]
+        sends = []
         for code in km.codes:
             m = code.mech.name
             ions = [self._ions[a[len("_I_"):]] for a in code.ion_args()]
-            getattr(km.module, f"_initial_{m}")(self._data[m], lay.nodes[m], self._v, 0.0,
-                                                dt, celsius, *mech_tables[m], *ions)
+            rows = [np.empty((lay.nodes[m].size * code.initial_sends, 3))] \
+                if code.initial_sends else []
+            sent = getattr(km.module, f"_initial_{m}")(self._data[m], lay.nodes[m], self._v,
+                                                       0.0, dt, celsius, *mech_tables[m],
+                                                       *ions, *rows)
+            if rows:
+                sends.append((m, rows[0][:sent]))
         sources = sorted(self.sources, key=lambda s: s.gid)     # grouped by cell
         src_node = np.array([lay.cells[s.gid].global_node(s.node) for s in sources],
                             dtype=np.int64)
@@ -367,6 +381,10 @@ class Simulation:
         src_off = np.searchsorted(np.array([s.gid for s in sources], dtype=np.int64),
                                   np.arange(len(lay.cells) + 1)).astype(np.int64)
         self._events(sources)
+        self._receiver = Receiver(km, self._data, dt, celsius)
+        self._receive_table = self._receiving()[0]
+        self._receiver.initialize_weights(self._receive_table, self._target_instance)
+        self._receiver.initial_sends(self._queue, sends)
         self._deliver(INIT_LIMIT)
         model = self._model_args(lay, tables)
         km.assemble_all(len(lay.cells), 0.0, dt, celsius, *model)
@@ -491,13 +509,24 @@ class Simulation:
                 generators=self._generators, on_spike=self._generator_spike)
 
     def _event_target(self, event):
-        """The synapse (PointProcess) an event of the queue is for."""
+        """The synapse (PointProcess) a ``"net"`` event of the queue is for."""
         return self._targets[event.target]
 
+    def _receiving(self) -> tuple:
+        """The NetCons whose events this engine receives and their targets (by id)."""
+        return self._netcon_table, self._targets
+
+    def _target_instance(self, target: int) -> tuple:
+        """``(mechanism name, instance)`` of the target id ``target``."""
+        return self._layout.pp_index[id(self._receiving()[1][target])]
+
     def _net_receive(self, event) -> None:
-        m, j = self._layout.pp_index[id(self._event_target(event))]
-        getattr(self._km.module, f"_net_receive_{m}")(self._data[m], j, event.weight,
-                                                       event.te, self.dt, self.celsius)
+        """NET_RECEIVE for a ``"net"`` or ``"self"`` event (:mod:`.receive`)."""
+        if event.kind == "self":
+            m, j = event.target
+        else:
+            m, j = self._layout.pp_index[id(self._event_target(event))]
+        self._receiver.receive(event, m, j, self._receive_table, self._queue)
 
     def _generator_spike(self, source: int, te: float) -> None:
         self._spikes[id(self._all_sources[source])].append(te)
@@ -573,6 +602,29 @@ def _finite(value, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     return float(value)
+
+
+def _gpu_events_supported(km) -> None:
+    """Refuse, before any GPU work, self-events (``net_send``): the GPU engine runs
+    NET_RECEIVE on the device after the host has ordered the epoch's events, so a
+    self-event sent there could not enter the host's queue in time."""
+    for code in km.codes:
+        if code.receive_sends or code.initial_sends:
+            raise ValueError(f"mechanism {code.mech.name}: self-events (net_send) are not "
+                             "run by the gpu backend; use backend 'serial' or 'multicore'")
+
+
+def _weight(weight, name: str, size: int):
+    """A NetCon's weight: a finite number, or a weight vector (a tuple of finite numbers)
+    of at most ``size`` entries, the target's."""
+    if isinstance(weight, (list, tuple, np.ndarray)):
+        values = tuple(_finite(w, f"{name}: weight[{k}]")
+                       for k, w in enumerate(np.ravel(np.asarray(weight, dtype=object))))
+        if not 1 <= len(values) <= size:
+            raise ValueError(f"{name}: weight vector of {len(values)} entries; the "
+                             f"target's NET_RECEIVE takes 1 to {size}")
+        return values if len(values) > 1 else values[0]
+    return _finite(weight, f"{name}: weight")
 
 
 def _range_variable(variable: str) -> tuple:

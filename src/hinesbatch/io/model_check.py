@@ -233,7 +233,7 @@ class ModelChecker:
     def connection(self, value, where: str, refs: _References) -> dict:
         item = self.obj(value, where, {"source": (self.any, _REQUIRED),
                                        "target": (self.any, _REQUIRED),
-                                       "weight": (self.number, _REQUIRED),
+                                       "weight": (self.weight, _REQUIRED),
                                        "delay": (self.nonnegative, 1.0)})
         item["source"] = refs.source(item["source"], f"{where}.source")
         item["target"] = refs.target(item["target"], f"{where}.target")
@@ -305,6 +305,15 @@ class ModelChecker:
         if not math.isfinite(value):
             self.fail(where, f"must be finite, not {value}")
         return value
+
+    def weight(self, value, where: str):
+        """A NetCon's weight: a number, or its weight vector (a list of numbers, entry 0
+        the weight) for a synapse whose NET_RECEIVE takes more arguments."""
+        if isinstance(value, list):
+            if not value:
+                self.fail(where, "must not be empty (a weight vector starts with the weight)")
+            return [self.number(w, f"{where}[{k}]") for k, w in enumerate(value)]
+        return self.number(value, where)
 
     def positive(self, value, where: str) -> float | int:
         if self.number(value, where) <= 0:

@@ -20,8 +20,11 @@ Functions for mechanism ``m`` (only those its description has):
 - ``double m_current(double* D, long n, long j, double v, double t, double dt,
   double celsius, const double* table)``: the BREAKPOINT, returning the sum of the currents;
 - ``void m_state(...)`` (same arguments): the state block, cnexp and after-solve code;
-- ``void m_net_receive(double* D, long n, long j, double weight, double t, double dt,
-  double celsius)``.
+- ``void m_net_receive(double* D, long n, long j, double weight, double* W, double t,
+  double dt, double celsius)``: ``W`` holds the entries after the first of the NetCon's
+  weight vector (``net_receive_args``, loaded into locals ``w_<name>`` and stored back;
+  ``NULL`` without them). ``flag`` is 0: the C forms receive NetCon events only, and
+  ``net_send`` is refused.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ import copy
 from .codegen import _BINOPS, _CMPOPS, CodegenError, _name, _parse_expr
 from .description import Mechanism
 
-__all__ = ["C_PRELUDE", "emit_c", "emit_helpers"]
+__all__ = ["C_PRELUDE", "emit_c", "emit_helpers", "weight_vector_code"]
 
 C_PRELUDE = """#include <math.h>
 /* NEURON's hoc_Exp: 0 below -700, exp(700) above 700, else the C library's exp. */
@@ -59,6 +62,7 @@ class _CScope:
         self.args = dict(args or {})
         self.weight = weight
         self.special = _SPECIAL
+        self.zero = "0.0"          # the literal 0 of the C type (``flag``)
         self.locals: set = set()
 
     def inner(self, args: dict):
@@ -74,8 +78,13 @@ class _CScope:
         name = _name(name)
         if name in self.args:
             return self.args[name]
-        if name == "weight" and self.weight:
-            return "weight"
+        if self.weight:
+            if name == "weight":
+                return "weight"
+            if name in self.mech.net_receive_args:
+                return f"w_{name}"
+            if name == "flag":
+                return self.zero
         if name in self.special:
             return self.special[name]
         if name in self.fields:
@@ -112,6 +121,10 @@ class _CEmitter:
                     out.append(f"{pad}}} else {{\n")
                     out.append(self.statements(st.orelse, scope, indent + 1))
                 out.append(f"{pad}}}\n")
+            elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
+                    and getattr(st.value.func, "id", None) == "net_send":
+                raise CodegenError(f"mechanism {self.mech.name}: self-events (net_send) "
+                                   "are not emitted as C")
             elif isinstance(st, ast.While) and not st.orelse:
                 out.append(f"{pad}while ({self.expr(st.test, scope)}) {{\n")
                 out.append(self.statements(st.body, scope, indent + 1))
@@ -263,6 +276,18 @@ def emit_c(mech: Mechanism, *, tables: bool = True) -> str:
     if mech.net_receive:
         scope = _CScope(mech, fields=True, weight=True)
         body = em.block(mech.net_receive, scope, 1)
+        load, store = weight_vector_code(mech, "double")
         out.append(f"static void {m}_net_receive(double* D, long n, long j, double weight, "
-                   f"double t, double dt, double celsius) {{\n{_locals(scope)}{body}}}\n")
+                   f"double* W, double t, double dt, double celsius) {{\n{load}"
+                   f"{_locals(scope)}{body}{store}}}\n")
     return "\n".join(out)
+
+
+def weight_vector_code(mech: Mechanism, real: str) -> tuple[str, str]:
+    """The loads of a NET_RECEIVE's weight-vector entries after the first (``W[k]``) into
+    locals ``w_<name>`` of type ``real``, and their stores back."""
+    load = "".join(f"    {real} w_{a} = ({real})W[{k}];\n"
+                   for k, a in enumerate(mech.net_receive_args))
+    store = "".join(f"    W[{k}] = (double)w_{a};\n"
+                    for k, a in enumerate(mech.net_receive_args))
+    return load, store

@@ -7,8 +7,13 @@ contract to FMA). Names are resolved here:
 
 - a mechanism variable becomes ``_D_<mech>[k, _j]``: one float64 array per mechanism,
   ``fields × instances`` (:attr:`Mechanism.fields` order), ``_j`` the instance;
-- ``v``, ``t``, ``dt``, ``celsius``, ``weight`` become ``_v``, ``_t``, ``_dt``, ``_celsius``,
-  ``_w``; any other name is a local ``_l_<name>``;
+- ``v``, ``t``, ``dt``, ``celsius`` become ``_v``, ``_t``, ``_dt``, ``_celsius``; in
+  NET_RECEIVE ``weight`` and the ``net_receive_args`` are the NetCon's weight vector
+  ``_w[0]``, ``_w[1]``, ... and ``flag`` is ``_flag``; any other name is a local
+  ``_l_<name>``;
+- ``net_send(delay, flag)`` writes a row of the array ``_S`` (NET_RECEIVE: ``t + delay,
+  flag``; INITIAL: ``instance, t + delay, flag``) and counts it in ``_ns``, which the
+  function returns: the engine queues the self-events in that order;
 - ``exp`` is NEURON's ``hoc_Exp`` (``_hoc_exp``); ``log``, ``pow``, ``fabs``, ``sqrt``
   (and ``log10``, the trigonometric and hyperbolic functions, ``floor``, ``ceil``,
   ``fmod``, which NMODL files use) are the C library's (``math``; ``fmod``, ``floor``
@@ -27,8 +32,8 @@ from typing import NamedTuple
 from .description import Mechanism
 from .ions import FARADAY, GAS_CONSTANT
 
-__all__ = ["CodegenError", "IonIO", "MechanismCode", "hoc_exp_source", "ion_io",
-           "nernst_source"]
+__all__ = ["CodegenError", "IonIO", "MechanismCode", "count_net_sends", "hoc_exp_source",
+           "ion_io", "nernst_source"]
 
 _INTRINSICS = {"exp": "_hoc_exp", "log": "math.log", "pow": "math.pow", "fabs": "math.fabs",
                "sqrt": "math.sqrt",
@@ -45,6 +50,17 @@ _CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
 
 class CodegenError(ValueError):
     """A code block uses something outside the statement language (names the block)."""
+
+
+def count_net_sends(text: str) -> int:
+    """How many ``net_send(...)`` statements the block ``text`` holds: the most
+    self-events one run of it can queue (the statement language has no loops)."""
+    try:
+        tree = ast.parse(text.strip() or "pass")
+    except SyntaxError:
+        return 0
+    return sum(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+               and n.func.id == "net_send" for n in ast.walk(tree))
 
 
 def hoc_exp_source(vector_exp: bool = False) -> str:
@@ -128,7 +144,8 @@ class _Scope:
         self.mech = mech
         self.fields = {n: k for k, n in enumerate(mech.field_names)} if fields else {}
         self.args = dict(args or {})
-        self.weight = weight
+        self.weight = weight        # NET_RECEIVE: the weight vector and flag
+        self.sends = None           # where net_send may appear: "receive" or "initial"
         self.tables = tables
         self.locals: set = set()
         self.cache = False          # fields live in locals _c_<name> (see MechanismCode.wrap)
@@ -139,8 +156,13 @@ class _Scope:
         name = _name(name)
         if name in self.args:
             return self.args[name]
-        if name == "weight" and self.weight:
-            return "_w"
+        if self.weight:
+            if name == "weight":
+                return "_w[0]"
+            if name in self.mech.net_receive_args:
+                return f"_w[{self.mech.net_receive_args.index(name) + 1}]"
+            if name == "flag":
+                return "_flag"
         if name in _SPECIAL:
             return _SPECIAL[name]
         if name in self.fields:
@@ -155,7 +177,7 @@ class _Scope:
         name = _name(name)
         if name in self.args:
             return self.args[name]
-        if name in _SPECIAL or name == "weight":
+        if name in _SPECIAL or name == "weight" or (name == "flag" and self.weight):
             raise CodegenError(f"mechanism {self.mech.name}: cannot assign {name!r}")
         if name in self.fields:
             self.written.setdefault(name, self.fields[name])
@@ -228,10 +250,30 @@ class MechanismCode:
         out.append(self._initial_function())
         if self.mech.net_receive:
             scope = _Scope(self.mech, fields=True, weight=True)
+            scope.sends = "receive"
             body = self._block(self.mech.net_receive, scope, 1, "NET_RECEIVE")
             out.append(f"@njit(cache=True, error_model='numpy')\n"
-                       f"def _net_receive_{m}(_D_{m}, _j, _w, _t, _dt, _celsius):\n{body}")
+                       f"def _net_receive_{m}(_D_{m}, _j, _w, _t, _dt, _celsius, _flag, _S):\n"
+                       f"    _ns = 0\n{body}    return _ns\n")
+        if self.mech.net_receive_initial:
+            scope = _Scope(self.mech, fields=True, weight=True)
+            body = self._block(self.mech.net_receive_initial, scope, 1,
+                               "NET_RECEIVE INITIAL")
+            out.append(f"@njit(cache=True, error_model='numpy')\n"
+                       f"def _net_init_{m}(_D_{m}, _j, _w, _t, _dt, _celsius):\n{body}")
         return "\n\n".join(out)
+
+    @property
+    def initial_sends(self) -> int:
+        """``net_send`` statements in INITIAL: with any, ``_initial_<m>`` takes a last
+        argument ``_S`` (rows ``instance, te, flag``, this many per instance) and returns
+        the rows written."""
+        return count_net_sends(self.mech.initial) if self.mech.kind != "density" else 0
+
+    @property
+    def receive_sends(self) -> int:
+        """``net_send`` statements in NET_RECEIVE: rows of ``_net_receive_<m>``'s ``_S``."""
+        return count_net_sends(self.mech.net_receive)
 
     def _table_functions(self, p) -> str:
         m, tb = self.mech.name, p.table
@@ -281,8 +323,11 @@ class MechanismCode:
     def _initial_function(self) -> str:
         m, io = self.mech.name, self.ion_io
         scope = _Scope(self.mech, fields=True, tables=self.tables)
+        sends = self.initial_sends
+        scope.sends = "initial" if sends else None
         body = self._block(self.mech.initial or "pass", scope, 2, "INITIAL")
         tabs = "".join(f", {a}" for a in self.table_args() + self.ion_args())
+        tabs += ", _S" if sends else ""
         pad = "        "
         loads = "".join(f"{pad}_D_{m}[{k}, _j] = _I_{ion}[{row}, _n]\n"
                         for ion, k, row in io.loads)
@@ -294,10 +339,11 @@ class MechanismCode:
                           f"{z!r}, _celsius)\n" for ion, z in io.wrote_conc)
         return (f"@njit(cache=True, error_model='numpy')\n"
                 f"def _initial_{m}(_D_{m}, _N_{m}, v, _t, _dt, _celsius{tabs}):\n"
-                f"    for _j in range(_N_{m}.size):\n"
+                + ("    _ns = 0\n" if sends else "")
+                + f"    for _j in range(_N_{m}.size):\n"
                 f"        _v = v[_N_{m}[_j]]\n"
                 + (f"        _n = _N_{m}[_j]\n" if loads or stores else "")
-                + loads + body + stores)
+                + loads + body + stores + ("    return _ns\n" if sends else ""))
 
     # ---- loops inlined in the cell step -----------------------------------------------
     # The loops run over the instances of cells ``[c0, c1)`` through 1-D views (``_fv_<m>_<f>``
@@ -463,6 +509,9 @@ class MechanismCode:
                 if st.orelse:
                     out.append(f"{pad}else:\n")
                     out.append(self._statements(st.orelse, scope, indent + 1, where))
+            elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
+                    and isinstance(st.value.func, ast.Name) and st.value.func.id == "net_send":
+                out.append(self._net_send(st.value, scope, pad, where))
             elif isinstance(st, ast.While) and not st.orelse:
                 out.append(f"{pad}while {self._expr(st.test, scope)}:\n")
                 out.append(self._statements(st.body, scope, indent + 1, where))
@@ -473,6 +522,18 @@ class MechanismCode:
             else:
                 self._bad(st, where, "only assignments, if/else, while and procedure calls")
         return "".join(out) or f"{pad}pass\n"
+
+    def _net_send(self, call, scope, pad: str, where: str) -> str:
+        """``net_send(delay, flag)``: a row of ``_S`` (see the module docstring)."""
+        if scope.sends is None:
+            self._bad(call, where, "net_send is allowed in NET_RECEIVE and in a point "
+                      "process's INITIAL only")
+        if len(call.args) != 2 or call.keywords:
+            self._bad(call, where, "net_send takes 2 arguments (delay [ms], flag)")
+        delay, flag = (self._expr(a, scope) for a in call.args)
+        row = (["_j"] if scope.sends == "initial" else []) + [f"(_t + {delay})", flag]
+        return ("".join(f"{pad}_S[_ns, {k}] = {x}\n" for k, x in enumerate(row))
+                + f"{pad}_ns += 1\n")
 
     def _procedure_call(self, call, scope, indent, where) -> str:
         pad = "    " * indent

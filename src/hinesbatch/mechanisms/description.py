@@ -35,7 +35,17 @@ precision, as nocmodl's C is.
   ``cnexp``: ``y = y + (1 - exp(dt·a))·(-(b)/(a) - y)``.
 - ``after_solve``: statements run with the new ``v`` after the states (NEURON's
   ``SOLVE ... METHOD after_cvode``).
-- ``net_receive``: NEURON's NET_RECEIVE block (argument ``weight``).
+- ``net_receive``: NEURON's NET_RECEIVE block. It reads the event's weight vector: entry 0
+  as ``weight`` (read only), entries 1, 2, ... by the names in ``net_receive_args``
+  (read and written; each NetCon keeps its own, as NEURON's ``NetCon.weight[i]``), and
+  ``flag``: 0 for a NetCon's event, the flag given to ``net_send`` for a self-event.
+  The statement ``net_send(delay, flag)`` queues a self-event to the same instance at
+  ``t + delay`` [ms]; it carries the weight vector of the event being received.
+- ``net_receive_initial``: NET_RECEIVE's own INITIAL block, run for each NetCon at
+  initialization with that NetCon's weight vector (``t`` = 0). Without it the entries
+  after the first start at 0, as NEURON sets them.
+- ``initial`` of a point process may also call ``net_send(delay, flag)``; such a
+  self-event carries a weight vector of zeros.
 
 Worked example: ExpSyn (NEURON's expsyn.mod) as a description::
 
@@ -179,6 +189,8 @@ class Mechanism:
     cnexp: tuple = ()
     after_solve: str = ""
     net_receive: str = ""
+    net_receive_args: tuple = ()
+    net_receive_initial: str = ""
     aliases: dict = field(default_factory=dict)
     doc: str = ""
     geometry: tuple = ()
@@ -191,6 +203,20 @@ class Mechanism:
             if g not in GEOMETRY or g not in self.field_names:
                 raise ValueError(f"mechanism {self.name}: geometry field {g!r} must be one "
                                  f"of {GEOMETRY} and one of the mechanism's fields")
+        if (self.net_receive_args or self.net_receive_initial) and not self.net_receive:
+            raise ValueError(f"mechanism {self.name}: net_receive_args and "
+                             "net_receive_initial need a net_receive block")
+        clash = set(self.net_receive_args) & ({"weight", "flag", "v", "t", "dt", "celsius"}
+                                              | set(self.field_names))
+        if clash:
+            raise ValueError(f"mechanism {self.name}: net_receive_args {sorted(clash)} "
+                             "clash with the mechanism's names")
+
+    @property
+    def weight_size(self) -> int:
+        """Entries of a NetCon's weight vector for this mechanism: 1 + the
+        ``net_receive_args``."""
+        return 1 + len(self.net_receive_args)
 
     @property
     def ion_variables(self) -> tuple:

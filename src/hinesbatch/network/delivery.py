@@ -148,7 +148,9 @@ def deliver(queue: EventQueue, t_limit: float, *, netcons: NetConTable,
     netcons : NetConTable
         Fans out generator spikes.
     on_net : callable
-        ``on_net(event)`` applies a ``"net"`` event to its target (NET_RECEIVE).
+        ``on_net(event)`` applies a ``"net"`` or ``"self"`` event to its target
+        (NET_RECEIVE); self-events it queues (``net_send``) with ``te <= t_limit`` are
+        delivered in the same call.
     generators : mapping of int to generator, optional
         Spike generators by source id, for ``"start"`` and ``"spike"`` events.
     on_spike : callable, optional
@@ -162,7 +164,7 @@ def deliver(queue: EventQueue, t_limit: float, *, netcons: NetConTable,
     count = 0
     while (event := queue.pop_next(t_limit)) is not None:
         count += 1
-        if event.kind == "net":
+        if event.kind == "net" or event.kind == "self":
             on_net(event)
         elif event.kind == "start":
             queue.push(event.te, event.target, kind="spike")

@@ -72,6 +72,7 @@ class Network:
         self._tgt: list[int] = []
         self._syn: list = []
         self._weight: list[float] = []
+        self._weight_vectors: dict[int, tuple] = {}
         self._delay: list[float] = []
         self._records: list[tuple[str, int, str]] = []
 
@@ -252,7 +253,7 @@ class Network:
         return kind, dict(params)
 
     # ---- connections ------------------------------------------------------------------
-    def connect(self, source: int, target: int, synapse="ExpSyn[0]", *, weight: float = 0.0,
+    def connect(self, source: int, target: int, synapse="ExpSyn[0]", *, weight=0.0,
                 delay: float = 1.0) -> int:
         """A NetCon from gid ``source`` to the synapse ``synapse`` of cell ``target``.
 
@@ -265,8 +266,9 @@ class Network:
         synapse : str or int
             ``"ExpSyn[0]"`` (kind and index among the cell's point processes of that
             kind) or the position in ``cell.point_processes``.
-        weight : float
-            [µS for ExpSyn and Exp2Syn].
+        weight : float or sequence of float
+            [µS for ExpSyn and Exp2Syn]; or the NetCon's weight vector ``(w, a, ...)`` for
+            a synapse whose NET_RECEIVE takes more arguments (NEURON's ``nc.weight[i]``).
         delay : float
             [ms], finite.
 
@@ -286,19 +288,31 @@ class Network:
         self._src.append(int(source))
         self._tgt.append(int(target))
         self._syn.append(synapse if isinstance(synapse, str) else int(synapse))
-        self._weight.append(finite_number(weight, f"connection {i}: weight"))
+        if isinstance(weight, (list, tuple, np.ndarray)):
+            vector = tuple(finite_number(w, f"connection {i}: weight[{k}]")
+                           for k, w in enumerate(np.ravel(np.asarray(weight, dtype=object))))
+            if not vector:
+                raise ValueError(f"connection {i}: the weight vector is empty")
+        else:
+            vector = (finite_number(weight, f"connection {i}: weight"),)
+        self._weight.append(vector[0])
+        if len(vector) > 1:
+            self._weight_vectors[i] = vector
         self._delay.append(finite_number(delay, f"connection {i}: delay [ms]"))
         return i
 
     @property
     def connections(self) -> dict:
         """The connections as arrays: ``source``, ``target`` (int64 gids), ``synapse``
-        (list), ``weight`` [µS], ``delay`` [ms]."""
+        (list), ``weight`` [µS] (entry 0 of a weight vector), ``delay`` [ms], and
+        ``weight_vectors`` (connection index -> the whole weight vector, for the
+        connections given one)."""
         return {"source": np.array(self._src, dtype=np.int64),
                 "target": np.array(self._tgt, dtype=np.int64),
                 "synapse": list(self._syn),
                 "weight": np.array(self._weight, dtype=np.float64),
-                "delay": np.array(self._delay, dtype=np.float64)}
+                "delay": np.array(self._delay, dtype=np.float64),
+                "weight_vectors": dict(self._weight_vectors)}
 
     def min_delay(self) -> float:
         """The smallest connection delay [ms]; ``inf`` without connections."""

@@ -28,8 +28,10 @@ __all__ = ["EVENT_KINDS", "Event", "EventQueue", "finite_number"]
 #: Kinds of events: ``"net"`` is a NetCon event that acts on a target (a synapse) with a
 #: weight; ``"spike"`` is a spike generator's own next spike (NEURON's NetStim or VecStim
 #: self-event), whose target is the source id and whose weight is unused; ``"start"`` is
-#: NetStim's INITIAL self-event, which queues the first ``"spike"`` at its own time.
-EVENT_KINDS = ("net", "spike", "start")
+#: NetStim's INITIAL self-event, which queues the first ``"spike"`` at its own time;
+#: ``"self"`` is a mechanism's own self-event (NMODL's ``net_send``): it acts on its
+#: target like a ``"net"`` event, with its ``flag``.
+EVENT_KINDS = ("net", "spike", "start", "self")
 
 
 class Event(NamedTuple):
@@ -46,12 +48,20 @@ class Event(NamedTuple):
         NetCon weight (µS for ExpSyn and Exp2Syn); 0 for ``"spike"`` events.
     kind : str
         One of :data:`EVENT_KINDS`.
+    netcon : int
+        The NetCon whose weight vector the event carries (``"net"`` events, and
+        ``"self"`` events sent while receiving one); -1 for none (a self-event sent from
+        INITIAL).
+    flag : float
+        NET_RECEIVE's ``flag``: 0 for ``"net"`` events, ``net_send``'s for ``"self"``.
     """
 
     te: float
     target: Any
     weight: float
     kind: str = "net"
+    netcon: int = -1
+    flag: float = 0.0
 
 
 def finite_number(value, what: str) -> float:
@@ -84,7 +94,8 @@ class EventQueue:
         self._heap: list[tuple[float, int, Event]] = []
         self._seq = 0
 
-    def push(self, te: float, target: Any, weight: float = 0.0, *, kind: str = "net") -> None:
+    def push(self, te: float, target: Any, weight: float = 0.0, *, kind: str = "net",
+             netcon: int = -1, flag: float = 0.0) -> None:
         """Queue an event.
 
         Parameters
@@ -97,11 +108,15 @@ class EventQueue:
             Weight [µS for the built-in synapses]; finite.
         kind : str
             One of :data:`EVENT_KINDS`.
+        netcon : int
+            The NetCon whose weight vector the event carries, or -1.
+        flag : float
+            NET_RECEIVE's ``flag`` (``"self"`` events); finite.
 
         Raises
         ------
         ValueError
-            ``te`` or ``weight`` not finite, or an unknown ``kind``.
+            ``te``, ``weight`` or ``flag`` not finite, or an unknown ``kind``.
         TypeError
             ``te`` or ``weight`` not a number.
         """
@@ -109,7 +124,10 @@ class EventQueue:
         weight = finite_number(weight, "event weight")
         if kind not in EVENT_KINDS:
             raise ValueError(f"unknown event kind {kind!r}; valid kinds: {', '.join(EVENT_KINDS)}")
-        heapq.heappush(self._heap, (te, self._seq, Event(te, target, weight, kind)))
+        if flag != 0.0:
+            flag = finite_number(flag, "event flag")
+        heapq.heappush(self._heap, (te, self._seq, Event(te, target, weight, kind,
+                                                         int(netcon), flag)))
         self._seq += 1
 
     def pop_next(self, t_limit: float) -> Event | None:

@@ -7,6 +7,11 @@ for the source and fans it out to the NetCons, in creation order, when it is del
 The timing and order are the same as one event per NetCon queued together: the NetCons'
 events are queued one after the other, so no other event can fall between them.
 
+Each NetCon carries a weight vector (NEURON's ``NetCon.weight``): entry 0 is the weight,
+the others are per-NetCon values that a target's NET_RECEIVE reads and writes (a
+facilitating synapse's last release time, say). Events carry the NetCon's index, so the
+target's NET_RECEIVE works on the NetCon's own vector (:meth:`NetConTable.weight_vector`).
+
 Sources and targets are integer ids chosen by the engine (a suggestion: threshold
 sources first, numbered as in their :class:`~.sources.ThresholdDetector`, then the spike
 generators).
@@ -42,13 +47,13 @@ class NetConTable:
     >>> table.on_spike(0, 3.5000000001, q)
     1
     >>> q.pop_until(10.0)[0]
-    Event(te=4.5000000001, target=5, weight=0.01, kind='net')
+    Event(te=4.5000000001, target=5, weight=0.01, kind='net', netcon=0, flag=0.0)
     """
 
     def __init__(self):
         self._sources: list[int] = []
         self._targets: list[int] = []
-        self._weights: list[float] = []
+        self._weights: list[np.ndarray] = []      # each NetCon's weight vector
         self._delays: list[float] = []
         self._by_source: dict[int, list[int]] = {}
         self._source_ids: np.ndarray | None = None
@@ -59,15 +64,16 @@ class NetConTable:
     def __repr__(self) -> str:
         return f"NetConTable({len(self)} NetCons from {len(self._by_source)} sources)"
 
-    def add(self, source: int, target: int, *, weight: float = 0.0, delay: float = 1.0) -> int:
+    def add(self, source: int, target: int, *, weight=0.0, delay: float = 1.0) -> int:
         """Add a NetCon and return its index (NEURON's defaults: weight 0, delay 1 ms).
 
         Parameters
         ----------
         source, target : int
             Source id and target id (>= 0).
-        weight : float
-            Weight (µS for ExpSyn and Exp2Syn); finite.
+        weight : float or sequence of float
+            Weight (µS for ExpSyn and Exp2Syn), or the whole weight vector (entry 0 the
+            weight); finite.
         delay : float
             Delay [ms]; finite and >= 0.
 
@@ -96,9 +102,31 @@ class NetConTable:
             self._source_ids = np.array(sorted(self._by_source), dtype=np.int64)
         return self._source_ids
 
-    def set_weight(self, netcon: int, weight: float) -> None:
-        """Set the weight of NetCon ``netcon``."""
+    def set_weight(self, netcon: int, weight) -> None:
+        """Set the weight of NetCon ``netcon`` (a number: entry 0; a sequence: the whole
+        weight vector)."""
         self._weights[self._check(netcon)] = _check_weight(weight, netcon)
+
+    def weight_vector(self, netcon: int) -> np.ndarray:
+        """The weight vector of NetCon ``netcon`` (float64, entry 0 the weight): the
+        array itself, which NET_RECEIVE updates in place."""
+        return self._weights[self._check(netcon)]
+
+    def resize_weights(self, netcon: int, size: int) -> None:
+        """Give NetCon ``netcon`` a weight vector of ``size`` entries: the given ones
+        kept, the others 0 (the size is the target's, NEURON's NET_RECEIVE arguments).
+
+        Raises
+        ------
+        ValueError
+            The NetCon was given more entries than ``size``.
+        """
+        w = self._weights[self._check(netcon)]
+        if w.size > size:
+            raise ValueError(f"NetCon[{netcon}] has a weight vector of {w.size} entries "
+                             f"but its target's NET_RECEIVE takes {size}")
+        if w.size < size:
+            self._weights[netcon] = np.concatenate([w, np.zeros(size - w.size)])
 
     def set_delay(self, netcon: int, delay: float) -> None:
         """Set the delay [ms] of NetCon ``netcon``."""
@@ -121,7 +149,8 @@ class NetConTable:
         """
         netcons = self._by_source.get(source, ())
         for i in netcons:
-            queue.push(ts + self._delays[i], self._targets[i], self._weights[i], kind="net")
+            queue.push(ts + self._delays[i], self._targets[i], self._weights[i][0],
+                       kind="net", netcon=i)
         return len(netcons)
 
     def min_delay(self) -> float:
@@ -169,8 +198,8 @@ class NetConTable:
 
     @property
     def weights(self) -> np.ndarray:
-        """(n,) float64: weight of each NetCon."""
-        return np.array(self._weights, dtype=np.float64)
+        """(n,) float64: weight of each NetCon (entry 0 of its weight vector)."""
+        return np.array([w[0] for w in self._weights], dtype=np.float64)
 
     @property
     def delays(self) -> np.ndarray:
@@ -178,8 +207,15 @@ class NetConTable:
         return np.array(self._delays, dtype=np.float64)
 
 
-def _check_weight(weight, i: int) -> float:
-    return finite_number(weight, f"NetCon[{i}] weight")
+def _check_weight(weight, i: int) -> np.ndarray:
+    """The weight vector (float64, a copy) of NetCon ``i`` from a number or a sequence."""
+    if isinstance(weight, (list, tuple, np.ndarray)):
+        values = [finite_number(w, f"NetCon[{i}] weight[{k}]")
+                  for k, w in enumerate(np.ravel(np.asarray(weight, dtype=object)))]
+        if not values:
+            raise ValueError(f"NetCon[{i}] weight vector is empty")
+        return np.array(values, dtype=np.float64)
+    return np.array([finite_number(weight, f"NetCon[{i}] weight")])
 
 
 def _check_delay(delay, i: int) -> float:

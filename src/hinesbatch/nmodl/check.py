@@ -87,6 +87,8 @@ def _category(err: NmodlError) -> str:
         return f"TABLE: {err.reason.split(':')[0][:60]}"
     if err.reason.startswith("unknown name"):
         return "unknown name"
+    if err.reason.startswith("assigns the NetCon's weight"):
+        return "NET_RECEIVE assigning the weight"
     return c.split()[0] if " " in c and c.split()[0].isupper() else c
 
 

@@ -38,6 +38,7 @@ from .callables import CallableLowering
 from .constructs import STATEMENT_CALLS, ConstructLowering
 from .derivatives import DerivativeLowering
 from .kinetic import KineticLowering
+from .net_receive import NetReceiveLowering
 from .newton import NewtonLowering
 from .syntax import (
     Context,
@@ -121,7 +122,7 @@ def translate_text(text: str, path: str = "<string>", *, order: int = 1000) -> T
 
 # ---- source positions -------------------------------------------------------------------
 class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, KineticLowering,
-                NewtonLowering):
+                NewtonLowering, NetReceiveLowering):
     def __init__(self, text: str, path: str):
         self.path, self.text = path, text
         self.lines = code_lines(text)
@@ -584,6 +585,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             f = e.get_node_name()
             if f in _IGNORED_CALLS:
                 return []
+            if f == "net_send":
+                return self.net_send_statement(e, ctx, pad)
             if f in STATEMENT_CALLS:
                 return self.statement_call(f, e, ctx, pad)
             if f in self.procedures:
@@ -722,7 +725,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         functions = tuple(self._function(f) for f in self.functions)
         initial = self._simple_block("InitialBlock", "INITIAL", r"\bINITIAL\b")
         breakpoint, state, cnexp, after_solve = self._breakpoint()
-        net_receive = self._net_receive()
+        net_receive, net_receive_args, net_receive_initial = self.net_receive_block()
         params = tuple(p for p in self.params if p.name not in self.fixed)
         for n in sorted(self.fixed):
             line = self.line_of(rf"\b{n}\b")
@@ -734,7 +737,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             currents=tuple(self.currents), electrode=self.electrode,
             functions=functions, procedures=procedures, initial=initial,
             breakpoint=breakpoint, state=state, cnexp=cnexp, after_solve=after_solve,
-            net_receive=net_receive, aliases={ex.py_name(p.name): p.name for p in params
+            net_receive=net_receive, net_receive_args=net_receive_args,
+            net_receive_initial=net_receive_initial, aliases={ex.py_name(p.name): p.name for p in params
                      if ex.py_name(p.name) != p.name},
             doc=f"Translated from {Path(self.path).name}.", geometry=self.geometry)
 
@@ -743,6 +747,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         if not blocks:
             return ""
         ctx = Context(where, [pattern], fields=True)
+        ctx.net_send = where == "INITIAL" and self.kind == "point"
         stmts = blocks[0].statement_block.statements
         prefix = self.ion_copies(stmts, ctx)
         return prefix + "".join(self.statements(stmts, ctx))
@@ -788,23 +793,3 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             ctx.locals.add(local)
             out += f"{local} = {ex.py_name(n)}\n"
         return out
-
-    def _net_receive(self) -> str:
-        blocks = self.blocks.get("NetReceiveBlock", [])
-        if not blocks:
-            return ""
-        if self.kind != "point":
-            self.fail("NET_RECEIVE", "in a density mechanism", r"NET_RECEIVE")
-        b = blocks[0]
-        args = [a.get_node_name() for a in b.parameters]
-        if len(args) != 1:
-            self.fail("NET_RECEIVE", f"{len(args)} arguments: weight vectors of more than "
-                      "one entry are not translated", r"NET_RECEIVE")
-        ctx = Context("NET_RECEIVE", [r"NET_RECEIVE"], fields=True)
-        ctx.rename = {args[0]: ("name", "weight")}
-        ctx.extra = {"weight"}
-        ctx.readonly = {"weight": "assigns the NetCon's weight"}
-        if "flag" in reads_and_calls(b.statement_block.statements)[0]:
-            self.fail("flag", "self-event flags are not translated", r"\bflag\b")
-        stmts = b.statement_block.statements
-        return self.ion_copies(stmts, ctx) + "".join(self.statements(stmts, ctx))

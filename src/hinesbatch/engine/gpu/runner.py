@@ -244,7 +244,35 @@ class _Part:
             rec_buf=device.put(np.full(int(lengths.sum()), np.nan)),   # poisoned
             bad_step=device.zeros(self.n_cells, np.int64))
         self.spike_cap = 0
+        self._weight_vectors(runner)
         self.no_events()
+
+    def _weight_vectors(self, runner) -> None:
+        """The weight-vector entries after the first of the NetCons into this part's
+        cells (targets whose NET_RECEIVE takes more than a weight), one run ``nc_w`` on
+        the device; ``nc_off`` maps a NetCon to its entries' offset there."""
+        sim = runner.sim
+        table, targets = sim._receiving()
+        self.nc_off, chunks, at = {}, [], 0
+        for i, t in enumerate(table.targets.tolist()):
+            target = targets[t]
+            mech = runner.lay.mechs[runner.mech_index[sim._layout.pp_index[id(target)][0]]]
+            if mech.weight_size > 1 and self.c0 <= sim._gid(target.cell) < self.c1:
+                self.nc_off[i] = at
+                chunks.append(table.weight_vector(i)[1:])
+                at += mech.weight_size - 1
+        self.nc_table = table
+        nc_w = np.concatenate(chunks) if chunks else np.zeros(1)
+        self.arrays["nc_w"] = self.device.put(np.ascontiguousarray(nc_w, dtype=np.float64))
+
+    def weights_back(self) -> None:
+        """The device's weight-vector entries into the NetCons' weight vectors."""
+        if not self.nc_off:
+            return
+        nc_w = self.device.get(self.arrays["nc_w"])
+        for i, at in self.nc_off.items():
+            w = self.nc_table.weight_vector(i)
+            w[1:] = nc_w[at:at + w.size - 1]
 
     def no_events(self) -> None:
         put = self.device.put
@@ -252,11 +280,12 @@ class _Part:
                            ev_step=put(np.zeros(1, dtype=np.int64)),
                            ev_mech=put(np.zeros(1, dtype=_INT)),
                            ev_inst=put(np.zeros(1, dtype=_INT)),
-                           ev_w=put(np.zeros(1)), ev_te=put(np.zeros(1)))
+                           ev_w=put(np.zeros(1)), ev_te=put(np.zeros(1)),
+                           ev_wo=put(np.full(1, -1, dtype=_INT)))
 
     def set_events(self, events: list) -> None:
-        """``events``: (local cell, step, mechanism index, local instance, weight, te), in
-        delivery order."""
+        """``events``: (local cell, step, mechanism index, local instance, weight, te,
+        NetCon), in delivery order."""
         if not events:
             self.no_events()
             return
@@ -269,7 +298,8 @@ class _Part:
             ev_mech=put(np.array([e[2] for e in ev], dtype=_INT)),
             ev_inst=put(np.array([e[3] for e in ev], dtype=_INT)),
             ev_w=put(np.array([e[4] for e in ev], dtype=np.float64)),
-            ev_te=put(np.array([e[5] for e in ev], dtype=np.float64)))
+            ev_te=put(np.array([e[5] for e in ev], dtype=np.float64)),
+            ev_wo=put(np.array([self.nc_off.get(e[6], -1) for e in ev], dtype=_INT)))
 
     def ensure_spike_space(self, cap: int) -> None:
         if cap > self.spike_cap:
@@ -439,7 +469,7 @@ class GpuRunner:
         for p in self.parts:
             if p.c0 <= gid < p.c1:
                 found[id(p)].append((gid - p.c0, step, k, j - p.inst0[m], event.weight,
-                                     event.te))
+                                     event.te, event.netcon))
                 return
 
     def _launch(self, step: int, n: int, detect: int) -> None:
@@ -490,6 +520,7 @@ class GpuRunner:
             sim._v[p.node0:p.node0 + v.size] = v
             for ion, arr in sim._ions.items():
                 arr[:, p.node0:p.node0 + v.size] = p.device.get(p.arrays[f"Ion_{ion}"])
+            p.weights_back()
             for mech in lay.mechs:
                 m = mech.name
                 data = p.device.get(p.arrays[f"D_{m}"])

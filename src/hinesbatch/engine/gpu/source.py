@@ -38,7 +38,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from ...mechanisms.c_emitter import _CEmitter, _CScope, emit_helpers
+from ...mechanisms.c_emitter import _CEmitter, _CScope, emit_helpers, weight_vector_code
 from ...mechanisms.codegen import CodegenError, _name, _parse_expr, ion_io
 from ...mechanisms.ions import FARADAY, GAS_CONSTANT, kept_per_node
 
@@ -216,6 +216,7 @@ class _KernelScope(_CScope):
 
     def __init__(self, mech, constants: dict, literal, *, v_name="v", weight=False):
         super().__init__(mech, fields=True, weight=weight)
+        self.zero = "R(0.0)"
         self.constants, self.literal = constants, literal
         self.v_name = v_name
         self.used: set = set()     # shared with the scopes of inlined procedures
@@ -335,10 +336,11 @@ def mechanism_functions(mech, constants: dict, transient: set, tables: bool,
         scope = _KernelScope(mech, constants, em.literal, weight=True)
         body = em.block(mech.net_receive, scope, 1)
         decl, store = _loads_stores(mech, scope.used, acc, set())
+        w_load, w_store = weight_vector_code(mech, "real")
         out.append(f"__device__ __forceinline__ void {m}_net_receive(real* __restrict__ D, "
-                   f"const int n, const int j, const real weight, const real t, "
-                   f"const real dt, const real celsius) {{\n"
-                   f"{decl}{_locals_decl(scope)}{body}{store}}}\n")
+                   f"const int n, const int j, const real weight, double* __restrict__ W, "
+                   f"const real t, const real dt, const real celsius) {{\n"
+                   f"{decl}{w_load}{_locals_decl(scope)}{body}{store}{w_store}}}\n")
     return "\n".join(out)
 
 
@@ -359,6 +361,7 @@ _COMMON = (
     ("spike_cap", "i32"),
     ("ev_off", "ptr:int"), ("ev_step", "ptr:long long"), ("ev_mech", "ptr:int"),
     ("ev_inst", "ptr:int"), ("ev_w", "ptr:double"), ("ev_te", "ptr:double"),
+    ("ev_wo", "ptr:int"), ("nc_w", "ptr:double"),
     ("rec_off", "ptr:int"), ("rec_mech", "ptr:int"), ("rec_field", "ptr:int"),
     ("rec_idx", "ptr:int"), ("rec_every", "ptr:int"), ("rec_pos", "ptr:long long"),
     ("rec_buf", "ptr:double"), ("bad_step", "ptr:long long"),
@@ -403,7 +406,8 @@ def kernel_args(mechs, tables: bool) -> list[KernelArg]:
     return out
 
 
-_WRITTEN = {"v_glob", "scratch", "src_flag", "spike_n", "spike_t", "rec_buf", "bad_step"}
+_WRITTEN = {"v_glob", "scratch", "src_flag", "spike_n", "spike_t", "rec_buf", "bad_step",
+            "nc_w"}
 
 
 def kernel_source(mechs, roles: dict, *, precision: str, tables: bool, dt: float,
@@ -548,7 +552,8 @@ def _net_receive(mechs) -> str:
         if mech.net_receive:
             m = mech.name
             cases += (f"                    case {k}: {m}_net_receive(D_{m}, n_{m}, ev_inst[e], "
-                      f"(real)ev_w[e], (real)ev_te[e], dt, celsius); break;\n")
+                      f"(real)ev_w[e], ev_wo[e] >= 0 ? nc_w + ev_wo[e] : nullptr, "
+                      f"(real)ev_te[e], dt, celsius); break;\n")
     return cases
 
 

@@ -1,0 +1,117 @@
+"""NET_RECEIVE on the CPU engine: weight vectors, ``flag`` and ``net_send`` self-events.
+
+A mechanism's NET_RECEIVE (``_net_receive_<m>``, :mod:`hinesbatch.mechanisms.codegen`)
+runs with the event's time as ``t``, its ``flag`` and the weight vector it carries, which
+it may update in place; it returns the self-events it sent (``net_send``) as rows
+``te, flag``, and :class:`Receiver` queues them, in that order, on the run's queue.
+
+NEURON's rules, reproduced here:
+
+- each NetCon has a weight vector of as many entries as its target's NET_RECEIVE has
+  arguments; at initialization NET_RECEIVE's own INITIAL block runs for every NetCon with
+  that NetCon's vector (``t`` = 0), and without one the entries after the first are set
+  to 0 (:meth:`Receiver.initialize_weights`);
+- a self-event acts on the instance that sent it, with its ``flag``, through the same
+  queue as NetCon events (equal times in insertion order, delivered within the same
+  delivery pass when due), and carries the weight vector of the event that sent it: the
+  NetCon's own array, so what NET_RECEIVE writes there persists; one sent from INITIAL
+  carries no NetCon, and NET_RECEIVE sees zeros;
+- ``net_send`` from a point process's INITIAL queues its events after the spike
+  generators' first ones (NEURON's NetStim, a built-in mechanism type, initializes
+  first), in mechanism and instance order (:meth:`Receiver.initial_sends`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..network import EventQueue, NetConTable
+
+__all__ = ["Receiver", "SelfEventError"]
+
+
+class SelfEventError(ValueError):
+    """A ``net_send`` with a negative delay (NEURON stops with ``net_send td-t``)."""
+
+
+class Receiver:
+    """The NET_RECEIVE functions of a run's mechanisms and their scratch arrays.
+
+    Parameters
+    ----------
+    km : KernelModule
+        The run's generated module (``codes``: one MechanismCode per mechanism).
+    data : dict of str to ndarray
+        Each mechanism's ``fields × instances`` array, updated in place.
+    dt, celsius : float
+        [ms], [degC].
+    """
+
+    def __init__(self, km, data: dict, dt: float, celsius: float):
+        self.data, self.dt, self.celsius = data, float(dt), float(celsius)
+        self.mechs = {code.mech.name: code.mech for code in km.codes}
+        self._receive = {}
+        self._init = {}
+        for code in km.codes:
+            m = code.mech.name
+            if code.mech.net_receive:
+                self._receive[m] = (getattr(km.module, f"_net_receive_{m}"),
+                                    np.empty((max(code.receive_sends, 1), 2)))
+            if code.mech.net_receive_initial:
+                self._init[m] = getattr(km.module, f"_net_init_{m}")
+
+    def initialize_weights(self, table: NetConTable, where) -> None:
+        """Size every NetCon's weight vector to its target's and run NET_RECEIVE's
+        INITIAL on it (or set the entries after the first to 0).
+
+        Parameters
+        ----------
+        table : NetConTable
+        where : callable
+            ``where(target_id) -> (mechanism name, instance)``.
+        """
+        found: dict = {}
+        for i, t in enumerate(table.targets.tolist()):
+            if t not in found:
+                found[t] = where(t)
+            m, j = found[t]
+            size = self.mechs[m].weight_size
+            if size == 1 and table.weight_vector(i).size == 1:
+                continue            # a weight alone: nothing to size or initialize
+            table.resize_weights(i, size)
+            w = table.weight_vector(i)
+            if m in self._init:
+                self._init[m](self.data[m], j, w, 0.0, self.dt, self.celsius)
+            else:
+                w[1:] = 0.0
+
+    def initial_sends(self, queue: EventQueue, sends) -> None:
+        """Queue the self-events INITIAL blocks sent: ``sends`` holds ``(mechanism name,
+        rows)`` in mechanism order, each row ``instance, te, flag``."""
+        for m, rows in sends:
+            for j, te, flag in rows:
+                self._check(m, int(j), te, 0.0)
+                queue.push(te, (m, int(j)), 0.0, kind="self", netcon=-1, flag=flag)
+
+    def receive(self, event, m: str, j: int, table: NetConTable | None,
+                queue: EventQueue) -> None:
+        """Run NET_RECEIVE of instance ``j`` of mechanism ``m`` for ``event`` and queue
+        the self-events it sends.
+
+        ``table`` holds the NetCon ``event.netcon`` whose weight vector the event
+        carries (None or ``netcon == -1``: a vector of zeros).
+        """
+        fn, rows = self._receive[m]
+        if event.netcon >= 0 and table is not None:
+            w = table.weight_vector(event.netcon)
+        else:
+            w = np.zeros(self.mechs[m].weight_size)
+        sent = fn(self.data[m], j, w, event.te, self.dt, self.celsius, event.flag, rows)
+        for r in range(sent):
+            te, flag = float(rows[r, 0]), float(rows[r, 1])
+            self._check(m, j, te, event.te)
+            queue.push(te, (m, j), w[0], kind="self", netcon=event.netcon, flag=flag)
+
+    def _check(self, m: str, j: int, te: float, t: float) -> None:
+        if not te >= t:
+            raise SelfEventError(f"{m}[{j}]: net_send at t = {t!r} ms with delay "
+                                 f"{te - t!r} ms: the delay must be >= 0 (and finite)")

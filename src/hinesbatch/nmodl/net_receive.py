@@ -1,0 +1,91 @@
+"""Lowering of NET_RECEIVE: weight vectors, its INITIAL block, ``flag`` and ``net_send``.
+
+``NET_RECEIVE(w, a, b (ms))`` becomes the description's ``net_receive`` block with the
+first argument named ``weight`` (read only) and the others as ``net_receive_args``
+(``("a", "b")``): entries 1, 2 of each NetCon's weight vector, which the block reads and
+writes. An ``INITIAL { ... }`` inside NET_RECEIVE becomes ``net_receive_initial`` (run for
+each NetCon at initialization). ``flag`` reads the event's flag. ``net_send(delay, flag)``
+in NET_RECEIVE, or in a point process's INITIAL, stays a statement of the description
+(:mod:`hinesbatch.mechanisms.description`); anywhere else it is refused.
+"""
+from __future__ import annotations
+
+from . import expressions as ex
+from .syntax import Context, unwrap, writes
+
+__all__ = ["NetReceiveLowering"]
+
+_RESERVED = {"weight", "flag", "v", "t", "dt", "celsius"}
+
+
+class NetReceiveLowering:
+    """Mixin of the lowering (``self.fail``, ``self.statements``, ``self._expr``, ...)."""
+
+    def net_receive_block(self) -> tuple[str, tuple, str]:
+        """``(net_receive, net_receive_args, net_receive_initial)`` of the file."""
+        blocks = self.blocks.get("NetReceiveBlock", [])
+        if not blocks:
+            return "", (), ""
+        if self.kind != "point":
+            self.fail("NET_RECEIVE", "in a density mechanism", r"NET_RECEIVE")
+        b = blocks[0]
+        args = [a.get_node_name() for a in b.parameters]
+        if not args:
+            self.fail("NET_RECEIVE", "without arguments (a weight is expected)",
+                      r"NET_RECEIVE")
+        rest = tuple(args[1:])
+        for a in rest:
+            if a in _RESERVED or a in self.field_names or a in self.const:
+                self.fail(f"NET_RECEIVE argument {a}", "has the name of one of the "
+                          "mechanism's variables or of NEURON's", r"NET_RECEIVE")
+        if len(set(args)) != len(args):
+            self.fail("NET_RECEIVE", "two arguments with one name", r"NET_RECEIVE")
+        stmts, inits = [], []
+        for st in b.statement_block.statements:
+            inner = unwrap(st.expression) if type(st).__name__ == "ExpressionStatement" \
+                else None
+            if type(inner).__name__ == "InitialBlock":
+                inits.append(inner)
+            else:
+                stmts.append(st)
+        if args[0] != "weight" and args[0] in writes(stmts) | writes(
+                [st for i in inits for st in i.statement_block.statements]):
+            self.fail(args[0], "assigns the NetCon's weight (entry 0 of its weight vector)",
+                      rf"\b{args[0]}\s*=")
+        if len(inits) > 1:
+            self.fail("INITIAL", "two INITIAL blocks in NET_RECEIVE", r"\bINITIAL\b")
+        ctx = self._net_receive_context("NET_RECEIVE", r"NET_RECEIVE", args[0], rest)
+        ctx.extra.add("flag")
+        ctx.readonly["flag"] = "assigns the event's flag"
+        ctx.net_send = True
+        text = self.ion_copies(stmts, ctx) + "".join(self.statements(stmts, ctx))
+        initial = ""
+        if inits:
+            ictx = self._net_receive_context("NET_RECEIVE INITIAL", r"\bINITIAL\b", args[0],
+                                             rest)
+            istmts = inits[0].statement_block.statements
+            initial = self.ion_copies(istmts, ictx) + "".join(self.statements(istmts, ictx))
+        return text, rest, initial
+
+    def _net_receive_context(self, where: str, pattern: str, first: str, rest) -> Context:
+        ctx = Context(where, [pattern], fields=True)
+        ctx.rename = {first: ("name", "weight")}
+        ctx.extra = {"weight", *rest}
+        ctx.readonly = {"weight": "assigns the NetCon's weight (entry 0 of its weight "
+                                  "vector)"}
+        return ctx
+
+    def net_send_statement(self, call, ctx, pad: str) -> list[str]:
+        """``net_send(delay, flag)`` as a statement of the description."""
+        pat = r"\bnet_send\s*\("
+        if not getattr(ctx, "net_send", False):
+            where = "a density mechanism's INITIAL" if ctx.where == "INITIAL" else ctx.where
+            self.fail("net_send()", f"self-events sent from {where} are not translated "
+                      "(only from NET_RECEIVE and a point process's INITIAL)", pat)
+        args = list(call.arguments)
+        if len(args) != 2:
+            self.fail("net_send()", f"called with {len(args)} argument(s), takes 2 "
+                      "(delay, flag)", pat)
+        delay, flag = (ex.to_text(self._expr(a, ctx)) for a in args)
+        return [f"{pad}net_send({delay}, {flag})\n"]
+
