@@ -346,7 +346,7 @@ class Simulation:
         tables, mech_tables = [], {}
         for code in km.codes:
             own = [getattr(km.module, f"_build_{code.mech.name}_{p.name}")(celsius, dt)
-                   for p in code.table_procedures] if self.tables else []
+                   for p in code.tabled] if self.tables else []
             mech_tables[code.mech.name] = own
             tables += own
             for p, table in zip(code.table_procedures, own):

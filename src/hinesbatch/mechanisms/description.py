@@ -111,11 +111,15 @@ class Table:
 
 @dataclass(frozen=True)
 class Function:
-    """A FUNCTION: ``body`` assigns the result to the function's own name."""
+    """A FUNCTION: ``body`` assigns the result to the function's own name.
+
+    With a ``table`` (one argument; ``table.outputs`` is ``(name,)``), a call with tables
+    on is NEURON's lookup in the values of the exact function at ``n + 1`` points."""
 
     name: str
     args: tuple
     body: str
+    table: Table | None = None
 
 
 @dataclass(frozen=True)

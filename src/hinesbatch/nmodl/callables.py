@@ -63,22 +63,71 @@ class CallableLowering:
                 info.writes |= inner.writes
         return info
 
+    def table_statement(self, name):
+        """The TABLE statement of FUNCTION or PROCEDURE ``name``, or None."""
+        block = self.functions.get(name) or self.procedures.get(name)
+        return next((s for s in block.statement_block.statements
+                     if type(s).__name__ == "TableStatement"), None) if block else None
+
+    def uses_tables(self, name) -> bool:
+        """Whether calling ``name`` looks a table up: it has a TABLE, or (a PROCEDURE) calls
+        one that does."""
+        cache = self.__dict__.setdefault("_uses_tables", {})
+        if name not in cache:
+            cache[name] = False
+            block = self.functions.get(name) or self.procedures.get(name)
+            calls = reads_and_calls(block.statement_block.statements)[1] if block else set()
+            cache[name] = self.table_statement(name) is not None or (
+                name in self.procedures and any(self.uses_tables(g) for g in calls
+                                                if g != name))
+        return cache[name]
+
+    def check_table_reach(self, name, ctx):
+        """Refuse a call of ``name`` that would look a table up where the tables are out of
+        reach: in a FUNCTION, in NET_RECEIVE, or while a table is built (NEURON would
+        read a table the call may see half built)."""
+        if getattr(ctx, "no_tables", False) and self.uses_tables(name):
+            self.fail("TABLE", f"{ctx.where} calls {name}, which uses a TABLE (translated "
+                      "in PROCEDUREs and the INITIAL, BREAKPOINT and DERIVATIVE blocks)",
+                      rf"\b{name}\s*\(")
+
     def _function(self, f) -> Function:
         block = self.functions[f]
         where = f"FUNCTION {f}"
-        if any(type(s).__name__ == "TableStatement" for s in block.statement_block.statements):
-            self.fail("TABLE", f"a TABLE in {where} is not translated yet",
-                      rf"FUNCTION\s+{f}\b")
         params = [a.get_node_name() for a in block.parameters]
         extra = list(self.function_extra(f))
+        table = None
+        st = self.table_statement(f)
+        if st is not None:
+            table = self._function_table(f, st, params, extra)
         ctx = Context(where, [rf"FUNCTION\s+{f}\b"], fields=False,
                        args=set(params) | set(extra))
+        ctx.table_ok, ctx.no_tables = True, True
         ctx.locals.add(f)
         ctx.readonly = {n: f"{where} writes the mechanism's variable {n}"
                         for n in self.field_names if n not in params}
         self.ion_copies(block.statement_block.statements, ctx)   # refuses assignments
         body = "".join(self.statements(block.statement_block.statements, ctx))
-        return Function(f, tuple(params + extra), body or "pass")
+        return Function(f, tuple(params + extra), body or "pass", table)
+
+    def _function_table(self, f, st, params, extra) -> Table:
+        """NEURON's FUNCTION table: ``f``'s value at WITH+1 points (nocmodl's ``_n_<f>``
+        interpolates it; ``_f_<f>`` is the exact function)."""
+        where, pat = f"FUNCTION {f}", rf"FUNCTION\s+{f}\b"
+        if st.table_vars:
+            self.fail("TABLE", f"a TABLE in {where} names outputs (a FUNCTION's table holds "
+                      "its value)", pat)
+        if len(params) != 1:
+            self.fail("TABLE", f"a TABLE in {where} of {len(params)} arguments (one is "
+                      "translated)", pat)
+        for n in extra:      # fixed PARAMETERs are constants by now (_table_fixed)
+            self.fail("TABLE", f"{where} reads {n} besides its argument", pat)
+        depend = tuple(v.get_node_name() for v in st.depend_vars)
+        lo, hi, n = (self._constant(getattr(st, k), "TABLE", pat)
+                     for k in ("from", "to", "with"))
+        if n < 1 or n != int(n):
+            self.fail("TABLE", f"WITH {n}: a positive whole number of intervals", pat)
+        return Table((f,), depend, lo, hi, int(n))
 
     def _procedure(self, p) -> Procedure:
         block = self.procedures[p]
@@ -93,6 +142,7 @@ class CallableLowering:
         table = None
         if info.table is not None:
             table = self._table(p, info.table, params, ctx)
+            ctx.no_tables = True         # its body builds the table
         self.ion_copies(block.statement_block.statements, ctx)   # refuses assignments
         body = "".join(self.statements(block.statement_block.statements, ctx))
         return Procedure(p, tuple(params), body or "pass", table)
@@ -147,16 +197,34 @@ class CallableLowering:
                 written |= self._expand(writes([st]))
         return early & set(self.field_names)
 
+    def tables_fixed(self) -> dict:
+        """The PARAMETERs every TABLE depends on, with their values (:meth:`_table_fixed`)."""
+        fixed = {}
+        for p in self.procedures:
+            info = self.procedure_info(p)
+            if info.table is not None:
+                fixed.update(self._table_fixed(p, info.table))
+        for f in self.functions:
+            st = self.table_statement(f)
+            if st is not None:
+                fixed.update(self._table_fixed(f, st))
+        return fixed
+
     def _table_fixed(self, p, st) -> dict:
-        """The GLOBAL parameters the TABLE of PROCEDURE ``p`` depends on, with their
-        values: a table is built once, so they are fixed at the file's values."""
-        where, pat = f"PROCEDURE {p}", rf"PROCEDURE\s+{p}\b"
-        info = self.procedure_info(p)
-        outs = self._expand({v.get_node_name() for v in st.table_vars})
-        reads = set(info.fields_used) - outs
-        for g in reads_and_calls(self.procedures[p].statement_block.statements)[1]:
-            if g in self.functions:
-                reads |= set(self.function_extra(g))
+        """The GLOBAL parameters the TABLE of PROCEDURE or FUNCTION ``p`` depends on, with
+        their values: a table is built once, so they are fixed at the file's values."""
+        if p in self.functions:
+            where, pat = f"FUNCTION {p}", rf"FUNCTION\s+{p}\b"
+            reads, outs, side = set(self.function_extra(p)), set(), set()
+        else:
+            where, pat = f"PROCEDURE {p}", rf"PROCEDURE\s+{p}\b"
+            info = self.procedure_info(p)
+            outs = self._expand({v.get_node_name() for v in st.table_vars})
+            reads = set(info.fields_used) - outs
+            side = info.writes - outs       # GLOBALs computed in it (checked in _table)
+            for g in reads_and_calls(self.procedures[p].statement_block.statements)[1]:
+                if g in self.functions:
+                    reads |= set(self.function_extra(g))
         fixed = {}
         depend = {v.get_node_name() for v in st.depend_vars}
         for part in (getattr(st, "from"), st.to):
@@ -164,9 +232,8 @@ class CallableLowering:
                 depend |= ex.names(ex.from_ast(part)) - set(self.const)
             except ex.ExpressionError:
                 pass
-        side = info.writes - outs       # GLOBALs computed in it (checked in _table)
         for n in sorted((reads - side) | (depend - {"celsius", "dt"})):
-            if n in ("v", "t"):
+            if n in ("v", "t") or (n == "dt" and p in self.functions):
                 self.fail("TABLE", f"{where} reads {n} besides its argument", pat)
             if n in ("celsius", "dt"):     # fixed for a run; the table is built at its start
                 continue

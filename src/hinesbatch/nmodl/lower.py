@@ -11,9 +11,10 @@ The lowering keeps nocmodl's semantics where the engine runs them bit for bit:
   INITIAL: NEURON's backward-Euler Newton system, assembled and eliminated in straight-line
   code (:mod:`.kinetic`); ``derivimplicit`` of coupled equations: NEURON's Newton iteration
   (:mod:`.newton`);
-- a PROCEDURE with a TABLE of one argument: :class:`~hinesbatch.mechanisms.Table`
-  (NEURON's linear interpolation); the PARAMETERs it depends on are fixed at the file's
-  values (a notice says so; setting one is then an error, not a silent difference);
+- a PROCEDURE or FUNCTION with a TABLE of one argument:
+  :class:`~hinesbatch.mechanisms.Table` (NEURON's linear interpolation); the PARAMETERs it
+  depends on are fixed at the file's values (a notice says so; setting one is then an
+  error, not a silent difference);
 - FUNCTIONs that read the mechanism's variables or ``v``/``t``/``dt`` get them as extra
   arguments; PROCEDUREs are inlined, their LOCALs renamed so they cannot meet the
   caller's;
@@ -487,6 +488,7 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
         if f in _INTRINSICS:
             return ("call", f, args)
         if f in self.functions:
+            self.check_table_reach(f, ctx)
             extra = self.function_extra(f)
             return ("call", f, args + tuple(ex.substitute(("name", n), ctx.rename)
                                             for n in extra))
@@ -611,6 +613,7 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
         return ["".join(pad + line for line in text.splitlines(True))]
 
     def _procedure_call(self, f, call, ctx) -> str:
+        self.check_table_reach(f, ctx)
         args = [self._expr(a, ctx) for a in call.arguments]
         proc = self.procedures[f]
         if len(args) != len(proc.parameters):
@@ -676,11 +679,7 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
 
     # ---- callables ----------------------------------------------------------------------
     def _build(self, order: int) -> Mechanism:
-        fixed = {}
-        for p in self.procedures:
-            info = self.procedure_info(p)
-            if info.table is not None:
-                fixed.update(self._table_fixed(p, info.table))
+        fixed = self.tables_fixed()
         self.fixed = set(fixed)
         self.const.update(fixed)
         self.param_names -= self.fixed
@@ -773,6 +772,7 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
         ctx.rename = {args[0]: ("name", "weight")}
         ctx.extra = {"weight"}
         ctx.readonly = {"weight": "assigns the NetCon's weight"}
+        ctx.no_tables = True
         if "flag" in reads_and_calls(b.statement_block.statements)[0]:
             self.fail("flag", "self-event flags are not translated", r"\bflag\b")
         stmts = b.statement_block.statements

@@ -39,7 +39,7 @@ import ast
 from dataclasses import dataclass
 
 from ...mechanisms.c_emitter import _CEmitter, _CScope, emit_helpers
-from ...mechanisms.codegen import CodegenError, _name, _parse_expr, ion_io
+from ...mechanisms.codegen import _name, _parse_expr, ion_io
 from ...mechanisms.ions import FARADAY, GAS_CONSTANT, kept_per_node
 
 __all__ = ["REAL_TYPES", "KernelArg", "field_roles", "kernel_args", "kernel_source"]
@@ -212,7 +212,7 @@ class _KernelScope(_CScope):
     """Fields as locals ``f_<name>`` (or literals for constants); ``v`` as ``v_name``."""
 
     def __init__(self, mech, constants: dict, literal, *, v_name="v", weight=False):
-        super().__init__(mech, fields=True, weight=weight)
+        super().__init__(mech, fields=True, weight=weight, table=not weight)
         self.constants, self.literal = constants, literal
         self.v_name = v_name
         self.used: set = set()     # shared with the scopes of inlined procedures
@@ -375,7 +375,9 @@ def _mech_arg_spec(mech, has_table: bool) -> tuple:
 
 
 def _has_table(mech, tables: bool) -> bool:
-    return tables and any(p.table is not None for p in mech.procedures)
+    """Whether ``mech`` takes ``T_<m>``: its tables one after another
+    (:func:`~hinesbatch.mechanisms.c_emitter.table_offsets`)."""
+    return tables and any(c.table is not None for c in mech.procedures + mech.functions)
 
 
 def kernel_args(mechs, tables: bool) -> list[KernelArg]:
@@ -411,10 +413,6 @@ def kernel_source(mechs, roles: dict, *, precision: str, tables: bool, dt: float
     once by the compiler instead of at every node and step; ``block_threads`` is the
     kernel's launch bound (the registers a thread may use follow from it)."""
     real = REAL_TYPES[precision]
-    for mech in mechs:
-        if tables and sum(p.table is not None for p in mech.procedures) > 1:
-            raise CodegenError(f"mechanism {mech.name}: the GPU engine takes one TABLE per "
-                               "mechanism")
     parts = [f"#define REAL {real}\n#define REAL2 {real}2\n", _PRELUDE]
     kept = kept_per_node(mechs)
     if kept:
