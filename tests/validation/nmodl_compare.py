@@ -9,7 +9,8 @@ child process (:func:`run_neuron`) given the model as JSON. A model::
      "iclamp": [1.0, 20.0, 0.3],                            # soma[0](0.5): del, dur, amp
      "netstim": [3.0, 7.0, 5, [[0, 0.01, 1.0]]],           # start, interval, number,
                                                             # [point, weight, delay]
-     "record": [["soma[0]", 0.5]], "tstop": 30.0, "dt": 0.025, "celsius": 6.3,
+     "record": [["soma[0]", 0.5]],          # or [sec, x, "n_kdr"]: a RANGE variable
+     "tstop": 30.0, "dt": 0.025, "celsius": 6.3,
      "v_init": -65.0, "tables": True}       # False: usetable_<name> = 0 for every
                                             # mechanism, Simulation(tables=False)
 
@@ -73,9 +74,9 @@ if not spec["tables"]:
         if hasattr(h, f"usetable_{name}"):
             setattr(h, f"usetable_{name}", 0)
 vecs = []
-for sec, x in spec["record"]:
+for sec, x, *var in spec["record"]:
     vec = h.Vector()
-    vec.record(secs[sec](x)._ref_v)
+    vec.record(getattr(secs[sec](x), f"_ref_{var[0] if var else 'v'}"))
     vecs.append(vec)
 h.dt, h.celsius = spec["dt"], spec["celsius"]
 h.steps_per_ms = 1.0 / spec["dt"]
@@ -195,7 +196,8 @@ def _defaults(model: dict) -> dict:
 
 
 def run_neuron(model: dict, lib: str | None) -> np.ndarray:
-    """NEURON's voltage traces [mV] of ``model`` (records × steps + 1)."""
+    """NEURON's traces of ``model``'s records (voltages [mV] or RANGE variables),
+    records × steps + 1."""
     spec = _defaults(model)
     with tempfile.TemporaryDirectory() as tmp:
         spec.update(lib=lib, out=os.path.join(tmp, "v.npy"), swc=str(spec["swc"]))
@@ -208,7 +210,7 @@ def run_neuron(model: dict, lib: str | None) -> np.ndarray:
 
 
 def run_hinesbatch(model: dict) -> np.ndarray:
-    """hinesbatch's voltage traces [mV] of ``model`` (mechanisms must be loaded)."""
+    """hinesbatch's traces of ``model``'s records (mechanisms must be loaded)."""
     import hinesbatch as hb
 
     spec = _defaults(model)
@@ -228,7 +230,8 @@ def run_hinesbatch(model: dict) -> np.ndarray:
         ns = sim.net_stim(start=start, interval=interval, number=number)
         for k, w, d in targets:
             sim.connect(ns, points[k], weight=w, delay=d)
-    keys = [sim.record("v", location=f"{sec}({x})") for sec, x in spec["record"]]
+    keys = [sim.record(var[0] if var else "v", location=f"{sec}({x})")
+            for sec, x, *var in spec["record"]]
     res = sim.run(spec["tstop"])
     return np.array([res[k] for k in keys])
 

@@ -350,10 +350,13 @@ class Simulation:
             mech_tables[code.mech.name] = own
             tables += own
             for p, table in zip(code.table_procedures, own):
-                # GLOBALs the procedure also writes keep its last construction call's values
+                # what the procedure also writes keeps its last construction call's values:
+                # a GLOBAL everywhere, a RANGE variable in the first instance, whose data
+                # NEURON's nrn_thread_table_check builds the table with
                 fields = code.mech.field_names
                 for r, g in enumerate(p.table.side, start=len(p.table.outputs)):
-                    self._data[code.mech.name][fields.index(g), :] = table[r, -1]
+                    where = slice(0, 1) if g in p.table.side_range else slice(None)
+                    self._data[code.mech.name][fields.index(g), where] = table[r, -1]
         for code in km.codes:
             m = code.mech.name
             ions = [self._ions[a[len("_I_"):]] for a in code.ion_args()]

@@ -97,9 +97,12 @@ class Ion:
 class Table:
     """NEURON's ``TABLE outputs DEPEND depend FROM start TO stop WITH n`` (``n + 1`` rows).
 
-    ``side``: GLOBALs the procedure writes besides its outputs. NEURON leaves in them what
-    the last call of the table's construction wrote (at ``stop``), and a lookup does not
-    change them; their rows follow the outputs' in the built table."""
+    ``side``: variables the procedure writes besides its outputs. NEURON leaves in them
+    what the last call of the table's construction wrote (at ``stop``), and a lookup does
+    not change them; their rows follow the outputs' in the built table. Those also in
+    ``side_range`` are per instance in NEURON: the construction (nocmodl's
+    ``_check_<proc>``, called with the first instance's data) writes them into the first
+    instance only; the others are GLOBALs (every instance)."""
 
     outputs: tuple
     depend: tuple
@@ -107,6 +110,7 @@ class Table:
     stop: float
     n: int
     side: tuple = ()
+    side_range: tuple = ()
 
 
 @dataclass(frozen=True)

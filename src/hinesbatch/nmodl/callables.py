@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..mechanisms.description import Function, Procedure, Table
 from . import expressions as ex
-from .syntax import Context, constant_value, reads_and_calls, writes
+from .syntax import Context, constant_value, reads_and_calls, unwrap, writes
 
 __all__ = ["CallableLowering"]
 
@@ -162,14 +162,17 @@ class CallableLowering:
                 self.fail("TABLE", f"output {o} is not an ASSIGNED variable", pat)
         info = self.procedure_info(p)
         early = self._read_before_written(p)
-        side = []
+        side, side_range = [], []
+        outside = self._written_outside(p)
         for n in sorted(info.writes - set(outs)):
-            if n not in self.globals_declared:
-                self.fail("TABLE", f"{where} writes {n}, which is not one of its table "
-                          "outputs nor a GLOBAL", pat)
             if n in early:
-                self.fail("TABLE", f"{where} reads the GLOBAL {n} before it writes it", pat)
+                self.fail("TABLE", f"{where} reads {n} before it writes it", pat)
+            if n in outside and not self._one_value(n):
+                self.fail("TABLE", f"{where} writes {n}, which is not one of its table "
+                          "outputs, and other blocks write it too", pat)
             side.append(n)
+            if not self.neuron_global(n):
+                side_range.append(n)
         calls_procs = reads_and_calls(self.procedures[p].statement_block.statements)[1]
         for g in calls_procs:
             if g in self.procedures and self.procedure_info(g).table is not None:
@@ -180,7 +183,74 @@ class CallableLowering:
         if n < 1 or n != int(n):
             self.fail("TABLE", f"WITH {n}: a positive whole number of intervals", pat)
         ctx.readonly = {}
-        return Table(tuple(outs), depend, lo, hi, int(n), tuple(side))
+        return Table(tuple(outs), depend, lo, hi, int(n), tuple(side), tuple(side_range))
+
+    def neuron_global(self, n) -> bool:
+        """Whether NEURON keeps one value of ``n`` for all instances: a GLOBAL, or a
+        PARAMETER not declared RANGE."""
+        return n in self.globals_declared or (n in self.param_names
+                                              and n not in self.range_names)
+
+    def _one_value(self, n) -> bool:
+        """Whether every assignment of ``n`` in the file assigns the same expression of
+        constants and ``celsius``/``dt`` (then the order of the blocks that write it does
+        not matter)."""
+        values = set()
+
+        def walk(stmts):
+            for st in stmts:
+                k = type(st).__name__
+                if k == "ExpressionStatement":
+                    e = unwrap(st.expression)
+                    if type(e).__name__ == "BinaryExpression" and e.op.eval() == "=" \
+                            and e.lhs.get_node_name() == n:
+                        try:
+                            values.add(ex.substitute(ex.from_ast(e.rhs), self.const))
+                        except ex.ExpressionError:
+                            values.add(None)
+                elif k in ("IfStatement", "ElseIfStatement", "ElseStatement",
+                           "FromStatement", "WhileStatement"):
+                    walk(st.statement_block.statements)
+                    if k == "IfStatement":
+                        walk(st.elseifs)
+                        if st.elses is not None:
+                            walk([st.elses])
+
+        for kind in ("InitialBlock", "BreakpointBlock", "DerivativeBlock", "KineticBlock",
+                     "NetReceiveBlock", "FunctionBlock", "ProcedureBlock"):
+            for b in self.blocks.get(kind, []):
+                walk(b.statement_block.statements)
+        if len(values) != 1 or None in values:
+            return False
+        return ex.names(next(iter(values))) <= {"celsius", "dt"}
+
+    def _call_tree(self, p) -> set:
+        """PROCEDURE ``p`` and the PROCEDUREs it calls, directly or not."""
+        tree, todo = set(), [p]
+        while todo:
+            g = todo.pop()
+            if g in tree or g not in self.procedures:
+                continue
+            tree.add(g)
+            todo += reads_and_calls(self.procedures[g].statement_block.statements)[1]
+        return tree
+
+    def _written_outside(self, p) -> set:
+        """Mechanism variables that blocks other than PROCEDURE ``p`` (with the procedures
+        it calls) write; all that the procedures ``p`` calls write where another block
+        calls one of them."""
+        tree = self._call_tree(p)
+        out = set()
+        blocks = [b for kind in ("InitialBlock", "BreakpointBlock", "DerivativeBlock",
+                                 "KineticBlock", "NetReceiveBlock", "FunctionBlock")
+                  for b in self.blocks.get(kind, [])]
+        blocks += [b for g, b in self.procedures.items() if g not in tree]
+        for b in blocks:
+            stmts = b.statement_block.statements
+            out |= self._expand(writes(stmts))
+            if reads_and_calls(stmts)[1] & (tree - {p}):
+                out |= self.procedure_info(p).writes
+        return out
 
     def _read_before_written(self, p, written=None) -> set:
         """Mechanism variables PROCEDURE ``p`` (with the procedures it calls, in order) may
@@ -232,7 +302,10 @@ class CallableLowering:
                 depend |= ex.names(ex.from_ast(part)) - set(self.const)
             except ex.ExpressionError:
                 pass
-        for n in sorted((reads - side) | (depend - {"celsius", "dt"})):
+        # a DEPEND on a variable the table's procedure writes (and no other block does,
+        # see _table) compares equal after the first build (nocmodl's _check_<p> saves it
+        # after building)
+        for n in sorted((reads - side) | (depend - {"celsius", "dt"} - side)):
             if n in ("v", "t") or (n == "dt" and p in self.functions):
                 self.fail("TABLE", f"{where} reads {n} besides its argument", pat)
             if n in ("celsius", "dt"):     # fixed for a run; the table is built at its start

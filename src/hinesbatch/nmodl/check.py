@@ -79,9 +79,11 @@ def _category(err: NmodlError) -> str:
         return c
     if c == "TABLE":
         for words, label in (("depends on", "TABLE depending on a computed value"),
-                             ("nor a GLOBAL", "TABLE writing a variable besides its outputs"),
-                             ("before it writes", "TABLE reading a GLOBAL it writes"),
-                             ("in FUNCTION", "TABLE in a FUNCTION")):
+                             ("other blocks write", "TABLE writing a variable other blocks "
+                              "write"),
+                             ("before it writes", "TABLE reading a variable it writes"),
+                             ("uses a TABLE", "TABLE looked up in a FUNCTION or "
+                              "NET_RECEIVE")):
             if words in err.reason:
                 return label
         return f"TABLE: {err.reason.split(':')[0][:60]}"
