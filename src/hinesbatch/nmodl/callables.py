@@ -7,6 +7,9 @@ from .syntax import Context, constant_value, reads_and_calls, unwrap, writes
 
 __all__ = ["CallableLowering"]
 
+#: Calls a FUNCTION's write of a mechanism variable may make (function_side).
+_PURE = {"exp", "log", "log10", "pow", "fabs", "sqrt"}
+
 
 class ProcInfo:
     """What a PROCEDURE (with those it calls) reads and writes of the mechanism."""
@@ -29,7 +32,7 @@ class CallableLowering:
         block = self.functions[f]
         params = {p.get_node_name() for p in block.parameters}
         reads, calls = reads_and_calls(block.statement_block.statements)
-        reads = self._expand(reads)
+        reads = self._expand(reads) - set(self.function_side(f))   # locals of f
         extra = set()
         for n in reads - params - set(self.const):
             if n in self.field_names or n in {"v", "t", "dt"}:
@@ -48,6 +51,8 @@ class CallableLowering:
         reads, calls = reads_and_calls(block.statement_block.statements)
         reads = self._expand(reads)
         written = self._expand(writes(block.statement_block.statements))
+        for g in calls:
+            written |= set(self.function_side(g)) if g in self.functions else set()
         params = {a.get_node_name() for a in block.parameters}
         info = ProcInfo()
         info.fields_used = {n for n in (reads | written) - params if n in self.field_names
@@ -82,6 +87,89 @@ class CallableLowering:
                                                 if g != name))
         return cache[name]
 
+    def function_side(self, f) -> dict:
+        """What FUNCTION ``f`` writes of the mechanism's variables, ``{name: value}``
+        (the assignment's right-hand side), where each is assigned once, at the top of
+        the body, before ``f`` reads it, with a value of the mechanism's variables and
+        constants only: such a write is the same as that assignment placed before the
+        statement that calls ``f``, and ``f`` keeps a local copy. Empty otherwise (a write
+        is then refused where ``f`` is lowered)."""
+        cache = self.__dict__.setdefault("_fside", {})
+        if f in cache:
+            return cache[f]
+        cache[f] = {}
+        block = self.functions[f]
+        params = {a.get_node_name() for a in block.parameters}
+        stmts = block.statement_block.statements
+        fields = set(self.field_names) - params - {f}
+        wanted = self._expand(writes(stmts)) & fields
+        if not wanted:
+            return cache[f]
+        side, seen = {}, set()
+        for st in stmts:
+            reads, calls = reads_and_calls([st])
+            if self._expand(reads) & (wanted - set(side)):
+                return cache[f]                    # read before its write
+            e = unwrap(st.expression) if type(st).__name__ == "ExpressionStatement" \
+                else None
+            target = e.lhs.get_node_name() if e is not None and type(e).__name__ == \
+                "BinaryExpression" and e.op.eval() == "=" else None
+            if target in wanted:
+                if target in seen or not (self._expand(reads) <= fields | set(self.const)
+                                          | {"celsius"}) or calls - _PURE:
+                    return cache[f]
+                seen.add(target)
+                side[target] = e.rhs
+            elif self._expand(writes([st])) & wanted:
+                return cache[f]                    # a write inside IF or FROM
+        cache[f] = side
+        return side
+
+    def side_writes_before(self, st, ctx, pad) -> list:
+        """The assignments that FUNCTIONs called by statement ``st`` make to the
+        mechanism's variables (:meth:`function_side`), to run before ``st``; marks those
+        calls as placed (``ctx.side_ok``)."""
+        calls = reads_and_calls([st])[1]
+        fs = sorted(g for g in calls if g in self.functions and self.function_side(g))
+        ctx.side_ok = set(fs)
+        if not fs:
+            return []
+        reads, wrote = self._expand(reads_and_calls([st])[0]), self._expand(writes([st]))
+        values, out = {}, []
+        for g in fs:
+            for w, rhs in self.function_side(g).items():
+                value = ex.substitute(ex.from_ast(rhs), self.const)
+                if values.setdefault(w, value) != value:
+                    self.fail(w, f"one statement calls FUNCTIONs that write {w} with "
+                              "different values (C leaves their order open)",
+                              rf"\b{g}\s*\(")
+                names = ex.names(value)
+                if w in reads or names & wrote or names & (ctx.locals | ctx.args
+                                                           | set(ctx.rename)):
+                    self.fail(w, f"FUNCTION {g} writes {w}, which the statement calling "
+                              "it also uses", rf"\b{g}\s*\(")
+        for w, value in values.items():
+            out.append(f"{pad}{ex.py_name(w)} = {ex.to_text(self._expr_value(value, ctx))}\n")
+            ctx.wrote.add(w)
+        return out
+
+    def _expr_value(self, e, ctx) -> tuple:
+        """A lowered value (constants substituted) in ``ctx``'s names."""
+        for n in ex.names(e):
+            self._check_name(n, ctx)
+        return e
+
+    def check_call(self, f, ctx):
+        """Refuse a call of FUNCTION ``f`` that cannot be translated where it is: a table
+        out of reach, or a write of a mechanism variable that cannot be placed before the
+        calling statement."""
+        self.check_table_reach(f, ctx)
+        if self.function_side(f) and f not in getattr(ctx, "side_ok", set()):
+            w = min(self.function_side(f))
+            self.fail(w, f"FUNCTION {f} writes {w} and is called in {ctx.where} where "
+                      "that write cannot be placed (only in a statement of a block that "
+                      "has the mechanism's variables)", rf"\b{f}\s*\(")
+
     def check_table_reach(self, name, ctx):
         """Refuse a call of ``name`` that would look a table up where the tables are out of
         reach: in a FUNCTION, in NET_RECEIVE, or while a table is built (NEURON would
@@ -106,6 +194,10 @@ class CallableLowering:
         ctx.locals.add(f)
         ctx.readonly = {n: f"{where} writes the mechanism's variable {n}"
                         for n in self.field_names if n not in params}
+        for n in self.function_side(f):         # its callers write n (side_writes_before)
+            del ctx.readonly[n]
+            ctx.rename[n] = ("name", f"{n}__local")
+            ctx.locals.add(f"{n}__local")
         self.ion_copies(block.statement_block.statements, ctx)   # refuses assignments
         body = "".join(self.statements(block.statement_block.statements, ctx))
         return Function(f, tuple(params + extra), body or "pass", table)
@@ -242,13 +334,16 @@ class CallableLowering:
         tree = self._call_tree(p)
         out = set()
         blocks = [b for kind in ("InitialBlock", "BreakpointBlock", "DerivativeBlock",
-                                 "KineticBlock", "NetReceiveBlock", "FunctionBlock")
+                                 "KineticBlock", "NetReceiveBlock")
                   for b in self.blocks.get(kind, [])]
         blocks += [b for g, b in self.procedures.items() if g not in tree]
         for b in blocks:
             stmts = b.statement_block.statements
             out |= self._expand(writes(stmts))
-            if reads_and_calls(stmts)[1] & (tree - {p}):
+            calls = reads_and_calls(stmts)[1]
+            for g in calls & set(self.functions):
+                out |= set(self.function_side(g))
+            if calls & (tree - {p}):
                 out |= self.procedure_info(p).writes
         return out
 

@@ -488,7 +488,7 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
         if f in _INTRINSICS:
             return ("call", f, args)
         if f in self.functions:
-            self.check_table_reach(f, ctx)
+            self.check_call(f, ctx)
             extra = self.function_extra(f)
             return ("call", f, args + tuple(ex.substitute(("name", n), ctx.rename)
                                             for n in extra))
@@ -517,7 +517,9 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
                         ctx.locals.add(f"{n}__local")
                 continue
             if k in ("ExpressionStatement", "ProtectStatement"):   # PROTECT only locks
+                out += self.side_writes_before(st, ctx, pad)
                 out += self._expression_statement(st.expression, ctx, pad)
+                ctx.side_ok = set()
             elif k == "IfStatement":
                 out += self._if(st, ctx, indent)
             elif k == "FromStatement":
