@@ -249,9 +249,9 @@ class CallableLowering:
         if len(params) != 1:
             self.fail("TABLE", f"a TABLE in {where} of {len(params)} arguments (one is "
                       "translated)", pat)
-        for o in outs:
-            if o not in self.assigned_names:
-                self.fail("TABLE", f"output {o} is not an ASSIGNED variable", pat)
+        for o in outs:       # a lookup assigns the outputs, whatever their kind
+            if o not in self.assigned_names and o not in {s.name for s in self.states}:
+                self.fail("TABLE", f"output {o} is not an ASSIGNED or STATE variable", pat)
         info = self.procedure_info(p)
         early = self._read_before_written(p)
         side, side_range = [], []
