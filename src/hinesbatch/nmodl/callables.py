@@ -131,8 +131,8 @@ class CallableLowering:
         calls as placed (``ctx.side_ok``)."""
         calls = reads_and_calls([st])[1]
         fs = sorted(g for g in calls if g in self.functions and self.function_side(g))
-        ctx.side_ok = set(fs)
-        if not fs:
+        ctx.side_ok = set(fs) if ctx.fields else set()    # else check_call refuses
+        if not ctx.side_ok:
             return []
         reads, wrote = self._expand(reads_and_calls([st])[0]), self._expand(writes([st]))
         values, out = {}, []
