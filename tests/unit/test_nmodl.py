@@ -441,6 +441,31 @@ def test_a_function_writing_a_variable_first_is_pure_and_its_callers_write_it():
         translate_text(both, "fside.mod")
 
 
+DATA_NMODL = Path(__file__).parents[1] / "data" / "nmodl"
+
+
+def test_a_table_depending_on_a_value_initial_computes_is_built_twice(soma):
+    """NEURON builds the table before INITIAL (tcorr still 0: INITIAL looks that table up)
+    and, tcorr being a DEPEND, again before the first step; without the DEPEND (kinitr)
+    the first table serves the whole run."""
+    assert translate_text((DATA_NMODL / "kinit.mod").read_text()).mechanism.procedures[0] \
+        .table.reads == ("tcorr",)
+    hb.load_mechanisms(DATA_NMODL / "kinit.mod")
+    hb.load_mechanisms(DATA_NMODL / "kinitr.mod")
+    n = {}
+    for name, tables in (("kinit", True), ("kinitr", True), ("kinit", False)):
+        sim = hb.Simulation(hb.Cell(str(soma)).insert(name), tables=tables, celsius=30.0)
+        key = sim.record(f"n_{name}")
+        n[name, tables] = np.asarray(sim.run(1.0)[key])
+    assert n["kinit", True][0] == n["kinitr", True][0] != n["kinit", False][0]
+    assert n["kinit", True][-1] != n["kinitr", True][-1]
+    without = (DATA_NMODL / "kinit.mod").read_text().replace(
+        "rates(v)\n    n' =", "tcorr = tcorr + 1\n    rates(v)\n    n' =")
+    with pytest.raises(NmodlError, match="depends on tcorr, which is not a PARAMETER that "
+                                         "no block writes nor a variable only INITIAL"):
+        translate_text(without, "kinit.mod")
+
+
 def test_a_table_may_set_a_state():
     """Regression: a STATE (set from a table in BREAKPOINT, integrated by no SOLVE) was
     refused as a TABLE output."""

@@ -209,9 +209,10 @@ def test_newton_solves_on_the_gpu_engine_equal_serial(translated, name):
 
 #: FUNCTION tables (three in one mechanism, one depending on a fixed PARAMETER), a
 #: tabulated procedure writing RANGE variables besides its outputs, FUNCTIONs writing one
-#: before using it, and a STATE set from a table (tests/data/nmodl, also compared with
+#: before using it, a STATE set from a table, a table reading a value INITIAL computes
+#: (built twice with the DEPEND, once without) (tests/data/nmodl, also compared with
 #: NEURON in tests/validation)
-TABLE_FILES = ("cafun", "ktcorr", "kfside", "nastate")
+TABLE_FILES = ("cafun", "ktcorr", "kfside", "nastate", "kinit", "kinitr")
 
 
 @pytest.mark.parametrize("tables", [True, False])

@@ -16,7 +16,9 @@ tabulated procedure besides its outputs (NEURON keeps the value of the table's l
 construction call), TABLEs in FUNCTIONs (``cafun``), a tabulated procedure writing RANGE
 variables besides its outputs (``ktcorr``: NEURON's first instance gets them) and FUNCTIONs
 writing one before using it (``kfside``), a STATE set from a table (``nastate``), with
-usetable 1 and 0, calcium kept per node: a concentration written (by cnexp and by
+a table reading a value INITIAL computes (``kinit``, ``kinitr``: NEURON builds it before
+INITIAL and, for a DEPEND, again before the first step), with usetable 1 and 0, calcium
+kept per node: a concentration written (by cnexp and by
 NEURON's derivimplicit cacum) from the ica summed over mechanisms, read back as cai, as
 the ica summed so far and as eca (recomputed every step), KINETIC schemes by sparse (a
 three-state channel with CONSERVE and STEADYSTATE; a nonlinear scheme with COMPARTMENT,
@@ -436,7 +438,7 @@ def compiled(tmp_path_factory):
         (folder / name).write_text((share / "nrn" / "demo" / "release" / name).read_text())
     for name in ("syn1.mod", "cacur.mod", "kdt.mod", "cacum.mod", "caeca.mod", "caacc.mod",
                  "kcai.mod", "icaread.mod", "mcna.mod", "cafun.mod", "ktcorr.mod",
-                 "kfside.mod", "nastate.mod"):
+                 "kfside.mod", "nastate.mod", "kinit.mod", "kinitr.mod"):
         (folder / name).write_text((DATA / "nmodl" / name).read_text())
     for name, text in (("kchan.mod", CHANNEL), ("nalocal.mod", INPLACE),
                        ("wsyn.mod", SYNAPSE), ("methods.mod", METHODS), ("eulr.mod", EULER),
@@ -497,6 +499,10 @@ DENSITY = [
     ("ktcorr", [["hh", {}], ["ktcorr", {}]]),
     ("kfside", [["hh", {}], ["kfside", {}]]),
     ("nastate", [["hh", {}], ["nastate", {}]]),
+    # a table reading tcorr, which INITIAL computes: built before INITIAL and, tcorr being
+    # a DEPEND, again before the first step (kinit); once (kinitr)
+    ("kinit", [["hh", {}], ["kinit", {}]]),
+    ("kinitr", [["hh", {}], ["kinitr", {}]]),
     # calcium kept per node: written by caacc (cnexp), read as eca, cai and ica
     ("caacc", [["hh", {}], ["caeca", {}], ["caacc", {}], ["kcai", {}], ["icaread", {}]]),
     # cai clamped by a BREAKPOINT statement after the SOLVE, read as eca
@@ -543,7 +549,7 @@ def test_density_mechanism_on_a_soma_with_hh(soma_runs, label):
 
 
 #: the soma models run again with usetable 0 (NEURON) and tables=False (hinesbatch)
-WITHOUT_TABLES = ("kchan", "kdt", "kside", "cafun", "ktcorr", "kfside", "nastate")
+WITHOUT_TABLES = ("kchan", "kdt", "kside", "cafun", "ktcorr", "kfside", "nastate", "kinit")
 
 
 def test_density_mechanisms_without_tables(compiled, tmp_path):

@@ -11,9 +11,10 @@ Functions for mechanism ``m`` (only those its description has):
 
 - ``double m_<function>(args..., double celsius)``; for a TABLE FUNCTION also
   ``double m_<function>_lookup(double arg, const double* table)``;
-- ``void m_<proc>_exact(double arg, double celsius, double dt, double* out)`` for a TABLE
-  procedure (its outputs, then the GLOBALs it also writes),
-  ``void m_<proc>_build(double celsius, double dt, double* table)``
+- ``void m_<proc>_exact(double arg, reads..., double celsius, double dt, double* out)``
+  for a TABLE procedure (its outputs, then the variables it also writes; ``reads``: the
+  table's ``Table.reads``),
+  ``void m_<proc>_build(double celsius, double dt, reads..., double* table)``
   (``(outputs + those GLOBALs) × (n+1)``) and
   ``void m_<proc>_lookup(double arg, const double* table, double* out)``;
 - the blocks' ``table`` holds the mechanism's tables one after another, the tabulated
@@ -154,9 +155,10 @@ class _CEmitter:
         self.counter += 1
         if p.table is not None:
             m = self.mech.name
+            reads = "".join(f"{scope.name(a)}, " for a in p.table.reads)
             what = f"{m}_{p.name}_lookup({args[0]}, {self.table_of(p.name)}, " \
                 f"r{self.counter})" if self.tables \
-                else f"{m}_{p.name}_exact({args[0]}, celsius, dt, r{self.counter})"
+                else f"{m}_{p.name}_exact({args[0]}, {reads}celsius, dt, r{self.counter})"
             # the exact form also gives the GLOBALs it writes besides the outputs
             got = p.table.outputs + (() if self.tables else p.table.side)
             src = (f"{pad}{{ {self.real} r{self.counter}"
@@ -243,18 +245,21 @@ def emit_helpers(em: _CEmitter, qualifier: str = "static") -> list:
             continue
         tb, k = p.table, len(p.table.outputs)
         rows = k + len(tb.side)
-        scope = _CScope(mech, fields=False, args={a: f"a_{a}" for a in p.args}, table=False)
+        scope = _CScope(mech, fields=False, args={a: f"a_{a}" for a in p.args + tb.reads},
+                        table=False)
         body = em.block(p.body, scope, 1)
         sets = "".join(f"    out[{i}] = l_{o};\n" for i, o in enumerate(tb.outputs + tb.side))
-        out.append(f"{qualifier} void {m}_{p.name}_exact({r} a_{p.args[0]}, {r} celsius, "
-                   f"{r} dt, {r}* out) {{\n{_locals(scope, r)}{body}{sets}}}\n")
+        reads = "".join(f"{r} a_{a}, " for a in tb.reads)
+        passed = "".join(f"a_{a}, " for a in tb.reads)
+        out.append(f"{qualifier} void {m}_{p.name}_exact({r} a_{p.args[0]}, {reads}"
+                   f"{r} celsius, {r} dt, {r}* out) {{\n{_locals(scope, r)}{body}{sets}}}\n")
         n, tmin = int(tb.n), float(tb.start)
         dx = (float(tb.stop) - tmin) / float(n)
         out.append(
-            f"{qualifier} void {m}_{p.name}_build({r} celsius, {r} dt, {r}* table) {{\n"
+            f"{qualifier} void {m}_{p.name}_build({r} celsius, {r} dt, {reads}{r}* table) {{\n"
             f"    {r} x = {lit(tmin)}, r[{rows}];\n"
             f"    for (int i = 0; i < {n + 1}; ++i, x += {lit(dx)}) {{\n"
-            f"        {m}_{p.name}_exact(x, celsius, dt, r);\n"
+            f"        {m}_{p.name}_exact(x, {passed}celsius, dt, r);\n"
             f"        for (int o = 0; o < {rows}; ++o) table[o*{n + 1} + i] = r[o];\n"
             f"    }}\n}}\n"
             f"{qualifier} void {m}_{p.name}_lookup({r} lv, const {r}* table, {r}* out) {{\n"

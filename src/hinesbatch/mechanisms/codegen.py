@@ -15,7 +15,9 @@ contract to FMA). Names are resolved here:
 - a FUNCTION becomes ``_F_<mech>_<name>(args..., _celsius)``; one with a TABLE also
   becomes ``_build_<mech>_<name>`` and ``_LF_<mech>_<name>(x, table)`` (NEURON's lookup),
   which its calls are with tables on; a PROCEDURE is inlined at its call; one with a TABLE
-  also becomes ``_P_<mech>_<name>`` (the exact outputs, which build the table) and
+  also becomes ``_P_<mech>_<name>`` (the exact outputs, which build the table, built by
+  ``_build_<mech>_<name>(celsius, dt, *reads)`` with the first instance's values of the
+  table's ``reads``) and
   ``_L_<mech>_<name>`` (NEURON's lookup), and with tables on its call is the lookup,
   inlined. Tables are arguments ``_TB_<mech>_<name>`` of the loops and INITIAL only:
   FUNCTION bodies and NET_RECEIVE cannot call a tabulated FUNCTION or PROCEDURE.
@@ -272,11 +274,13 @@ class MechanismCode:
 
     def _table_functions(self, p) -> str:
         m, tb = self.mech.name, p.table
+        # the variables it reads of the first instance (Table.reads) are arguments
         scope = _Scope(self.mech, fields=False, tables=None,
-                       args={a: f"_a_{a}" for a in p.args})
+                       args={a: f"_a_{a}" for a in p.args + tb.reads})
         body = self._block(p.body, scope, 1, f"PROCEDURE {p.name}")
         outs = ", ".join(f"_l_{o}" for o in tb.outputs + tb.side) + ","
-        args = ", ".join(f"_a_{a}" for a in p.args)
+        args = ", ".join(f"_a_{a}" for a in p.args + tb.reads)
+        reads = "".join(f", _a_{a}" for a in tb.reads)
         n, k = int(tb.n), len(tb.outputs)
         rows_built = k + len(tb.side)
         tmin = float(tb.start)
@@ -289,11 +293,11 @@ class MechanismCode:
             f"@njit(cache=True, error_model='numpy')\n"
             f"def _P_{m}_{p.name}({args}, _celsius, _dt):\n{body}    return ({outs})\n\n\n"
             f"@njit(cache=True, error_model='numpy')\n"
-            f"def _build_{m}_{p.name}(_celsius, _dt):\n"
+            f"def _build_{m}_{p.name}(_celsius, _dt{reads}):\n"
             f"    _T = np.empty(({rows_built}, {n + 1}))\n"
             f"    _x = {tmin!r}\n"
             f"    for _i in range({n + 1}):\n"
-            f"        _r = _P_{m}_{p.name}(_x, _celsius, _dt)\n"
+            f"        _r = _P_{m}_{p.name}(_x{reads}, _celsius, _dt)\n"
             + "".join(f"        _T[{o}, _i] = _r[{o}]\n" for o in range(rows_built))
             + f"        _x += {dx!r}\n"
             f"    return _T\n\n\n"

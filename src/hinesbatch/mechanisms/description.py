@@ -102,7 +102,12 @@ class Table:
     not change them; their rows follow the outputs' in the built table. Those also in
     ``side_range`` are per instance in NEURON: the construction (nocmodl's
     ``_check_<proc>``, called with the first instance's data) writes them into the first
-    instance only; the others are GLOBALs (every instance)."""
+    instance only; the others are GLOBALs (every instance).
+
+    ``reads``: variables that INITIAL computes (and no other block writes) which the
+    construction reads from the first instance, as NEURON's ``nrn_thread_table_check``
+    does: the table is built before INITIAL with their values then, and built again after
+    it where one in ``depend`` changed (NEURON checks before the first step)."""
 
     outputs: tuple
     depend: tuple
@@ -111,6 +116,7 @@ class Table:
     n: int
     side: tuple = ()
     side_range: tuple = ()
+    reads: tuple = ()
 
 
 @dataclass(frozen=True)

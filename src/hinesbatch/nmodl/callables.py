@@ -275,7 +275,30 @@ class CallableLowering:
         if n < 1 or n != int(n):
             self.fail("TABLE", f"WITH {n}: a positive whole number of intervals", pat)
         ctx.readonly = {}
-        return Table(tuple(outs), depend, lo, hi, int(n), tuple(side), tuple(side_range))
+        reads = tuple(self.__dict__.get("_table_reads", {}).get(p, ()))
+        return Table(tuple(outs), depend, lo, hi, int(n), tuple(side), tuple(side_range),
+                     reads)
+
+    def _initial_only(self, n) -> bool:
+        """Whether INITIAL's own statements write ``n`` (not a STATE) and nothing else
+        does: no other block, PROCEDURE or FUNCTION, nor a FUNCTION INITIAL calls."""
+        init = self.blocks.get("InitialBlock", [])
+        if n in self.state_names or not init:
+            return False
+        stmts = init[0].statement_block.statements
+        if n not in self._expand(writes(stmts)):
+            return False
+        other = set()
+        for g in reads_and_calls(stmts)[1] & set(self.functions):
+            other |= set(self.function_side(g))
+        for kind in ("BreakpointBlock", "DerivativeBlock", "KineticBlock", "NetReceiveBlock",
+                     "ProcedureBlock", "FunctionBlock"):
+            for b in self.blocks.get(kind, []):
+                body = b.statement_block.statements
+                other |= self._expand(writes(body))
+                for g in reads_and_calls(body)[1] & set(self.functions):
+                    other |= set(self.function_side(g))
+        return n not in other
 
     def neuron_global(self, n) -> bool:
         """Whether NEURON keeps one value of ``n`` for all instances: a GLOBAL, or a
@@ -390,7 +413,8 @@ class CallableLowering:
             for g in reads_and_calls(self.procedures[p].statement_block.statements)[1]:
                 if g in self.functions:
                     reads |= set(self.function_extra(g))
-        fixed = {}
+        fixed, first = {}, []
+        self.__dict__.setdefault("_table_reads", {})[p] = first
         depend = {v.get_node_name() for v in st.depend_vars}
         for part in (getattr(st, "from"), st.to):
             try:
@@ -405,9 +429,13 @@ class CallableLowering:
                 self.fail("TABLE", f"{where} reads {n} besides its argument", pat)
             if n in ("celsius", "dt"):     # fixed for a run; the table is built at its start
                 continue
+            if p in self.procedures and self._initial_only(n) and (
+                    not self.neuron_global(n) or self._one_value(n)):
+                first.append(n)      # read from the first instance when built
+                continue
             if n not in self.param_names or n in self.written:
                 self.fail("TABLE", f"{where} depends on {n}, which is not a PARAMETER "
-                          "that no block writes", pat)
+                          "that no block writes nor a variable only INITIAL computes", pat)
             fixed[n] = ("num", next(q.default for q in self.params if q.name == n))
         return fixed
 
