@@ -79,11 +79,9 @@ def _category(err: NmodlError) -> str:
         return c
     if c == "TABLE":
         for words, label in (("depends on", "TABLE depending on a computed value"),
-                             ("other blocks write", "TABLE writing a variable other blocks "
-                              "write"),
+                             ("other blocks write", "TABLE sharing a side write"),
                              ("before it writes", "TABLE reading a variable it writes"),
-                             ("uses a TABLE", "TABLE looked up in a FUNCTION or "
-                              "NET_RECEIVE")):
+                             ("uses a TABLE", "TABLE out of reach")):
             if words in err.reason:
                 return label
         return f"TABLE: {err.reason.split(':')[0][:60]}"
