@@ -433,6 +433,13 @@ class CallableLowering:
                     not self.neuron_global(n) or self._one_value(n)):
                 first.append(n)      # read from the first instance when built
                 continue
+            writer = next((g for g, b in self.functions.items() if n not in
+                           self.function_side(g)
+                           and n in self._expand(writes(b.statement_block.statements))), None)
+            if writer is not None:
+                self.fail("TABLE", f"{where} depends on {n}, which FUNCTION {writer} writes "
+                          "(translated where it is assigned first thing, once, from the "
+                          "mechanism's variables and constants)", pat)
             if n not in self.param_names or n in self.written:
                 self.fail("TABLE", f"{where} depends on {n}, which is not a PARAMETER "
                           "that no block writes nor a variable only INITIAL computes", pat)
