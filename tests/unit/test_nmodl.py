@@ -691,6 +691,7 @@ REFUSED = [
     ("x", "", ("FUNCTION g(v) {\n g = f(v) : <-- here\n}\n"
                "FUNCTION f(v) {\n x = 2\n f = v*x\n}\n")),
     ("FUNCTION f", "", "FUNCTION g(x) { g = f(x) }\nFUNCTION f(x) { : <-- here\n f = g(x - 1)\n}\n"),
+    ("FUNCTION x", "", "FUNCTION x(v) { : <-- here\n x = v\n}\n"),     # nocmodl refuses it
     ("LONGITUDINAL_DIFFUSION", "USEION ca WRITE ica",
      "STATE { c }\nKINETIC k {\n LONGITUDINAL_DIFFUSION 1 {c} : <-- here\n ~ c << (1)\n}\n"),
 ]

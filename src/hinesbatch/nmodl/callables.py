@@ -68,6 +68,16 @@ class CallableLowering:
                 info.writes |= inner.writes
         return info
 
+    def refuse_variable_functions(self):
+        """Refuse a name that is both a variable and a FUNCTION or PROCEDURE, as nocmodl
+        does ("used as both variable and function")."""
+        names = self.range_names | self.globals_declared | set(self.field_names)
+        for f in sorted((set(self.functions) | set(self.procedures)) & names):
+            kind = "FUNCTION" if f in self.functions or f in self.function_procedures \
+                else "PROCEDURE"
+            self.fail(f"{kind} {f}", f"{f} is both a variable and a {kind} (NEURON's "
+                      "nocmodl refuses the file)", rf"(FUNCTION|PROCEDURE)\s+{f}\b")
+
     def table_statement(self, name):
         """The TABLE statement of FUNCTION or PROCEDURE ``name``, or None."""
         block = self.functions.get(name) or self.procedures.get(name)

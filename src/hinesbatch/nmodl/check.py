@@ -85,6 +85,8 @@ def _category(err: NmodlError) -> str:
             if words in err.reason:
                 return label
         return f"TABLE: {err.reason.split(':')[0][:60]}"
+    if "is both a variable and" in err.reason:
+        return "a variable and a FUNCTION of one name"
     if err.reason.startswith("unknown name"):
         return "unknown name"
     return c.split()[0] if " " in c and c.split()[0].isupper() else c

@@ -162,6 +162,7 @@ class _Lowering(CallableLowering, DerivativeLowering, KineticLowering, NewtonLow
         self._constants()
         self._variables()
         self._callables()
+        self.refuse_variable_functions()
         self.written = self._written_everywhere()
         self.globals_declared = self._expand(self.globals_declared)
         globals_written = sorted(n for n in self.globals_declared & self.written
