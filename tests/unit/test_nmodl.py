@@ -310,6 +310,184 @@ PROCEDURE rates(v) {
     assert any("PARAMETER vh is fixed" in n for n in tr.notices)
 
 
+FUNCTION_TABLE_TEXT = """
+NEURON { SUFFIX ftab RANGE y }
+ASSIGNED { v y }
+INITIAL { y = f(v) }
+FUNCTION f(v (mV)) {
+    TABLE FROM -100 TO 100 WITH 7
+    f = exp(v/20)
+}
+"""
+
+
+def test_function_tables_interpolate_as_nocmodl(tmp_path, soma):
+    """A FUNCTION with a TABLE: its value at WITH + 1 points (x accumulated by dx, as
+    nocmodl's _check_<f> steps), looked up by linear interpolation with tables on, the
+    exact function with tables off."""
+    tr = translate_text(FUNCTION_TABLE_TEXT, "ftab.mod")
+    f = tr.mechanism.functions[0]
+    assert f.table.outputs == ("f",) and f.table.n == 7 and f.table.side == ()
+    hb.load_mechanisms(write(tmp_path, "ftab.mod", FUNCTION_TABLE_TEXT))
+    dx = 200.0 / 7.0
+    xs, x = [], -100.0
+    for _ in range(8):
+        xs.append(x)
+        x += dx
+    table = [math.exp(x / 20.0) for x in xs]
+    xi = (1.0 / dx) * (-65.0 - (-100.0))
+    i = int(xi)
+    expected = table[i] + (xi - float(i)) * (table[i + 1] - table[i])
+    got = {}
+    for tables in (True, False):
+        sim = hb.Simulation(hb.Cell(str(soma)).insert("ftab"), tables=tables)
+        key = sim.record("y_ftab")
+        got[tables] = sim.run(0.025)[key][0]
+    assert got[True] == expected
+    assert got[False] == math.exp(-65.0 / 20.0) != expected
+
+
+def test_a_function_table_depends_on_a_fixed_parameter():
+    text = FUNCTION_TABLE_TEXT.replace("RANGE y", "RANGE y, k").replace(
+        "ASSIGNED { v y }", "PARAMETER { k = 20 }\nASSIGNED { v y }").replace(
+        "TABLE FROM", "TABLE DEPEND k FROM").replace("exp(v/20)", "exp(v/k)")
+    tr = translate_text(text, "ftab.mod")
+    assert tr.mechanism.functions[0].table.depend == ("k",)
+    assert "k" not in tr.mechanism.field_names
+    assert any("PARAMETER k is fixed" in n for n in tr.notices)
+
+
+SIDE_RANGE = """
+NEURON { SUFFIX sider RANGE tcorr }
+PARAMETER { q10 = 3 }
+ASSIGNED { v celsius minf tcorr a }
+STATE { m }
+INITIAL { rates(v) m = minf }
+BREAKPOINT { rates(v) }
+PROCEDURE rates(v (mV)) {
+    TABLE minf DEPEND celsius, tcorr FROM -100 TO 100 WITH 200
+    tcorr = q10^((celsius - 20)/10)
+    rate_a(v)
+    minf = a*tcorr
+}
+PROCEDURE rate_a(v (mV)) { a = 1/(1 + exp(-(v + 40)/5)) }
+"""
+
+
+def test_table_side_writes_of_range_variables_reach_the_first_instance(tmp_path):
+    """NEURON builds a table with the first instance's data: what the procedure also
+    writes (tcorr, and a in the procedure it calls) lands there only, and lookups leave
+    the other instances' values alone; without tables every call writes its own."""
+    tb = translate_text(SIDE_RANGE, "sider.mod").mechanism.procedures[0].table
+    assert tb.side == ("a", "tcorr") and tb.side_range == ("a", "tcorr")
+    hb.load_mechanisms(write(tmp_path, "sider.mod", SIDE_RANGE))
+    swc = write(tmp_path, "cyl.swc", "1 1 0 0 0 5 -1\n2 3 0 5 0 1 1\n3 3 0 100 0 1 2\n")
+    tcorr = 3.0 ** ((16.0 - 20.0) / 10.0)
+    for tables in (True, False):
+        cell = hb.Cell(str(swc), nseg=3).insert("sider")
+        sim = hb.Simulation(cell, tables=tables, celsius=16.0)
+        keys = [sim.record("tcorr_sider", location=f"dend[0]({x})") for x in (1 / 6, 0.5)]
+        first = [sim.record("tcorr_sider", location=f"soma[0]({x})") for x in (1 / 6,)]
+        res = sim.run(0.1)
+        assert res[first[0]][-1] == tcorr
+        assert [res[k][-1] for k in keys] == ([0.0, 0.0] if tables else [tcorr, tcorr])
+
+
+def test_table_side_writes_other_blocks_make_are_refused():
+    text = SIDE_RANGE.replace("INITIAL { rates(v)", "INITIAL { tcorr = 1 rates(v)")
+    with pytest.raises(NmodlError, match="writes tcorr, which is not one of its table "
+                                         "outputs, and other blocks write it too"):
+        translate_text(text, "sider.mod")
+    same = SIDE_RANGE.replace("INITIAL { rates(v)",
+                              "INITIAL { tcorr = q10^((celsius - 20)/10) rates(v)")
+    assert translate_text(same, "sider.mod").mechanism.procedures[0].table.side_range \
+        == ("a", "tcorr")          # one value everywhere: the order does not matter
+    early = SIDE_RANGE.replace("tcorr = q10", "a = tcorr\n    tcorr = q10")
+    with pytest.raises(NmodlError, match="reads tcorr before it writes it"):
+        translate_text(early, "sider.mod")
+
+
+FUNCTION_SIDE = """
+NEURON { SUFFIX fside RANGE tcorr }
+PARAMETER { qa = 3 qb = 2 }
+ASSIGNED { v celsius minf tcorr }
+INITIAL { rates(v) }
+PROCEDURE rates(v (mV)) {
+    LOCAL a, b
+    TABLE minf DEPEND celsius FROM -100 TO 100 WITH 200
+    a = alpha(v)
+    b = beta(v)
+    minf = a/(a + b)
+}
+FUNCTION alpha(v (mV)) {
+    tcorr = qa^((celsius - 20)/10)
+    alpha = tcorr*exp(v/20)
+}
+FUNCTION beta(v (mV)) {
+    tcorr = qb^((celsius - 20)/10)
+    beta = tcorr*exp(-v/20)
+}
+"""
+
+
+def test_a_function_writing_a_variable_first_is_pure_and_its_callers_write_it():
+    m = translate_text(FUNCTION_SIDE, "fside.mod").mechanism
+    alpha = next(f for f in m.functions if f.name == "alpha")
+    assert alpha.args == ("v",) and alpha.body.startswith("tcorr__local = ")
+    body = m.procedures[0].body.splitlines()
+    assert body[0].startswith("tcorr = pow(3.0") and body[1].startswith("a__rates = alpha(")
+    assert body[2].startswith("tcorr = pow(2.0") and body[3].startswith("b__rates = beta(")
+    assert m.procedures[0].table.side_range == ("tcorr",)
+    both = FUNCTION_SIDE.replace("a = alpha(v)\n    b = beta(v)", "a = alpha(v) + beta(v)")
+    with pytest.raises(NmodlError, match="write tcorr with different values"):
+        translate_text(both, "fside.mod")
+
+
+DATA_NMODL = Path(__file__).parents[1] / "data" / "nmodl"
+
+
+def test_a_table_depending_on_a_value_initial_computes_is_built_twice(soma):
+    """NEURON builds the table before INITIAL (tcorr still 0: INITIAL looks that table up)
+    and, tcorr being a DEPEND, again before the first step; without the DEPEND (kinitr)
+    the first table serves the whole run."""
+    assert translate_text((DATA_NMODL / "kinit.mod").read_text()).mechanism.procedures[0] \
+        .table.reads == ("tcorr",)
+    hb.load_mechanisms(DATA_NMODL / "kinit.mod")
+    hb.load_mechanisms(DATA_NMODL / "kinitr.mod")
+    n = {}
+    for name, tables in (("kinit", True), ("kinitr", True), ("kinit", False)):
+        sim = hb.Simulation(hb.Cell(str(soma)).insert(name), tables=tables, celsius=30.0)
+        key = sim.record(f"n_{name}")
+        n[name, tables] = np.asarray(sim.run(1.0)[key])
+    assert n["kinit", True][0] == n["kinitr", True][0] != n["kinit", False][0]
+    assert n["kinit", True][-1] != n["kinitr", True][-1]
+    without = (DATA_NMODL / "kinit.mod").read_text().replace(
+        "rates(v)\n    n' =", "tcorr = tcorr + 1\n    rates(v)\n    n' =")
+    with pytest.raises(NmodlError, match="depends on tcorr, which is not a PARAMETER that "
+                                         "no block writes nor a variable only INITIAL"):
+        translate_text(without, "kinit.mod")
+
+
+def test_a_table_may_set_a_state():
+    """Regression: a STATE (set from a table in BREAKPOINT, integrated by no SOLVE) was
+    refused as a TABLE output."""
+    text = """
+NEURON { SUFFIX tst USEION na READ ena WRITE ina }
+PARAMETER { gbar = 0.001 }
+ASSIGNED { v ena ina }
+STATE { m }
+BREAKPOINT {
+    steady(v)
+    ina = gbar*m*(v - ena)
+}
+PROCEDURE steady(v (mV)) {
+    TABLE m FROM -100 TO 100 WITH 200
+    m = 1/(1 + exp(-(v + 40)/5))
+}
+"""
+    assert translate_text(text, "tst.mod").mechanism.procedures[0].table.outputs == ("m",)
+
+
 def test_keyword_names_and_c_maths(tmp_path, soma):
     """A variable named like a Python keyword stays the mechanism's (regression: ``import``
     became a local), and log10/tanh are the C library's."""
@@ -507,8 +685,12 @@ REFUSED = [
     ("normrand()", "", "INITIAL {\n x = normrand(0, 1) : <-- here\n}\n"),
     ("m'", "", ("STATE { m }\nBREAKPOINT { SOLVE s METHOD cnexp }\n"
                 "DERIVATIVE s {\n m' = -m*m : <-- here\n}\n")),
-    ("TABLE", "", "FUNCTION f(v) { : <-- here\n TABLE FROM -1 TO 1 WITH 10\n f = v\n}\n"),
+    ("TABLE", "", ("FUNCTION g(x) {\n g = f(x) : <-- here\n}\n"
+                   "FUNCTION f(v) {\n TABLE FROM -1 TO 1 WITH 10\n f = v\n}\n")),
+    ("x", "", ("FUNCTION g(v) {\n g = f(v) : <-- here\n}\n"
+               "FUNCTION f(v) {\n x = 2\n f = v*x\n}\n")),
     ("FUNCTION f", "", "FUNCTION g(x) { g = f(x) }\nFUNCTION f(x) { : <-- here\n f = g(x - 1)\n}\n"),
+    ("FUNCTION x", "", "FUNCTION x(v) { : <-- here\n x = v\n}\n"),     # nocmodl refuses it
     ("LONGITUDINAL_DIFFUSION", "USEION ca WRITE ica",
      "STATE { c }\nKINETIC k {\n LONGITUDINAL_DIFFUSION 1 {c} : <-- here\n ~ c << (1)\n}\n"),
 ]

@@ -275,3 +275,31 @@ def test_weight_vectors_on_the_gpu_engine_equal_serial(translated, precision):
         assert all(np.isfinite(b[k]).all() for k in keys)
         assert wb[2].tolist() == [0.01, 8.0]
         np.testing.assert_allclose(wb[1], wa[1], rtol=1e-4)
+
+
+#: FUNCTION tables (three in one mechanism, one depending on a fixed PARAMETER), a
+#: tabulated procedure writing RANGE variables besides its outputs, FUNCTIONs writing one
+#: before using it, a STATE set from a table, a table reading a value INITIAL computes
+#: (built twice with the DEPEND, once without) (tests/data/nmodl, also compared with
+#: NEURON in tests/validation)
+TABLE_FILES = ("cafun", "ktcorr", "kfside", "nastate", "kinit", "kinitr")
+
+
+@pytest.mark.parametrize("tables", [True, False])
+@pytest.mark.parametrize("name", TABLE_FILES)
+def test_function_tables_and_side_writes_on_the_gpu_engine_equal_serial(translated, name,
+                                                                        tables):
+    """Everywhere on a real cell, so that the first instance (which a table's side writes
+    reach) and the others differ; v at the soma and at a dendrite."""
+    hb.load_mechanisms(HERE / "nmodl" / f"{name}.mod")
+    traces = []
+    for backend in ("serial", "gpu"):
+        c = hb.Cell(SWC, nseg=1)
+        c.insert("hh")
+        c.insert(name, gbar=0.001)
+        c.place("IClamp", "soma[0](0.5)", delay=1.0, dur=10.0, amp=0.5)
+        sim = hb.Simulation(c, backend=backend, tables=tables)
+        keys = [sim.record("v"), sim.record("v", location="dend[0](0.5)")]
+        res = sim.run(15.0)
+        traces.append(np.array([res[k] for k in keys]))
+    assert np.array_equal(traces[0], traces[1]) and traces[0][0].max() > 0.0

@@ -11,8 +11,10 @@ child process (:func:`run_neuron`) given the model as JSON. A model::
                                                             # [point, weight, delay];
                                                             # weight: a number or a
                                                             # weight vector (a list)
-     "record": [["soma[0]", 0.5]], "tstop": 30.0, "dt": 0.025, "celsius": 6.3,
-     "v_init": -65.0}
+     "record": [["soma[0]", 0.5]],          # or [sec, x, "n_kdr"]: a RANGE variable
+     "tstop": 30.0, "dt": 0.025, "celsius": 6.3,
+     "v_init": -65.0, "tables": True}       # False: usetable_<name> = 0 for every
+                                            # mechanism, Simulation(tables=False)
 
 Run as a script, it compares every translated density mechanism and synapse of a folder
 (``python tests/validation/nmodl_compare.py DIR``): one line per file with max |ΔV|.
@@ -71,10 +73,14 @@ if spec.get("netstim"):
             nc.weight[i] = x
         nc.delay = d
         keep.append(nc)
+if not spec["tables"]:
+    for name in [m[0] for m in spec["insert"] + spec["point"]] + ["hh"]:
+        if hasattr(h, f"usetable_{name}"):
+            setattr(h, f"usetable_{name}", 0)
 vecs = []
-for sec, x in spec["record"]:
+for sec, x, *var in spec["record"]:
     vec = h.Vector()
-    vec.record(secs[sec](x)._ref_v)
+    vec.record(getattr(secs[sec](x), f"_ref_{var[0] if var else 'v'}"))
     vecs.append(vec)
 h.dt, h.celsius = spec["dt"], spec["celsius"]
 h.steps_per_ms = 1.0 / spec["dt"]
@@ -132,6 +138,11 @@ for k, model in enumerate(spec["models"]):
     vec.record(sec(0.5)._ref_v)
     vecs.append(vec)
 h.delete_section(sec=soma)
+if not spec["tables"]:
+    for model in spec["models"]:
+        for name in [m[0] for m in model["insert"] + model.get("point", [])] + ["hh"]:
+            if hasattr(h, f"usetable_{name}"):
+                setattr(h, f"usetable_{name}", 0)
 h.dt, h.celsius = spec["dt"], spec["celsius"]
 h.steps_per_ms = 1.0 / spec["dt"]
 h.finitialize(-65.0)
@@ -140,16 +151,18 @@ np.save(spec["out"], np.array([np.array(v) for v in vecs]))
 """
 
 
-def run_batch(models: list, lib, swc, *, tstop=30.0, dt=0.025, celsius=6.3):
+def run_batch(models: list, lib, swc, *, tstop=30.0, dt=0.025, celsius=6.3,
+              tables=True):
     """NEURON's and hinesbatch's soma voltage [mV] for many one-compartment models at once
     (cell k runs ``models[k]``; each model's cell alone would give the same):
     ``(neuron, hinesbatch)``, each models × steps + 1. One run on each side compiles the
-    mechanisms once."""
+    mechanisms once. ``tables`` False: NEURON's ``usetable_<name> = 0`` for every
+    mechanism, hinesbatch's ``tables=False``."""
     import hinesbatch as hb
 
     with tempfile.TemporaryDirectory() as tmp:
         spec = {"lib": lib, "swc": str(swc), "models": models, "tstop": tstop, "dt": dt,
-                "celsius": celsius, "out": os.path.join(tmp, "v.npy")}
+                "celsius": celsius, "tables": tables, "out": os.path.join(tmp, "v.npy")}
         env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
         proc = subprocess.run([sys.executable, "-c", _CHILD_BATCH, json.dumps(spec)],
                               env=env, capture_output=True, text=True, check=False)
@@ -168,7 +181,7 @@ def run_batch(models: list, lib, swc, *, tstop=30.0, dt=0.025, celsius=6.3):
             cell.place("IClamp", "soma[0](0.5)", delay=delay, dur=dur, amp=amp)
         cells.append(cell)
         plan.append(points)
-    sim = hb.Simulation(cells, dt=dt, celsius=celsius)
+    sim = hb.Simulation(cells, dt=dt, celsius=celsius, tables=tables)
     for model, points in zip(models, plan):
         if model.get("netstim"):
             start, interval, number, targets = model["netstim"]
@@ -183,13 +196,14 @@ def run_batch(models: list, lib, swc, *, tstop=30.0, dt=0.025, celsius=6.3):
 def _defaults(model: dict) -> dict:
     out = {"nseg": 1, "d_lambda": None, "insert": [], "point": [], "iclamp": None,
            "netstim": None, "record": [["soma[0]", 0.5]], "tstop": 30.0, "dt": 0.025,
-           "celsius": 6.3, "v_init": -65.0}
+           "celsius": 6.3, "v_init": -65.0, "tables": True}
     out.update(model)
     return out
 
 
 def run_neuron(model: dict, lib: str | None) -> np.ndarray:
-    """NEURON's voltage traces [mV] of ``model`` (records × steps + 1)."""
+    """NEURON's traces of ``model``'s records (voltages [mV] or RANGE variables),
+    records × steps + 1."""
     spec = _defaults(model)
     with tempfile.TemporaryDirectory() as tmp:
         spec.update(lib=lib, out=os.path.join(tmp, "v.npy"), swc=str(spec["swc"]))
@@ -202,7 +216,7 @@ def run_neuron(model: dict, lib: str | None) -> np.ndarray:
 
 
 def run_hinesbatch(model: dict) -> np.ndarray:
-    """hinesbatch's voltage traces [mV] of ``model`` (mechanisms must be loaded)."""
+    """hinesbatch's traces of ``model``'s records (mechanisms must be loaded)."""
     import hinesbatch as hb
 
     spec = _defaults(model)
@@ -215,13 +229,15 @@ def run_hinesbatch(model: dict) -> np.ndarray:
     if spec["iclamp"]:
         delay, dur, amp = spec["iclamp"]
         cell.place("IClamp", "soma[0](0.5)", delay=delay, dur=dur, amp=amp)
-    sim = hb.Simulation(cell, dt=spec["dt"], celsius=spec["celsius"], v_init=spec["v_init"])
+    sim = hb.Simulation(cell, dt=spec["dt"], celsius=spec["celsius"], v_init=spec["v_init"],
+                        tables=spec["tables"])
     if spec["netstim"]:
         start, interval, number, targets = spec["netstim"]
         ns = sim.net_stim(start=start, interval=interval, number=number)
         for k, w, d in targets:
             sim.connect(ns, points[k], weight=w, delay=d)
-    keys = [sim.record("v", location=f"{sec}({x})") for sec, x in spec["record"]]
+    keys = [sim.record(var[0] if var else "v", location=f"{sec}({x})")
+            for sec, x, *var in spec["record"]]
     res = sim.run(spec["tstop"])
     return np.array([res[k] for k in keys])
 

@@ -13,7 +13,12 @@ assigned in INITIAL and BREAKPOINT (each block's own copy in NEURON), concentrat
 (the reversal potential then computed from them at finitialize, also for hh's ena), a TABLE
 of values depending on dt (``tests/data/nmodl/kdt.mod``), and a GLOBAL written by a
 tabulated procedure besides its outputs (NEURON keeps the value of the table's last
-construction call), calcium kept per node: a concentration written (by cnexp and by
+construction call), TABLEs in FUNCTIONs (``cafun``), a tabulated procedure writing RANGE
+variables besides its outputs (``ktcorr``: NEURON's first instance gets them) and FUNCTIONs
+writing one before using it (``kfside``), a STATE set from a table (``nastate``), with
+a table reading a value INITIAL computes (``kinit``, ``kinitr``: NEURON builds it before
+INITIAL and, for a DEPEND, again before the first step), with usetable 1 and 0, calcium
+kept per node: a concentration written (by cnexp and by
 NEURON's derivimplicit cacum) from the ica summed over mechanisms, read back as cai, as
 the ica summed so far and as eca (recomputed every step), KINETIC schemes by sparse (a
 three-state channel with CONSERVE and STEADYSTATE; a nonlinear scheme with COMPARTMENT,
@@ -434,7 +439,8 @@ def compiled(tmp_path_factory):
         (folder / name).write_text((share / "nrn" / "demo" / "release" / name).read_text())
     for name in ("syn1.mod", "cacur.mod", "kdt.mod", "cacum.mod", "caeca.mod", "caacc.mod",
                  "kcai.mod", "icaread.mod", "mcna.mod", "fdsyn.mod", "pulsesyn.mod",
-                 "pulsetrain.mod", "countsyn.mod"):
+                 "pulsetrain.mod", "countsyn.mod", "cafun.mod", "ktcorr.mod",
+                 "kfside.mod", "nastate.mod", "kinit.mod", "kinitr.mod"):
         (folder / name).write_text((DATA / "nmodl" / name).read_text())
     for name, text in (("kchan.mod", CHANNEL), ("nalocal.mod", INPLACE),
                        ("wsyn.mod", SYNAPSE), ("methods.mod", METHODS), ("eulr.mod", EULER),
@@ -489,6 +495,16 @@ DENSITY = [
     ("kdt", [["hh", {}], ["kdt", {}]]),
     # a GLOBAL the tabulated procedure also writes (tadj), read by BREAKPOINT
     ("kside", [["hh", {}], ["kside", {}]]),
+    # TABLEs in FUNCTIONs; RANGE variables written besides a table's outputs (by the
+    # procedure, by the FUNCTIONs it calls) and read by BREAKPOINT; a STATE from a table
+    ("cafun", [["hh", {}], ["cafun", {}]]),
+    ("ktcorr", [["hh", {}], ["ktcorr", {}]]),
+    ("kfside", [["hh", {}], ["kfside", {}]]),
+    ("nastate", [["hh", {}], ["nastate", {}]]),
+    # a table reading tcorr, which INITIAL computes: built before INITIAL and, tcorr being
+    # a DEPEND, again before the first step (kinit); once (kinitr)
+    ("kinit", [["hh", {}], ["kinit", {}]]),
+    ("kinitr", [["hh", {}], ["kinitr", {}]]),
     # calcium kept per node: written by caacc (cnexp), read as eca, cai and ica
     ("caacc", [["hh", {}], ["caeca", {}], ["caacc", {}], ["kcai", {}], ["icaread", {}]]),
     # cai clamped by a BREAKPOINT statement after the SOLVE, read as eca
@@ -532,6 +548,48 @@ def test_density_mechanism_on_a_soma_with_hh(soma_runs, label):
     dv = float(np.max(np.abs(ref - got)))
     assert ref.max() > 0.0, "the soma should spike: the comparison must cover a spike"
     assert dv <= TOLERANCES_MV.get(label, TOLERANCE_MV), f"{label}: max |dV| = {dv} mV"
+
+
+#: the soma models run again with usetable 0 (NEURON) and tables=False (hinesbatch)
+WITHOUT_TABLES = ("kchan", "kdt", "kside", "cafun", "ktcorr", "kfside", "nastate", "kinit")
+
+
+def test_density_mechanisms_without_tables(compiled, tmp_path):
+    lib, _, _ = compiled
+    swc = tmp_path / "soma.swc"
+    swc.write_text("1 1 0 0 0 10 -1\n")
+    labels = [d for d in DENSITY if d[0] in WITHOUT_TABLES]
+    models = [{"insert": insert, "iclamp": [1.0, 20.0, 0.3]} for _, insert in labels]
+    ref, got = nc.run_batch(models, lib, swc, tstop=30.0, tables=False)
+    for (label, _), r, g in zip(labels, ref, got):
+        dv = float(np.max(np.abs(r - g)))
+        assert r.max() > 0.0, f"{label}: the soma should spike"
+        assert dv <= TOLERANCE_MV, f"{label}: max |dV| = {dv} mV"
+
+
+@pytest.mark.parametrize("tables", [True, False])
+@pytest.mark.parametrize("name", ["ktcorr", "kfside"])
+def test_table_side_writes_reach_neurons_first_instance(compiled, tmp_path, tables, name):
+    """A soma and a dendrite of 5 segments each, the channel everywhere: with tables, the
+    side write (tcorr, read by the current) holds the table's last construction value in
+    NEURON's first instance only (soma(0.1)), 0 elsewhere; without, its value everywhere.
+    tcorr recorded in all 10 segments and v at 3 places, compared with NEURON."""
+    lib, _, _ = compiled
+    swc = tmp_path / "cyl.swc"
+    swc.write_text("1 1 0 0 0 10 -1\n2 3 0 20 0 1 1\n3 3 0 200 0 1 2\n")
+    record = [["soma[0]", 0.5], ["dend[0]", 0.1], ["dend[0]", 0.9]]
+    record += [[sec, x, f"tcorr_{name}"] for sec in ("soma[0]", "dend[0]")
+               for x in (0.1, 0.3, 0.5, 0.7, 0.9)]
+    model = {"swc": str(swc), "nseg": 5, "insert": [["hh", {}], [name, {}]],
+             "iclamp": [1.0, 20.0, 0.3], "record": record, "tables": tables}
+    ref = nc.run_neuron(model, lib)
+    got = nc.run_hinesbatch(model)
+    assert ref[0].max() > 0.0
+    tcorr = ref[3:, -1]
+    others = tcorr[1:] == (0.0 if tables else tcorr[0])
+    assert tcorr[0] > 0.0 and others.all()
+    dv = float(np.max(np.abs(ref - got)))
+    assert dv <= TOLERANCE_MV, f"max |d| = {dv}"
 
 
 SYNAPSES = [
@@ -604,3 +662,4 @@ def test_weight_vectors_and_self_events(compiled, tmp_path):
     dv, ref = compare(model, lib)
     assert ref.max() > 0.0, "the soma should spike: the comparison must cover a spike"
     assert dv <= TOLERANCE_MV, f"max |dV| = {dv} mV"
+

@@ -353,15 +353,12 @@ class Simulation:
         self._ions = ion_arrays(lay.mechs, lay.nodes, self._data, lay.area, celsius)
         tables, mech_tables = [], {}
         for code in km.codes:
-            own = [getattr(km.module, f"_build_{code.mech.name}_{p.name}")(celsius, dt)
-                   for p in code.table_procedures] if self.tables else []
+            own = [self._build_table(km, code, p, celsius, dt)
+                   for p in code.tabled] if self.tables else []
             mech_tables[code.mech.name] = own
             tables += own
-            for p, table in zip(code.table_procedures, own):
-                # GLOBALs the procedure also writes keep its last construction call's values
-                fields = code.mech.field_names
-                for r, g in enumerate(p.table.side, start=len(p.table.outputs)):
-                    self._data[code.mech.name][fields.index(g), :] = table[r, -1]
+        built = {id(t): self._first_values(code, p) for code in km.codes
+                 for p, t in zip(code.table_procedures, mech_tables[code.mech.name])}
         sends = []
         for code in km.codes:
             m = code.mech.name
@@ -399,6 +396,14 @@ class Simulation:
         for r, row in enumerate(rows):
             rec_buf[r, 0] = km._value(rec_m[r], rec_f[r], rec_i[r], self._v,
                                       *[self._data[m.name] for m in lay.mechs])
+        # NEURON's nrn_thread_table_check before the first step: a table is built again
+        # where a DEPEND variable it reads of the first instance changed in INITIAL
+        for code in km.codes:
+            for p, table in zip(code.table_procedures, mech_tables[code.mech.name]):
+                now = self._first_values(code, p)
+                if any(a != b for n, a, b in zip(p.table.reads, built[id(table)], now)
+                       if n in p.table.depend):
+                    table[...] = self._build_table(km, code, p, celsius, dt)
         run = _RunArrays(sources, src_node, src_thr, src_flag, src_off, rows, rec_m, rec_f,
                          rec_i, rec_every, rec_off, rec_buf, model, tgrid, tables)
         if self.backend == "gpu":
@@ -406,6 +411,27 @@ class Simulation:
 
             self._gpu = GpuRunner(self, lay, run, gpu)
         return lay, run
+
+    def _first_values(self, code, p) -> tuple:
+        """The first instance's values of what the table of ``p`` reads (``Table.reads``;
+        the defaults where the mechanism has no instance)."""
+        data, fields = self._data[code.mech.name], code.mech.field_names
+        if data.shape[1] == 0:
+            return tuple(code.mech.fields[fields.index(n)].default for n in p.table.reads)
+        return tuple(float(data[fields.index(n), 0]) for n in p.table.reads)
+
+    def _build_table(self, km, code, p, celsius, dt) -> np.ndarray:
+        """The table of ``p`` (a PROCEDURE or FUNCTION) built now; what a procedure also
+        writes keeps its last construction call's values: a GLOBAL everywhere, a RANGE
+        variable in the first instance, whose data NEURON's nrn_thread_table_check builds
+        the table with."""
+        table = getattr(km.module, f"_build_{code.mech.name}_{p.name}")(
+            celsius, dt, *self._first_values(code, p))
+        fields = code.mech.field_names
+        for r, g in enumerate(p.table.side, start=len(p.table.outputs)):
+            where = slice(0, 1) if g in p.table.side_range else slice(None)
+            self._data[code.mech.name][fields.index(g), where] = table[r, -1]
+        return table
 
     def _run_cpu(self, lay, run: _RunArrays, progress: bool) -> None:
         """The CPU time loop: epochs of the generated kernels between events."""

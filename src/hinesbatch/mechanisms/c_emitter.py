@@ -9,12 +9,16 @@ computes NEURON's values.
 
 Functions for mechanism ``m`` (only those its description has):
 
-- ``double m_<function>(args..., double celsius)``;
-- ``void m_<proc>_exact(double arg, double celsius, double dt, double* out)`` for a TABLE
-  procedure (its outputs, then the GLOBALs it also writes),
-  ``void m_<proc>_build(double celsius, double dt, double* table)``
+- ``double m_<function>(args..., double celsius)``; for a TABLE FUNCTION also
+  ``double m_<function>_lookup(double arg, const double* table)``;
+- ``void m_<proc>_exact(double arg, reads..., double celsius, double dt, double* out)``
+  for a TABLE procedure (its outputs, then the variables it also writes; ``reads``: the
+  table's ``Table.reads``),
+  ``void m_<proc>_build(double celsius, double dt, reads..., double* table)``
   (``(outputs + those GLOBALs) × (n+1)``) and
   ``void m_<proc>_lookup(double arg, const double* table, double* out)``;
+- the blocks' ``table`` holds the mechanism's tables one after another, the tabulated
+  PROCEDUREs' then the FUNCTIONs' (:func:`table_offsets`);
 - ``void m_initial(double* D, long n, long j, double v, double t, double dt,
   double celsius, const double* table)``;
 - ``double m_current(double* D, long n, long j, double v, double t, double dt,
@@ -34,7 +38,7 @@ import copy
 from .codegen import _BINOPS, _CMPOPS, CodegenError, _name, _parse_expr
 from .description import Mechanism
 
-__all__ = ["C_PRELUDE", "emit_c", "emit_helpers", "weight_vector_code"]
+__all__ = ["C_PRELUDE", "emit_c", "emit_helpers", "table_offsets", "weight_vector_code"]
 
 C_PRELUDE = """#include <math.h>
 /* NEURON's hoc_Exp: 0 below -700, exp(700) above 700, else the C library's exp. */
@@ -52,12 +56,26 @@ _ARGS = "double* D, long n, long j, double v, double t, double dt, double celsiu
         "const double* table"
 
 
+def table_offsets(mech: Mechanism) -> dict:
+    """Where each table starts in the mechanism's ``table`` (values, not bytes): the
+    tabulated PROCEDUREs' (outputs and side GLOBALs × (n+1)), then the FUNCTIONs' (n+1)."""
+    out, k = {}, 0
+    for c in [p for p in mech.procedures if p.table is not None] + \
+            [f for f in mech.functions if f.table is not None]:
+        out[c.name] = k
+        k += (len(c.table.outputs) + len(c.table.side)) * (int(c.table.n) + 1)
+    return out
+
+
 class _CScope:
     """How names resolve in one block: arguments, ``weight``, the special names, fields
-    (:meth:`field`), else locals ``l_<name>``."""
+    (:meth:`field`), else locals ``l_<name>``. ``table``: whether the block has the
+    mechanism's tables (not FUNCTION bodies nor NET_RECEIVE)."""
 
-    def __init__(self, mech: Mechanism, *, fields: bool, args=None, weight=False):
+    def __init__(self, mech: Mechanism, *, fields: bool, args=None, weight=False,
+                 table: bool = True):
         self.mech = mech
+        self.table = table
         self.fields = {f: k for k, f in enumerate(mech.field_names)} if fields else {}
         self.args = dict(args or {})
         self.weight = weight
@@ -101,7 +119,13 @@ class _CEmitter:
         self.mech, self.tables, self.real = mech, tables, real
         self.functions = {f.name: f for f in mech.functions}
         self.procedures = {p.name: p for p in mech.procedures}
+        self.offsets = table_offsets(mech)
         self.counter = 0
+
+    def table_of(self, name: str) -> str:
+        """The C expression of the table of ``name`` within the block's ``table``."""
+        k = self.offsets[name]
+        return f"(table + {k})" if k else "table"
 
     def block(self, text: str, scope, indent: int) -> str:
         body = ast.parse(text.strip() or "pass").body
@@ -148,8 +172,10 @@ class _CEmitter:
         self.counter += 1
         if p.table is not None:
             m = self.mech.name
-            what = f"{m}_{p.name}_lookup({args[0]}, table, r{self.counter})" if self.tables \
-                else f"{m}_{p.name}_exact({args[0]}, celsius, dt, r{self.counter})"
+            reads = "".join(f"{scope.name(a)}, " for a in p.table.reads)
+            what = f"{m}_{p.name}_lookup({args[0]}, {self.table_of(p.name)}, " \
+                f"r{self.counter})" if self.tables \
+                else f"{m}_{p.name}_exact({args[0]}, {reads}celsius, dt, r{self.counter})"
             # the exact form also gives the GLOBALs it writes besides the outputs
             got = p.table.outputs + (() if self.tables else p.table.side)
             src = (f"{pad}{{ {self.real} r{self.counter}"
@@ -187,7 +213,13 @@ class _CEmitter:
             f, args = node.func.id, [e(a) for a in node.args]
             if f in _INTRINSICS:
                 return f"{_INTRINSICS[f]}({', '.join(args)})"
-            if f in self.functions:
+            fn = self.functions.get(f)
+            if fn is not None and fn.table is not None and self.tables:
+                if not scope.table:
+                    raise CodegenError(f"mechanism {self.mech.name}: the TABLE of FUNCTION "
+                                       f"{f} is not available in FUNCTIONs and NET_RECEIVE")
+                return f"{self.mech.name}_{f}_lookup({args[0]}, {self.table_of(f)})"
+            if fn is not None:
                 return f"{self.mech.name}_{f}({', '.join(args + ['celsius'])})"
         raise CodegenError(f"mechanism {self.mech.name}: {ast.dump(node)[:60]} is not in "
                            "the statement language")
@@ -209,28 +241,42 @@ def emit_helpers(em: _CEmitter, qualifier: str = "static") -> list:
     out += [f"{qualifier} {r} {m}_{f.name}({''.join(f'{r} a_{a}, ' for a in f.args)}"
             f"{r} celsius);\n" for f in mech.functions]
     for f in mech.functions:
-        scope = _CScope(mech, fields=False, args={a: f"a_{a}" for a in f.args})
+        scope = _CScope(mech, fields=False, args={a: f"a_{a}" for a in f.args}, table=False)
         body = em.block(f.body, scope, 1)
         args = "".join(f"{r} a_{a}, " for a in f.args)
         out.append(f"{qualifier} {r} {m}_{f.name}({args}{r} celsius) {{\n"
                    f"{_locals(scope, r)}{body}    return l_{f.name};\n}}\n")
+        if f.table is not None:
+            n, tmin = int(f.table.n), float(f.table.start)
+            dx = (float(f.table.stop) - tmin) / float(n)
+            out.append(
+                f"{qualifier} {r} {m}_{f.name}_lookup({r} lv, const {r}* T) {{\n"
+                f"    {r} xi = {lit(1.0 / dx)}*(lv - ({lit(tmin)}));\n"
+                f"    if (isnan(xi)) return xi;\n"
+                f"    if (xi <= {lit(0.0)}) return T[0];\n"
+                f"    if (xi >= {lit(float(n))}) return T[{n}];\n"
+                f"    int i = (int)xi;\n"
+                f"    return T[i] + (xi - ({r})i)*(T[i + 1] - T[i]);\n}}\n")
     for p in mech.procedures:
         if p.table is None:
             continue
         tb, k = p.table, len(p.table.outputs)
         rows = k + len(tb.side)
-        scope = _CScope(mech, fields=False, args={a: f"a_{a}" for a in p.args})
+        scope = _CScope(mech, fields=False, args={a: f"a_{a}" for a in p.args + tb.reads},
+                        table=False)
         body = em.block(p.body, scope, 1)
         sets = "".join(f"    out[{i}] = l_{o};\n" for i, o in enumerate(tb.outputs + tb.side))
-        out.append(f"{qualifier} void {m}_{p.name}_exact({r} a_{p.args[0]}, {r} celsius, "
-                   f"{r} dt, {r}* out) {{\n{_locals(scope, r)}{body}{sets}}}\n")
+        reads = "".join(f"{r} a_{a}, " for a in tb.reads)
+        passed = "".join(f"a_{a}, " for a in tb.reads)
+        out.append(f"{qualifier} void {m}_{p.name}_exact({r} a_{p.args[0]}, {reads}"
+                   f"{r} celsius, {r} dt, {r}* out) {{\n{_locals(scope, r)}{body}{sets}}}\n")
         n, tmin = int(tb.n), float(tb.start)
         dx = (float(tb.stop) - tmin) / float(n)
         out.append(
-            f"{qualifier} void {m}_{p.name}_build({r} celsius, {r} dt, {r}* table) {{\n"
+            f"{qualifier} void {m}_{p.name}_build({r} celsius, {r} dt, {reads}{r}* table) {{\n"
             f"    {r} x = {lit(tmin)}, r[{rows}];\n"
             f"    for (int i = 0; i < {n + 1}; ++i, x += {lit(dx)}) {{\n"
-            f"        {m}_{p.name}_exact(x, celsius, dt, r);\n"
+            f"        {m}_{p.name}_exact(x, {passed}celsius, dt, r);\n"
             f"        for (int o = 0; o < {rows}; ++o) table[o*{n + 1} + i] = r[o];\n"
             f"    }}\n}}\n"
             f"{qualifier} void {m}_{p.name}_lookup({r} lv, const {r}* table, {r}* out) {{\n"
@@ -274,7 +320,7 @@ def emit_c(mech: Mechanism, *, tables: bool = True) -> str:
         body += em.block(mech.after_solve, scope, 1)
         out.append(f"static void {m}_state({_ARGS}) {{\n{_locals(scope)}{body}}}\n")
     if mech.net_receive:
-        scope = _CScope(mech, fields=True, weight=True)
+        scope = _CScope(mech, fields=True, weight=True, table=False)
         body = em.block(mech.net_receive, scope, 1)
         load, store = weight_vector_code(mech, "double")
         out.append(f"static void {m}_net_receive(double* D, long n, long j, double weight, "

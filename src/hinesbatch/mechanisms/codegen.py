@@ -18,10 +18,15 @@ contract to FMA). Names are resolved here:
   (and ``log10``, the trigonometric and hyperbolic functions, ``floor``, ``ceil``,
   ``fmod``, which NMODL files use) are the C library's (``math``; ``fmod``, ``floor``
   and ``ceil`` numpy's, which Numba compiles to C's doubles);
-- a FUNCTION becomes ``_F_<mech>_<name>(args..., _celsius)``; a PROCEDURE is inlined at
-  its call; one with a TABLE also becomes ``_P_<mech>_<name>`` (the exact outputs, which
-  build the table) and ``_L_<mech>_<name>`` (NEURON's lookup), and with tables on its
-  call is the lookup, inlined.
+- a FUNCTION becomes ``_F_<mech>_<name>(args..., _celsius)``; one with a TABLE also
+  becomes ``_build_<mech>_<name>`` and ``_LF_<mech>_<name>(x, table)`` (NEURON's lookup),
+  which its calls are with tables on; a PROCEDURE is inlined at its call; one with a TABLE
+  also becomes ``_P_<mech>_<name>`` (the exact outputs, which build the table, built by
+  ``_build_<mech>_<name>(celsius, dt, *reads)`` with the first instance's values of the
+  table's ``reads``) and
+  ``_L_<mech>_<name>`` (NEURON's lookup), and with tables on its call is the lookup,
+  inlined. Tables are arguments ``_TB_<mech>_<name>`` of the loops and INITIAL only:
+  FUNCTION bodies and NET_RECEIVE cannot call a tabulated FUNCTION or PROCEDURE.
 """
 from __future__ import annotations
 
@@ -137,10 +142,12 @@ _KEYWORDS = set(keyword.kwlist) | set(keyword.softkwlist)
 
 
 class _Scope:
-    """How names resolve inside one block."""
+    """How names resolve inside one block. ``tables``: True where TABLE lookups are used,
+    False where the exact forms are, None where the tables are out of reach (FUNCTION
+    bodies, NET_RECEIVE)."""
 
     def __init__(self, mech: Mechanism, *, fields: bool, args: dict | None = None,
-                 weight: bool = False, tables: bool = True):
+                 weight: bool = False, tables: bool | None = True):
         self.mech = mech
         self.fields = {n: k for k, n in enumerate(mech.field_names)} if fields else {}
         self.args = dict(args or {})
@@ -227,36 +234,44 @@ class MechanismCode:
     def table_procedures(self) -> list:
         return [p for p in self.mech.procedures if p.table is not None]
 
+    @property
+    def tabled(self) -> list:
+        """The PROCEDUREs, then the FUNCTIONs, with a TABLE: the order of the tables."""
+        return self.table_procedures + [f for f in self.mech.functions
+                                        if f.table is not None]
+
     def table_args(self) -> list[str]:
         """Names of the kernel arguments holding this mechanism's tables."""
         if not self.tables:
             return []
-        return [f"_TB_{self.mech.name}_{p.name}" for p in self.table_procedures]
+        return [f"_TB_{self.mech.name}_{p.name}" for p in self.tabled]
 
     def module_functions(self) -> str:
         """FUNCTIONs, TABLE procedures (exact, builder, lookup), INITIAL and NET_RECEIVE."""
         m = self.mech.name
         out = []
         for f in self.mech.functions:
-            scope = _Scope(self.mech, fields=False,
+            scope = _Scope(self.mech, fields=False, tables=None,
                            args={a: f"_a_{a}" for a in f.args})
             body = self._block(f.body, scope, 1, f"FUNCTION {f.name}")
             args = "".join(f"_a_{a}, " for a in f.args)
             out.append(f"@njit(cache=True, error_model='numpy')\n"
                        f"def _F_{m}_{f.name}({args}_celsius):\n{body}"
                        f"    return _l_{f.name}\n")
+            if f.table is not None:
+                out.append(self._function_table(f))
         for p in self.table_procedures:
             out.append(self._table_functions(p))
         out.append(self._initial_function())
         if self.mech.net_receive:
-            scope = _Scope(self.mech, fields=True, weight=True)
+            scope = _Scope(self.mech, fields=True, weight=True, tables=None)
             scope.sends = "receive"
             body = self._block(self.mech.net_receive, scope, 1, "NET_RECEIVE")
             out.append(f"@njit(cache=True, error_model='numpy')\n"
                        f"def _net_receive_{m}(_D_{m}, _j, _w, _t, _dt, _celsius, _flag, _S):\n"
                        f"    _ns = 0\n{body}    return _ns\n")
         if self.mech.net_receive_initial:
-            scope = _Scope(self.mech, fields=True, weight=True)
+            scope = _Scope(self.mech, fields=True, weight=True, tables=None)
             body = self._block(self.mech.net_receive_initial, scope, 1,
                                "NET_RECEIVE INITIAL")
             out.append(f"@njit(cache=True, error_model='numpy')\n"
@@ -275,12 +290,42 @@ class MechanismCode:
         """``net_send`` statements in NET_RECEIVE: rows of ``_net_receive_<m>``'s ``_S``."""
         return count_net_sends(self.mech.net_receive)
 
+    def _function_table(self, f) -> str:
+        """``_build_<m>_<f>`` (the exact values, one row) and ``_LF_<m>_<f>`` (nocmodl's
+        ``_n_<f>``: NaN passes, the ends clamp, else linear interpolation)."""
+        m, tb = self.mech.name, f.table
+        n, tmin = int(tb.n), float(tb.start)
+        dx = (float(tb.stop) - tmin) / float(n)
+        return (
+            f"@njit(cache=True, error_model='numpy')\n"
+            f"def _build_{m}_{f.name}(_celsius, _dt):\n"
+            f"    _T = np.empty((1, {n + 1}))\n"
+            f"    _x = {tmin!r}\n"
+            f"    for _i in range({n + 1}):\n"
+            f"        _T[0, _i] = _F_{m}_{f.name}(_x, _celsius)\n"
+            f"        _x += {dx!r}\n"
+            f"    return _T\n\n\n"
+            f"@njit(cache=True, error_model='numpy')\n"
+            f"def _LF_{m}_{f.name}(_lv, _T):\n"
+            f"    _xi = {1.0 / dx!r}*(_lv - ({tmin!r}))\n"
+            f"    if math.isnan(_xi):\n"
+            f"        return _xi\n"
+            f"    if _xi <= 0.0:\n"
+            f"        return _T[0, 0]\n"
+            f"    if _xi >= {float(n)!r}:\n"
+            f"        return _T[0, {n}]\n"
+            f"    _i = int(_xi)\n"
+            f"    return _T[0, _i] + (_xi - float(_i))*(_T[0, _i + 1] - _T[0, _i])\n")
+
     def _table_functions(self, p) -> str:
         m, tb = self.mech.name, p.table
-        scope = _Scope(self.mech, fields=False, args={a: f"_a_{a}" for a in p.args})
+        # the variables it reads of the first instance (Table.reads) are arguments
+        scope = _Scope(self.mech, fields=False, tables=None,
+                       args={a: f"_a_{a}" for a in p.args + tb.reads})
         body = self._block(p.body, scope, 1, f"PROCEDURE {p.name}")
         outs = ", ".join(f"_l_{o}" for o in tb.outputs + tb.side) + ","
-        args = ", ".join(f"_a_{a}" for a in p.args)
+        args = ", ".join(f"_a_{a}" for a in p.args + tb.reads)
+        reads = "".join(f", _a_{a}" for a in tb.reads)
         n, k = int(tb.n), len(tb.outputs)
         rows_built = k + len(tb.side)
         tmin = float(tb.start)
@@ -293,11 +338,11 @@ class MechanismCode:
             f"@njit(cache=True, error_model='numpy')\n"
             f"def _P_{m}_{p.name}({args}, _celsius, _dt):\n{body}    return ({outs})\n\n\n"
             f"@njit(cache=True, error_model='numpy')\n"
-            f"def _build_{m}_{p.name}(_celsius, _dt):\n"
+            f"def _build_{m}_{p.name}(_celsius, _dt{reads}):\n"
             f"    _T = np.empty(({rows_built}, {n + 1}))\n"
             f"    _x = {tmin!r}\n"
             f"    for _i in range({n + 1}):\n"
-            f"        _r = _P_{m}_{p.name}(_x, _celsius, _dt)\n"
+            f"        _r = _P_{m}_{p.name}(_x{reads}, _celsius, _dt)\n"
             + "".join(f"        _T[{o}, _i] = _r[{o}]\n" for o in range(rows_built))
             + f"        _x += {dx!r}\n"
             f"    return _T\n\n\n"
@@ -551,7 +596,7 @@ class MechanismCode:
         # without its table a TABLE procedure is inlined like any other
         self._counter += 1
         inner = _Scope(self.mech, fields=bool(scope.fields), weight=scope.weight,
-                       tables=self.tables,
+                       tables=scope.tables,
                        args={a: f"_p{self._counter}_{a}" for a in p.args})
         inner.cache, inner.used, inner.written = scope.cache, scope.used, scope.written
         src = "".join(f"{pad}_p{self._counter}_{a} = {v}\n" for a, v in zip(p.args, args))
@@ -604,7 +649,13 @@ class MechanismCode:
             args = [e(a) for a in node.args]
             if f in _INTRINSICS:
                 return f"{_INTRINSICS[f]}({', '.join(args)})"
-            if f in self._functions:
+            fn = self._functions.get(f)
+            if fn is not None and fn.table is not None and scope.tables is None:
+                self._bad(node, "expression", f"the TABLE of FUNCTION {f} is not "
+                          "available here (FUNCTIONs and NET_RECEIVE)")
+            if fn is not None and fn.table is not None and scope.tables and self.tables:
+                return f"_LF_{self.mech.name}_{f}({args[0]}, _TB_{self.mech.name}_{f})"
+            if fn is not None:
                 return f"_F_{self.mech.name}_{f}({', '.join(args + ['_celsius'])})"
         self._bad(node, "expression", "not in the statement language (arithmetic, "
                   "comparisons, exp/log/pow/fabs/sqrt and the mechanism's functions)")

@@ -110,9 +110,17 @@ class Ion:
 class Table:
     """NEURON's ``TABLE outputs DEPEND depend FROM start TO stop WITH n`` (``n + 1`` rows).
 
-    ``side``: GLOBALs the procedure writes besides its outputs. NEURON leaves in them what
-    the last call of the table's construction wrote (at ``stop``), and a lookup does not
-    change them; their rows follow the outputs' in the built table."""
+    ``side``: variables the procedure writes besides its outputs. NEURON leaves in them
+    what the last call of the table's construction wrote (at ``stop``), and a lookup does
+    not change them; their rows follow the outputs' in the built table. Those also in
+    ``side_range`` are per instance in NEURON: the construction (nocmodl's
+    ``_check_<proc>``, called with the first instance's data) writes them into the first
+    instance only; the others are GLOBALs (every instance).
+
+    ``reads``: variables that INITIAL computes (and no other block writes) which the
+    construction reads from the first instance, as NEURON's ``nrn_thread_table_check``
+    does: the table is built before INITIAL with their values then, and built again after
+    it where one in ``depend`` changed (NEURON checks before the first step)."""
 
     outputs: tuple
     depend: tuple
@@ -120,15 +128,21 @@ class Table:
     stop: float
     n: int
     side: tuple = ()
+    side_range: tuple = ()
+    reads: tuple = ()
 
 
 @dataclass(frozen=True)
 class Function:
-    """A FUNCTION: ``body`` assigns the result to the function's own name."""
+    """A FUNCTION: ``body`` assigns the result to the function's own name.
+
+    With a ``table`` (one argument; ``table.outputs`` is ``(name,)``), a call with tables
+    on is NEURON's lookup in the values of the exact function at ``n + 1`` points."""
 
     name: str
     args: tuple
     body: str
+    table: Table | None = None
 
 
 @dataclass(frozen=True)

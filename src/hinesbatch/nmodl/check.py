@@ -79,12 +79,14 @@ def _category(err: NmodlError) -> str:
         return c
     if c == "TABLE":
         for words, label in (("depends on", "TABLE depending on a computed value"),
-                             ("nor a GLOBAL", "TABLE writing a variable besides its outputs"),
-                             ("before it writes", "TABLE reading a GLOBAL it writes"),
-                             ("in FUNCTION", "TABLE in a FUNCTION")):
+                             ("other blocks write", "TABLE sharing a side write"),
+                             ("before it writes", "TABLE reading a variable it writes"),
+                             ("uses a TABLE", "TABLE out of reach")):
             if words in err.reason:
                 return label
         return f"TABLE: {err.reason.split(':')[0][:60]}"
+    if "is both a variable and" in err.reason:
+        return "a variable and a FUNCTION of one name"
     if err.reason.startswith("unknown name"):
         return "unknown name"
     if err.reason.startswith("assigns the NetCon's weight"):

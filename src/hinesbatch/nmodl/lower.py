@@ -11,9 +11,10 @@ The lowering keeps nocmodl's semantics where the engine runs them bit for bit:
   INITIAL: NEURON's backward-Euler Newton system, assembled and eliminated in straight-line
   code (:mod:`.kinetic`); ``derivimplicit`` of coupled equations: NEURON's Newton iteration
   (:mod:`.newton`);
-- a PROCEDURE with a TABLE of one argument: :class:`~hinesbatch.mechanisms.Table`
-  (NEURON's linear interpolation); the PARAMETERs it depends on are fixed at the file's
-  values (a notice says so; setting one is then an error, not a silent difference);
+- a PROCEDURE or FUNCTION with a TABLE of one argument:
+  :class:`~hinesbatch.mechanisms.Table` (NEURON's linear interpolation); the PARAMETERs it
+  depends on are fixed at the file's values (a notice says so; setting one is then an
+  error, not a silent difference);
 - FUNCTIONs that read the mechanism's variables or ``v``/``t``/``dt`` get them as extra
   arguments; PROCEDUREs are inlined, their LOCALs renamed so they cannot meet the
   caller's;
@@ -168,6 +169,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         self._constants()
         self._variables()
         self._callables()
+        self.refuse_variable_functions()
         self.written = self._written_everywhere()
         self.globals_declared = self._expand(self.globals_declared)
         globals_written = sorted(n for n in self.globals_declared & self.written
@@ -380,9 +382,10 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         self.derivatives = {d.get_node_name(): d
                             for d in self.blocks.get("DerivativeBlock", [])}
         self.kinetics = {b.get_node_name(): b for b in self.blocks.get("KineticBlock", [])}
-        # A FUNCTION that writes the mechanism's variables is a PROCEDURE whose own name
-        # is a local: called as a statement, a PROCEDURE in all but name; used as a value,
-        # called before the statement that uses it (:meth:`value_call`).
+        # A FUNCTION that writes the mechanism's variables (other than first thing, once,
+        # see below) is a PROCEDURE whose own name is a local: called as a statement, a
+        # PROCEDURE in all but name; used as a value, called before the statement that
+        # uses it (:meth:`value_call`).
         self.function_procedures = set()
         self.value_procedures = set()
         values = set()
@@ -393,7 +396,10 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         fields = (self.param_names | self.assigned_names | self.state_names | self.ion_read
                   | self.ion_write)
         for f, block in list(self.functions.items()):
-            if self._expand(writes(block.statement_block.statements)) & fields:
+            # a write first thing, once, from the mechanism's values stays a FUNCTION whose
+            # callers make that write (CallableLowering.function_side)
+            if self._expand(writes(block.statement_block.statements)) & fields \
+                    and not self.function_side(f):
                 self.function_procedures.add(f)
                 if f in values:
                     self.value_procedures.add(f)
@@ -505,6 +511,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         if f in _INTRINSICS:
             return ("call", f, args)
         if f in self.functions:
+            self.check_call(f, ctx)
             extra = self.function_extra(f)
             return ("call", f, args + tuple(ex.substitute(("name", n), ctx.rename)
                                             for n in extra))
@@ -535,7 +542,9 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
                         ctx.locals.add(f"{n}__local")
                 continue
             if k in ("ExpressionStatement", "ProtectStatement"):   # PROTECT only locks
+                out += self.side_writes_before(st, ctx, pad)
                 out += self._expression_statement(st.expression, ctx, pad)
+                ctx.side_ok = set()
             elif k == "IfStatement":
                 out += self._if(st, ctx, indent)
             elif k == "FromStatement":
@@ -645,6 +654,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         return ["".join(pad + line for line in text.splitlines(True))]
 
     def _procedure_call(self, f, call, ctx) -> str:
+        self.check_table_reach(f, ctx)
         args = [self._expr(a, ctx) for a in call.arguments]
         proc = self.procedures[f]
         if len(args) != len(proc.parameters):
@@ -710,11 +720,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
 
     # ---- callables ----------------------------------------------------------------------
     def _build(self, order: int) -> Mechanism:
-        fixed = {}
-        for p in self.procedures:
-            info = self.procedure_info(p)
-            if info.table is not None:
-                fixed.update(self._table_fixed(p, info.table))
+        fixed = self.tables_fixed()
         self.fixed = set(fixed)
         self.const.update(fixed)
         self.param_names -= self.fixed

@@ -73,6 +73,7 @@ class NetReceiveLowering:
         ctx.extra = {"weight", *rest}
         ctx.readonly = {"weight": "assigns the NetCon's weight (entry 0 of its weight "
                                   "vector)"}
+        ctx.no_tables = True          # the engines pass no tables to NET_RECEIVE
         return ctx
 
     def net_send_statement(self, call, ctx, pad: str) -> list[str]:

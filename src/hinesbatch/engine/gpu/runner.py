@@ -319,7 +319,7 @@ class GpuRunner:
         self.tables = {}
         k = 0
         for code in sim._km.codes:
-            n = len(code.table_procedures) if sim.tables else 0
+            n = len(code.tabled) if sim.tables else 0
             self.tables[code.mech.name] = run_arrays.tables[k:k + n]
             k += n
         self.mech_index = {m.name: k for k, m in enumerate(lay.mechs)}

@@ -215,7 +215,7 @@ class _KernelScope(_CScope):
     """Fields as locals ``f_<name>`` (or literals for constants); ``v`` as ``v_name``."""
 
     def __init__(self, mech, constants: dict, literal, *, v_name="v", weight=False):
-        super().__init__(mech, fields=True, weight=weight)
+        super().__init__(mech, fields=True, weight=weight, table=not weight)
         self.zero = "R(0.0)"
         self.constants, self.literal = constants, literal
         self.v_name = v_name
@@ -381,7 +381,9 @@ def _mech_arg_spec(mech, has_table: bool) -> tuple:
 
 
 def _has_table(mech, tables: bool) -> bool:
-    return tables and any(p.table is not None for p in mech.procedures)
+    """Whether ``mech`` takes ``T_<m>``: its tables one after another
+    (:func:`~hinesbatch.mechanisms.c_emitter.table_offsets`)."""
+    return tables and any(c.table is not None for c in mech.procedures + mech.functions)
 
 
 def kernel_args(mechs, tables: bool) -> list[KernelArg]:
@@ -418,10 +420,6 @@ def kernel_source(mechs, roles: dict, *, precision: str, tables: bool, dt: float
     once by the compiler instead of at every node and step; ``block_threads`` is the
     kernel's launch bound (the registers a thread may use follow from it)."""
     real = REAL_TYPES[precision]
-    for mech in mechs:
-        if tables and sum(p.table is not None for p in mech.procedures) > 1:
-            raise CodegenError(f"mechanism {mech.name}: the GPU engine takes one TABLE per "
-                               "mechanism")
     parts = [f"#define REAL {real}\n#define REAL2 {real}2\n", _PRELUDE]
     kept = kept_per_node(mechs)
     if kept:
