@@ -136,7 +136,7 @@ BREAKPOINT { i = g*v }
     ("NET_RECEIVE(w) { w = 2 }", "w", "assigns the NetCon's weight"),
     ("NET_RECEIVE(weight) { if (v > 0) { weight = 2 } }", "weight",
      "assigns the NetCon's weight"),
-    ("NET_RECEIVE(w, g) { g = 1 }", "NET_RECEIVE argument g", "has the name of one of"),
+    ("NET_RECEIVE(w, t) { t = 1 }", "NET_RECEIVE argument t", "has the name of one of"),
     ("NET_RECEIVE(w, n) { INITIAL { n = flag } }", "flag",
      "unknown name in NET_RECEIVE INITIAL"),
     ("NET_RECEIVE(w) { INITIAL { net_send(1, 1) } }", "net_send()",
@@ -218,6 +218,22 @@ def test_each_netcon_keeps_its_own_weight_vector(soma, backend):
     assert got[0] == fdsyn_reference(fast_times)
     assert got[1] == fdsyn_reference([3.0 + 1.0, 20.0 + 1.0])
     assert got[0] != got[1]
+
+
+def test_net_receive_arguments_hide_the_variables_of_their_names(soma):
+    """hidesyn's NET_RECEIVE(w, tlast, nev): each NetCon's entries count its own events;
+    the point process's RANGE tlast and nev keep what INITIAL set."""
+    load("hidesyn")
+    cell = hb.Cell(str(soma)).insert("pas")
+    syn = cell.place("hidesyn")
+    sim = hb.Simulation(cell)
+    sim.connect(sim.vec_stim([1.0, 2.0, 3.0]), syn, weight=0.001, delay=0.5)
+    sim.connect(sim.vec_stim([2.25]), syn, weight=0.002, delay=0.5)
+    keys = [sim.record("tlast", target=syn), sim.record("nev", target=syn)]
+    res = sim.run(5.0)
+    assert set(res[keys[0]].tolist()) == {-1.0} and set(res[keys[1]].tolist()) == {0.0}
+    assert sim._netcon_table.weight_vector(0).tolist() == [0.001, 3.5, 3.0]
+    assert sim._netcon_table.weight_vector(1).tolist() == [0.002, 2.75, 1.0]
 
 
 def test_entries_without_an_initial_block_start_at_zero(soma):

@@ -439,7 +439,7 @@ def compiled(tmp_path_factory):
         (folder / name).write_text((share / "nrn" / "demo" / "release" / name).read_text())
     for name in ("syn1.mod", "cacur.mod", "kdt.mod", "cacum.mod", "caeca.mod", "caacc.mod",
                  "kcai.mod", "icaread.mod", "mcna.mod", "fdsyn.mod", "pulsesyn.mod",
-                 "pulsetrain.mod", "countsyn.mod", "cafun.mod", "ktcorr.mod",
+                 "pulsetrain.mod", "countsyn.mod", "hidesyn.mod", "cafun.mod", "ktcorr.mod",
                  "kfside.mod", "nastate.mod", "kinit.mod", "kinitr.mod"):
         (folder / name).write_text((DATA / "nmodl" / name).read_text())
     for name, text in (("kchan.mod", CHANNEL), ("nalocal.mod", INPLACE),
@@ -663,3 +663,16 @@ def test_weight_vectors_and_self_events(compiled, tmp_path):
     assert ref.max() > 0.0, "the soma should spike: the comparison must cover a spike"
     assert dv <= TOLERANCE_MV, f"max |dV| = {dv} mV"
 
+
+def test_net_receive_arguments_hide_variables_of_their_names(compiled, tmp_path):
+    """hidesyn: NET_RECEIVE(w, tlast, nev) where tlast and nev are also the point process's
+    RANGE variables, read by BREAKPOINT. Two NetCons with their own timing: if NET_RECEIVE
+    wrote the RANGE variables, the current would change at every event."""
+    lib, _, _ = compiled
+    model = {"swc": soma(tmp_path), "insert": [["hh", {}]],
+             "point": [["hidesyn", "soma[0]", 0.5, {}]],
+             "netstim": [3.0, 0.9, 8, [[0, 0.01, 1.0], [0, 0.004, 0.3]]],
+             "tstop": 30.0}
+    dv, ref = compare(model, lib)
+    assert ref.max() > 0.0, "the soma should spike: the comparison must cover a spike"
+    assert dv <= TOLERANCE_MV, f"max |dV| = {dv} mV"

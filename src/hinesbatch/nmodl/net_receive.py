@@ -35,9 +35,13 @@ class NetReceiveLowering:
                       r"NET_RECEIVE")
         rest = tuple(args[1:])
         for a in rest:
-            if a in _RESERVED or a in self.field_names or a in self.const:
-                self.fail(f"NET_RECEIVE argument {a}", "has the name of one of the "
-                          "mechanism's variables or of NEURON's", r"NET_RECEIVE")
+            if a in _RESERVED:
+                self.fail(f"NET_RECEIVE argument {a}", "has the name of one of NEURON's "
+                          "variables", r"NET_RECEIVE")
+        # an argument named as one of the mechanism's variables hides it in NET_RECEIVE,
+        # as a FUNCTION's argument does (nocmodl reads the weight vector's entry there)
+        hidden = {a: f"{a}__netcon" for a in rest if a in self.field_names or a in self.const}
+        rest = tuple(hidden.get(a, a) for a in rest)
         if len(set(args)) != len(args):
             self.fail("NET_RECEIVE", "two arguments with one name", r"NET_RECEIVE")
         stmts, inits = [], []
@@ -54,7 +58,7 @@ class NetReceiveLowering:
                       rf"\b{args[0]}\s*=")
         if len(inits) > 1:
             self.fail("INITIAL", "two INITIAL blocks in NET_RECEIVE", r"\bINITIAL\b")
-        ctx = self._net_receive_context("NET_RECEIVE", r"NET_RECEIVE", args[0], rest)
+        ctx = self._net_receive_context("NET_RECEIVE", r"NET_RECEIVE", args[0], rest, hidden)
         ctx.extra.add("flag")
         ctx.readonly["flag"] = "assigns the event's flag"
         ctx.net_send = True
@@ -62,14 +66,16 @@ class NetReceiveLowering:
         initial = ""
         if inits:
             ictx = self._net_receive_context("NET_RECEIVE INITIAL", r"\bINITIAL\b", args[0],
-                                             rest)
+                                             rest, hidden)
             istmts = inits[0].statement_block.statements
             initial = self.ion_copies(istmts, ictx) + "".join(self.statements(istmts, ictx))
         return text, rest, initial
 
-    def _net_receive_context(self, where: str, pattern: str, first: str, rest) -> Context:
+    def _net_receive_context(self, where: str, pattern: str, first: str, rest,
+                             hidden: dict) -> Context:
         ctx = Context(where, [pattern], fields=True)
         ctx.rename = {first: ("name", "weight")}
+        ctx.rename.update({a: ("name", inner) for a, inner in hidden.items()})
         ctx.extra = {"weight", *rest}
         ctx.readonly = {"weight": "assigns the NetCon's weight (entry 0 of its weight "
                                   "vector)"}
