@@ -249,6 +249,22 @@ NEURON_NAMES = {"AlphaSynapse", "PointProcessMark", "APCount", "OClamp", "VClamp
                 "na_ion", "k_ion", "ca_ion"}
 
 
+
+def one_point_soma(folder) -> str:
+    """A soma of one SWC point (radius 10 µm) written to ``folder``; its path."""
+    path = Path(folder) / "soma.swc"
+    path.write_text("1 1 0 0 0 10 -1\n")
+    return str(path)
+
+
+def compare(model: dict, lib: str | None) -> tuple[float, np.ndarray]:
+    """max |ΔV| [mV] between NEURON's traces of ``model`` (mechanisms of ``lib``) and
+    hinesbatch's, and NEURON's traces."""
+    ref, got = run_neuron(model, lib), run_hinesbatch(model)
+    if ref.shape != got.shape:
+        raise AssertionError(f"NEURON gave {ref.shape} samples, hinesbatch {got.shape}")
+    return float(np.max(np.abs(ref - got))), ref
+
 def renamed(path, name: str, new: str, out) -> Path:
     """A copy of ``path`` at ``out`` whose SUFFIX or POINT_PROCESS ``name`` is ``new``."""
     import re
@@ -351,10 +367,7 @@ def main(argv=None) -> int:
                 skip.add(line.split(": ")[0])
     root = Path(args.dir)
     work = Path(tempfile.mkdtemp(prefix="nmodl-compare-"))
-    swc = args.swc
-    if swc is None:
-        swc = str(work / "soma.swc")
-        Path(swc).write_text("1 1 0 0 0 10 -1\n")
+    swc = args.swc if args.swc is not None else one_point_soma(work)
     rows = []
     folders: dict = {}
     for path in sorted(root.rglob("*.mod")):

@@ -48,17 +48,8 @@ def compiled(tmp_path_factory):
         mechanisms.unregister(n)
 
 
-def soma(tmp_path) -> str:
-    path = tmp_path / "soma.swc"
-    path.write_text("1 1 0 0 0 10 -1\n")
-    return str(path)
-
-
-def compare(model, lib):
-    ref = nc.run_neuron(model, lib)
-    got = nc.run_hinesbatch(model)
-    assert ref.shape == got.shape
-    return float(np.max(np.abs(ref - got))), ref
+soma = nc.one_point_soma
+compare = nc.compare
 
 
 def test_state_discontinuity_synapse(compiled, tmp_path):

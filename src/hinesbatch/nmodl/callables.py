@@ -224,12 +224,8 @@ class CallableLowering:
                       "translated)", pat)
         for n in extra:      # fixed PARAMETERs are constants by now (_table_fixed)
             self.fail("TABLE", f"{where} reads {n} besides its argument", pat)
-        depend = tuple(v.get_node_name() for v in st.depend_vars)
-        lo, hi, n = (self._constant(getattr(st, k), "TABLE", pat)
-                     for k in ("from", "to", "with"))
-        if n < 1 or n != int(n):
-            self.fail("TABLE", f"WITH {n}: a positive whole number of intervals", pat)
-        return Table((f,), depend, lo, hi, int(n))
+        depend, lo, hi, n = self._table_range(st, pat)
+        return Table((f,), depend, lo, hi, n)
 
     def _procedure(self, p) -> Procedure:
         block = self.procedures[p]
@@ -279,11 +275,7 @@ class CallableLowering:
         for g in calls_procs:
             if g in self.procedures and self.procedure_info(g).table is not None:
                 self.fail("TABLE", f"{where} calls PROCEDURE {g}, which has a TABLE", pat)
-        depend = tuple(v.get_node_name() for v in st.depend_vars)
-        lo, hi, n = (self._constant(getattr(st, k), "TABLE", pat)
-                     for k in ("from", "to", "with"))
-        if n < 1 or n != int(n):
-            self.fail("TABLE", f"WITH {n}: a positive whole number of intervals", pat)
+        depend, lo, hi, n = self._table_range(st, pat)
         ctx.readonly = {}
         reads = tuple(self.__dict__.get("_table_reads", {}).get(p, ()))
         return Table(tuple(outs), depend, lo, hi, int(n), tuple(side), tuple(side_range),
@@ -455,6 +447,16 @@ class CallableLowering:
                           "that no block writes nor a variable only INITIAL computes", pat)
             fixed[n] = ("num", next(q.default for q in self.params if q.name == n))
         return fixed
+
+    def _table_range(self, st, pat) -> tuple:
+        """``(depend, start, stop, n)`` of TABLE statement ``st``: constant bounds and a
+        positive whole number of intervals, else refused."""
+        depend = tuple(v.get_node_name() for v in st.depend_vars)
+        lo, hi, n = (self._constant(getattr(st, k), "TABLE", pat)
+                     for k in ("from", "to", "with"))
+        if n < 1 or n != int(n):
+            self.fail("TABLE", f"WITH {n}: a positive whole number of intervals", pat)
+        return depend, lo, hi, int(n)
 
     def _constant(self, node, construct, pat) -> float:
         e = ex.substitute(ex.from_ast(node), self.const)
