@@ -887,3 +887,21 @@ PARAMETER { r = 1.23456789 C = -14.87115 big = 123456789 small = 0.000123456789 
 """
     m = translate_text(text).mechanism
     assert [p.default for p in m.parameters] == [1.23457, -14.8712, 1.23457e8, 0.000123457]
+
+
+def test_a_file_whose_written_out_code_is_too_large_is_refused(tmp_path, monkeypatch):
+    """Loops, array elements and KINETIC schemes are written out; past MAX_CODE_CHARS the
+    file is refused before any compiler sees it (a ModelDB synapse of 834,000 characters
+    took Numba past 19 GB)."""
+    import hinesbatch.nmodl.lower as lower
+
+    text = HEAD % "RANGE x" + "INITIAL {\n FROM i = 0 TO 99 {\n  x = x + i*i\n }\n}\n"
+    path = write(tmp_path, "big.mod", text)
+    monkeypatch.setattr(lower, "MAX_CODE_CHARS", 500)
+    with pytest.raises(NmodlError) as info:
+        hb.load_mechanisms(path)
+    assert info.value.construct == "generated code" and info.value.line == 1
+    assert "characters of statements" in str(info.value)
+    monkeypatch.setattr(lower, "MAX_CODE_CHARS", 500_000)
+    assert hb.load_mechanisms(write(tmp_path, "small.mod", text.replace("99", "98"))) == ["bad"]
+    mechanisms.unregister("bad")

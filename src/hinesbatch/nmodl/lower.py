@@ -69,6 +69,11 @@ _EVENTS = {"net_send": "self-events (net_send)", "net_event": "net_event",
 _INTRINSICS = {"exp", "log", "log10", "pow", "fabs", "sqrt", "sin", "cos", "tan", "atan",
                "tanh", "sinh", "cosh", "floor", "ceil", "asin", "acos", "atan2", "fmod"}
 _IGNORED_CALLS = {"at_time"}   # no-ops for NEURON's fixed step
+#: Characters of a translated file's statements (written-out loops, array-element
+#: selections, KINETIC eliminations) above which it is refused: ModelDB's largest translated
+#: channel has 414,000 and compiles in seconds; a synapse of 834,000 (1646 fields) made
+#: Numba's compilation grow past 19 GB.
+MAX_CODE_CHARS = 500_000
 _FROM_LIMIT = 1000
 
 
@@ -732,6 +737,15 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         initial = self._simple_block("InitialBlock", "INITIAL", r"\bINITIAL\b")
         breakpoint, state, cnexp, after_solve = self._breakpoint()
         net_receive, net_receive_args, net_receive_initial = self.net_receive_block()
+        size = sum(len(text) for text in (initial, breakpoint, state, after_solve, net_receive,
+                                          net_receive_initial)) \
+            + sum(len(c.body) for c in procedures + functions) \
+            + sum(len(c.b) + len(c.a) for c in cnexp)
+        if size > MAX_CODE_CHARS:
+            self.fail("generated code", f"{size:,} characters of statements once loops, "
+                      f"array elements and KINETIC schemes are written out (more than "
+                      f"{MAX_CODE_CHARS:,} are not translated: the compilers' memory grows "
+                      "with them)", r"\b(NEURON)\b")
         params = tuple(p for p in self.params if p.name not in self.fixed)
         for n in sorted(self.fixed):
             line = self.line_of(rf"\b{n}\b")
