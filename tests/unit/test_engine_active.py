@@ -359,3 +359,40 @@ def test_a_changed_dt_between_runs_rebuilds_the_model(soma20):
     fresh, key2 = model()
     fresh.dt = 0.0125
     assert np.array_equal(again, fresh.run(3.0)[key2])
+
+
+@pytest.mark.parametrize("backend", ["serial", "multicore"])
+def test_a_second_run_starts_from_the_same_values(small, backend):
+    """A run changes the states and synapses of every instance; the next run of the same
+    simulation starts from the model's values again and repeats the first bit for bit.
+    Cells of one morphology and decor share what the layout reads once; a cell with other
+    values keeps its own: each cell equals the same cell simulated alone."""
+    morph = hb.read_swc(small)
+
+    def cell(i):
+        c = hb.Cell(morph).insert("pas").insert("hh", gnabar_hh=0.2 if i == 2 else 0.12)
+        if i == 1:
+            c.set("gkbar_hh", 0.05, "dend")
+        return c
+
+    def simulation(ids):
+        sim = hb.Simulation([cell(i) for i in ids], backend=backend)
+        keys, syns = [], []
+        for k, i in enumerate(ids):
+            syn = sim.cells[k].place("ExpSyn", "soma[0](0.5)", tau=2.0, e=0.0)
+            sim.connect(sim.vec_stim([0.5, 2.0 + i]), syn, weight=0.05, delay=0.5)
+            keys.append(sim.record("v", cell=k, location="dend[0](0.5)"))
+            syns.append(sim.record("g", target=syn))
+        return sim, keys + syns
+
+    sim, keys = simulation([0, 1, 2])
+    first = sim.run(8.0)
+    second = sim.run(8.0)
+    for k in keys:
+        assert np.array_equal(first[k], second[k])
+    for i in range(3):
+        alone, (v, g) = simulation([i])
+        res = alone.run(8.0)
+        assert np.array_equal(res[v], first[keys[i]])
+        assert np.array_equal(res[g], first[keys[3 + i]])
+    assert len({float(first[k].max()) for k in keys[:3]}) == 3

@@ -905,3 +905,22 @@ def test_a_file_whose_written_out_code_is_too_large_is_refused(tmp_path, monkeyp
     monkeypatch.setattr(lower, "MAX_CODE_CHARS", 500_000)
     assert hb.load_mechanisms(write(tmp_path, "small.mod", text.replace("99", "98"))) == ["bad"]
     mechanisms.unregister("bad")
+
+
+COUNTER = """NEURON { SUFFIX count  RANGE n  NONSPECIFIC_CURRENT i }
+ASSIGNED { n  i (mA/cm2) }
+BREAKPOINT { n = n + 1  i = 0 }
+"""
+
+
+@pytest.mark.parametrize("backend", ["serial", "multicore"])
+def test_every_run_starts_from_the_models_values(tmp_path, soma, backend):
+    """A variable that INITIAL leaves alone (here a count of BREAKPOINT's calls) starts each
+    run of a simulation from its value in the model, not from where the last run left it."""
+    hb.load_mechanisms(write(tmp_path, "count.mod", COUNTER))
+    sim = hb.Simulation([hb.Cell(str(soma)).insert("count") for _ in range(2)],
+                        backend=backend)
+    key = sim.record("n_count", cell=1)
+    first, second = sim.run(1.0)[key], sim.run(1.0)[key]
+    assert first[-1] > first[0] > 0.0      # finitialize calls BREAKPOINT too
+    assert np.array_equal(first, second)

@@ -95,24 +95,18 @@ class Layout:
     def __init__(self, cells, *, dt: float):
         self.cells = []
         parents, areas, gs, capds, diams = [], [], [], [], []
+        shared: dict = {}                 # cells of one geometry and cm share their arrays
         offset = 0
         for gid, cell in enumerate(cells):
             geo = cell.geometry
-            perm = level_order(geo)
-            inv = np.empty_like(perm)
-            inv[perm] = np.arange(perm.size)
-            old_parent = geo.parent[perm]
-            parent = np.where(old_parent < 0, -1, inv[np.maximum(old_parent, 0)])
-            area = np.where(geo.has_membrane, geo.area_um2, 100.0)[perm]
-            with np.errstate(divide="ignore"):
-                g = np.where(np.isfinite(geo.ri_megohm), 1.0 / geo.ri_megohm, 0.0)[perm]
-            cm = cell.section_cm()[geo.section][perm]
-            cfac = 0.001 * (1.0 / dt)
-            capd = np.where(geo.has_membrane[perm], cfac * cm, 0.0)
+            cm = cell.section_cm()
+            key = (id(geo), cm.tobytes())
+            if key not in shared:
+                shared[key] = _cell_arrays(geo, cm, dt)
+            perm, inv, parent, area, g, capd, diam = shared[key]
             parents.append(np.where(parent < 0, -1, parent + offset))
             areas.append(area)
-            diams.append(np.full(perm.size, np.nan) if geo.diam_um is None
-                         else np.asarray(geo.diam_um, dtype=np.float64)[perm])
+            diams.append(diam)
             gs.append(g)
             capds.append(capd)
             self.cells.append(CellLayout(gid, offset, offset + perm.size, perm, inv, geo))
@@ -131,16 +125,28 @@ class Layout:
         a[has_p] = ((-100.0 * 1.0) * g[has_p]) / self.area[self.parent[has_p]]
         b[has_p] = (-100.0 * g[has_p]) / self.area[has_p]
         self.a, self.b = a, b
+        self._source_cells = list(cells)
         self._instances(cells)
+        self._data_taken = False
+
+    def run_data(self) -> dict:
+        """Per mechanism the instance data (fields x instances) a run starts from, the
+        run's own to change: the arrays built with the layout for its first run, built
+        again from the cells for every later one (a batch's data are large; a copy kept
+        for later runs would double the set-up's memory and time)."""
+        if self._data_taken:
+            self.data = self._instance_data(self._rows)
+        self._data_taken = True
+        return self.data
 
     def _instances(self, cells) -> None:
         """Per mechanism: data, nodes, per-cell offsets, 1e2/area; and index maps."""
         per_mech: dict = {}
         self.pp_index: dict = {}          # id(PointProcess) -> (mech, instance)
-        densities: dict = {}              # a Cell given several times is read once
+        densities: dict = {}              # cells of one geometry and decor are read once
         for cl, cell in zip(self.cells, cells):
             geo = cl.geometry
-            key = (id(cell), id(geo))
+            key = (_decor_key(cell), id(geo))
             if key not in densities:
                 densities[key] = []
                 for m, (mask, values) in cell.density_values(geo).items():
@@ -166,7 +172,7 @@ class Layout:
                                  for f in mech.fields]).reshape(len(mech.fields), len(plist))
                 per_mech.setdefault(m, []).append((cl.gid, data, nodes, plist))
         self.mechs = sorted((_mechanisms.get(m) for m in per_mech), key=lambda m: m.order)
-        self.data, self.nodes, self.offsets, self.scale = {}, {}, {}, {}
+        self.nodes, self.offsets, self.scale = {}, {}, {}
         self.scratch: dict = {}
         n_cells = len(self.cells)
         for mech in self.mechs:
@@ -175,12 +181,9 @@ class Layout:
             for gid, data, nodes, plist in rows:
                 counts[gid] = nodes.size
             base = np.concatenate([[0], np.cumsum(counts)])
-            self.data[mech.name] = np.ascontiguousarray(
-                np.concatenate([r[1] for r in rows], axis=1), dtype=np.float64)
             self.nodes[mech.name] = np.concatenate([r[2] for r in rows]).astype(np.int64)
             self.offsets[mech.name] = base.astype(np.int64)
             self.scale[mech.name] = 1e2 / self.area[self.nodes[mech.name]]
-            self._geometry_fields(mech)
             shape = (max(1, len(mech.cnexp)), self.nodes[mech.name].size)
             self.scratch[mech.name] = (np.zeros(shape), np.zeros(shape),
                                       np.zeros((2, shape[1])))
@@ -188,10 +191,25 @@ class Layout:
                 if plist:
                     for k, p in enumerate(plist):
                         self.pp_index[id(p)] = (mech.name, int(base[gid]) + k)
-        self.initial_data = {m: d.copy() for m, d in self.data.items()}
+        self._rows = {m: [r[1] for r in rows] for m, rows in per_mech.items()}
+        self.data = self._instance_data(self._rows)
 
-    def _geometry_fields(self, mech) -> None:
-        """Set the fields of ``mech.geometry`` from each instance's segment.
+    def _instance_data(self, rows: dict) -> dict:
+        """The fields x instances array of every mechanism, from its cells' pieces."""
+        data = {}
+        for mech in self.mechs:
+            pieces = rows[mech.name]
+            out = np.empty((len(mech.fields), sum(p.shape[1] for p in pieces)))
+            k = 0
+            for p in pieces:
+                out[:, k:k + p.shape[1]] = p
+                k += p.shape[1]
+            data[mech.name] = out
+            self._geometry_fields(mech, out)
+        return data
+
+    def _geometry_fields(self, mech, data: np.ndarray) -> None:
+        """Set the fields of ``mech.geometry`` in ``data`` from each instance's segment.
 
         Raises
         ------
@@ -207,7 +225,7 @@ class Layout:
                 cell = next(c for c in self.cells if c.start <= node < c.stop)
                 raise ValueError(f"mechanism {mech.name} reads {name}, but cell {cell.gid} "
                                  f"has no segment diameter at {cell.location_of(node)}")
-            self.data[mech.name][mech.field_names.index(name)] = values
+            data[mech.field_names.index(name)] = values
 
     def instance_at(self, mech: str, node: int) -> int:
         """The instance of density mechanism ``mech`` on global ``node`` (or -1)."""
@@ -216,6 +234,36 @@ class Layout:
             return -1
         hit = np.flatnonzero(nodes == node)
         return int(hit[0]) if hit.size else -1
+
+
+def _cell_arrays(geo, cm: np.ndarray, dt: float) -> tuple:
+    """One cell's arrays in the engine's node order: ``(perm, inv, parent, area, g, capd,
+    diam)``, the parent local (-1 at the root), ``cm`` per section [µF/cm²]."""
+    perm = level_order(geo)
+    inv = np.empty_like(perm)
+    inv[perm] = np.arange(perm.size)
+    old_parent = geo.parent[perm]
+    parent = np.where(old_parent < 0, -1, inv[np.maximum(old_parent, 0)])
+    area = np.where(geo.has_membrane, geo.area_um2, 100.0)[perm]
+    with np.errstate(divide="ignore"):
+        g = np.where(np.isfinite(geo.ri_megohm), 1.0 / geo.ri_megohm, 0.0)[perm]
+    cfac = 0.001 * (1.0 / dt)
+    capd = np.where(geo.has_membrane[perm], cfac * cm[geo.section][perm], 0.0)
+    diam = np.full(perm.size, np.nan) if geo.diam_um is None \
+        else np.asarray(geo.diam_um, dtype=np.float64)[perm]
+    return perm, inv, parent, area, g, capd, diam
+
+
+def _decor_key(cell):
+    """A key equal for cells whose decor gives the same values on the same geometry:
+    the decor itself where every parameter is a plain number, else the cell."""
+    key = []
+    for op, m, region, params in cell.decor:
+        if not isinstance(region, str) or not all(
+                type(v) in (int, float) for v in params.values()):
+            return ("cell", id(cell))
+        key.append((op, m, region, tuple(sorted(params.items()))))
+    return tuple(key)
 
 
 def _loc(location: str):

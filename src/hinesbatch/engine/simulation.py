@@ -346,7 +346,7 @@ class Simulation:
         self._v = np.full(n, self.v_init)
         self._d = np.zeros(n)
         self._rhs = np.zeros(n)
-        self._data = {m: d.copy() for m, d in lay.initial_data.items()}
+        self._data = lay.run_data()
         # NEURON's ion_init: reversal potentials from concentrations where those are read;
         # the ions kept per node start as ion_alloc, nrn_promote and ion_init leave them
         initialize_reversals(lay.mechs, lay.nodes, self._data, n, celsius)
