@@ -27,6 +27,9 @@ step as NEURON on one core, does ``multicore`` reach 0.7 x cores x ``serial`` on
   zero-area section ends): compartment-steps/s = nodes x steps / seconds.
 * Batch: ``--batch-cells`` copies of the middle cell, ``serial`` against ``multicore``
   (``--batch-tstop`` ms, shorter than 100 ms so that the serial run takes minutes, not an hour).
+  Beside it, the speedup the same threads give a compute-bound loop
+  (:mod:`hinesbatch.bench._cpu_ceiling`): where a machine's cores lose clock when all are
+  busy, or are logical CPUs of shared cores, that loop shows the ceiling.
 * Whole command: ``hinesbatch simulate CELL --mechanism hh ... --tstop 100 --out x.npz`` as a
   subprocess (Python start-up, imports, reading the file, kernels loaded from Numba's cache or
   compiled, the run, writing the file) against ``python script.py`` running the same model with
@@ -292,12 +295,17 @@ def _batch_row(hb, path, settings: dict) -> dict:
             del res
     serial, multicore = (float(np.median(times[b])) for b in ("serial", "multicore"))
     threads = numba.get_num_threads()
+    from ._cpu_ceiling import compute_scaling
+
+    machine = compute_scaling(threads)
     nodes = _n_nodes(hb, path)
     steps = len(results["serial"]) - 1
     speedup = serial / multicore
     row = {"morphology": Path(path).name, "nodes": nodes, "cells": n, "steps": steps,
            "serial_s": serial, "multicore_s": multicore, "threads": threads,
+           "threading_layer": numba.threading_layer(),
            "speedup": speedup, "efficiency": speedup / threads,
+           "compute_bound_speedup": machine, "of_compute_bound": speedup / machine,
            "multicore_Mcomp_steps_per_s": n * nodes * steps / multicore / 1e6,
            "max_abs_dv_mV": float(np.max(np.abs(results["serial"] - results["multicore"])))}
     print(_row_text(row), flush=True)
@@ -374,7 +382,9 @@ def _goals(single, batch, command) -> list[str]:
         notes.append(
             f"multicore on {r['cells']} x {r['morphology']}: {r['speedup']:.2f}x serial on "
             f"{r['threads']} threads = {r['efficiency']:.2f} x threads x serial; goal >= "
-            f"{EFFICIENCY_GOAL} -> {'met' if met else 'NOT met'}")
+            f"{EFFICIENCY_GOAL} -> {'met' if met else 'NOT met'}. A compute-bound loop on the "
+            f"same threads: {r['compute_bound_speedup']:.2f}x one thread, so the engine "
+            f"reaches {r['of_compute_bound']:.2f} of what these cores give such a loop")
     for r in command:
         if r["neuron_s"] is None:
             continue

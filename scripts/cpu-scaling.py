@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""How a CPU's cores scale, beside the multicore engine's scaling on the same machine.
+
+    python3 scripts/cpu-scaling.py [--cells 320] [--tstop 10] [--threads 1 2 4 8 16]
+        [--out rows.json]
+
+A virtual machine's ``lscpu`` may show every logical CPU as a core of its own. Three
+measurements, in one process tree, tell what the cores give:
+
+* **Siblings**: a compute-bound Numba loop (a chain of ``exp``, no memory traffic) pinned
+  to CPU 0 runs alone, then at the same time as the same loop pinned to CPU j, for every
+  j. Two logical CPUs of one physical core slow each other down (SMT shares the core's
+  units); two cores do not.
+* **Compute ceiling**: the same loop in a ``prange`` over threads, each thread doing the
+  work of the one-thread run: the time on 1 thread over the time on k threads, per k, is
+  what k threads can give at best (clock boost, SMT, the host's other work included).
+* **Engine**: ``--cells`` copies of c91662.swc with hh (``bench sim``'s protocol) for
+  ``--tstop`` ms, ``serial`` and ``multicore`` at each thread count, the stepping
+  (``advance_epoch``) timed apart from the whole ``run``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from numba import set_num_threads
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from hinesbatch.bench._cpu_ceiling import _chain, _chains  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SWC = ROOT / "tests" / "data" / "morphologies" / "real" / "c91662.swc"
+WORK = 20_000_000
+
+
+def _pinned(cpu, barrier, queue):
+    os.sched_setaffinity(0, {cpu})
+    _chain(1000)
+    barrier.wait()
+    t = time.perf_counter()
+    _chain(WORK)
+    queue.put((cpu, time.perf_counter() - t))
+
+
+def _together(cpus):
+    ctx = mp.get_context("fork")
+    barrier, queue = ctx.Barrier(len(cpus)), ctx.Queue()
+    procs = [ctx.Process(target=_pinned, args=(c, barrier, queue)) for c in cpus]
+    for p in procs:
+        p.start()
+    times = dict(queue.get() for _ in procs)
+    for p in procs:
+        p.join()
+    return times
+
+
+def siblings():
+    cpus = sorted(os.sched_getaffinity(0))
+    alone = min(_together([cpus[0]])[cpus[0]] for _ in range(3))
+    rows = []
+    for j in cpus[1:]:
+        both = _together([cpus[0], j])
+        rows.append({"cpu": j, "slowdown_cpu0": both[cpus[0]] / alone,
+                     "slowdown_cpuj": both[j] / alone})
+        print(f"cpu0 with cpu{j}: {both[cpus[0]] / alone:.2f}x, {both[j] / alone:.2f}x",
+              flush=True)
+    return {"alone_s": alone, "pairs": rows}
+
+
+def ceiling(threads):
+    _chains(1000, 1)
+    rows = []
+    base = None
+    for k in threads:
+        set_num_threads(k)
+        best = min(_timed(lambda: _chains(WORK // 4, k)) for _ in range(3))
+        base = base or best * 1
+        rows.append({"threads": k, "seconds": best, "speedup": k * base / best,
+                     "efficiency": base / best})
+        print(f"compute ceiling, {k} threads: {k * base / best:.2f}x ({base / best:.2f} a thread)",
+              flush=True)
+    return rows
+
+
+def _timed(f):
+    t = time.perf_counter()
+    f()
+    return time.perf_counter() - t
+
+
+def engine(cells, tstop, threads):
+    import numba
+
+    import hinesbatch as hb
+    from hinesbatch.bench import sim as bs
+    from hinesbatch.engine.simulation import Simulation
+
+    stepping = []
+    original = Simulation._epoch
+
+    def timed_epoch(self, *a, **k):
+        t = time.perf_counter()
+        r = original(self, *a, **k)
+        stepping.append(time.perf_counter() - t)
+        return r
+
+    Simulation._epoch = timed_epoch
+    rows = []
+    for backend, k in [("serial", 1)] + [("multicore", k) for k in threads]:
+        numba.set_num_threads(max(threads))
+        best = None
+        for r in range(3):   # round 0 warms up
+            sim, _, _ = bs._simulation(hb, SWC, n_cells=cells, backend=backend, tables=True)
+            if backend == "multicore":
+                sim.threads = k
+            stepping.clear()
+            whole = _timed(lambda: sim.run(tstop))
+            if r and (best is None or whole < best[0]):
+                best = (whole, sum(stepping))
+        rows.append({"backend": backend, "threads": k, "run_s": best[0], "stepping_s": best[1]})
+        print(f"engine {backend} {k} threads: run {best[0]:.3f} s, stepping {best[1]:.3f} s",
+              flush=True)
+    serial = rows[0]
+    for row in rows[1:]:
+        row["run_efficiency"] = serial["run_s"] / row["run_s"] / row["threads"]
+        row["stepping_efficiency"] = serial["stepping_s"] / row["stepping_s"] / row["threads"]
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cells", type=int, default=320)
+    parser.add_argument("--tstop", type=float, default=10.0)
+    parser.add_argument("--threads", type=int, nargs="+", default=None)
+    parser.add_argument("--no-siblings", action="store_true")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    n = len(os.sched_getaffinity(0))
+    threads = args.threads or sorted({1, 2, 4, n // 2, n} - {0})
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    print(lscpu, flush=True)
+    result = {"machine": {"cpu": platform.processor(), "logical_cpus": n, "lscpu": lscpu},
+              "siblings": None if args.no_siblings else siblings(),
+              "ceiling": ceiling(threads),
+              "engine": engine(args.cells, args.tstop, threads)}
+    for row in result["engine"][1:]:
+        c = next(r for r in result["ceiling"] if r["threads"] == row["threads"])
+        print(f"{row['threads']:3d} threads: stepping efficiency {row['stepping_efficiency']:.2f}, "
+              f"run {row['run_efficiency']:.2f}, compute ceiling {c['efficiency']:.2f}")
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
