@@ -489,9 +489,21 @@ class Simulation:
         spike_t = np.empty((max(len(sources), 1), cap))
         spike_n = np.zeros(max(len(sources), 1), dtype=np.int64)
         bad_step = np.zeros(len(lay.cells), dtype=np.int64)
-        km.advance_epoch(n, step, self._tgrid[step], self.dt, self.celsius, self._chunk_off,
-                         *src, src_off, spike_t, spike_n, *rec, rec_off, rec_buf, bad_step,
-                         *model)
+        args = (n, step, self._tgrid[step], self.dt, self.celsius, self._chunk_off, *src,
+                src_off, spike_t, spike_n, *rec, rec_off, rec_buf, bad_step, *model)
+        if self.backend == "multicore":
+            import numba
+
+            # chunks handed to threads one at a time as they finish, not split in equal
+            # shares up front: a thread slowed by other work on its core, or given larger
+            # cells, no longer holds the others back at the epoch's end
+            before = numba.set_parallel_chunksize(1)
+            try:
+                km.advance_epoch(*args)
+            finally:
+                numba.set_parallel_chunksize(before)
+        else:
+            km.advance_epoch(*args)
         if bad_step.any():
             gid = int(np.argmin(np.where(bad_step > 0, bad_step, np.iinfo(np.int64).max)))
             self._non_finite(lay, gid, self._tgrid[bad_step[gid]])
