@@ -248,7 +248,13 @@ VARIANTS = [
     ("a FUNCTION", lambda s: s + "FUNCTION f() { : <-- here\n\tf = 1\n}\n",
      "it has a FUNCTION block"),
     ("a PROCEDURE", lambda s: s + "PROCEDURE rewind() { : <-- here\n\tindex = 0\n}\n",
-     "PROCEDURE rewind"),
+     "it defines PROCEDURE rewind"),
+    ("no INITIAL", lambda s: re.sub(r"INITIAL \{.*?\n\}\n", "", s, count=1, flags=re.S)
+     .replace("ARTIFICIAL_CELL VecStim", "ARTIFICIAL_CELL VecStim : <-- here"),
+     "0 INITIAL blocks"),
+    ("a DESTRUCTOR's C", lambda s: s.replace("DESTRUCTOR {", "DESTRUCTOR { : <-- here")
+     .replace("hoc_obj_unref(*vector_pobj(vv));", "hoc_obj_unref(*vector_pobj(vv)); "
+              "vv = 0;"), "the C of its DESTRUCTOR is not vecevent.mod's"),
 ]
 
 

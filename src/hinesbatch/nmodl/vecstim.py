@@ -227,8 +227,8 @@ def builtin_copy(lowering, blocks) -> str | None:
     docstring; a notice says the built-in is used), None for a file that does not declare
     ``ARTIFICIAL_CELL VecStim``.
 
-    Raises NmodlError (through ``lowering.fail``) for a file declaring
-    ``ARTIFICIAL_CELL VecStim`` that breaks a rule.
+    Raises NmodlError (through ``lowering``) for a file declaring ``ARTIFICIAL_CELL
+    VecStim`` that breaks a rule, naming the rule.
     """
     neuron = [b for b in blocks if type(b).__name__ == "NeuronBlock"]
     if len(neuron) != 1:
@@ -238,85 +238,107 @@ def builtin_copy(lowering, blocks) -> str | None:
     if len(declared) != 1 or declared[0].type.get_node_name() != "ARTIFICIAL_CELL" \
             or declared[0].name.get_node_name() != _NAME:
         return None
-    at = r"\bARTIFICIAL_CELL\s+VecStim\b"
+    check = _Rules(lowering)
+    vector = check.neuron_block(neuron[0])
+    reference = _reference_blocks()
+    for b in blocks:
+        check.block(b, vector, reference)
+    check.counts(blocks)
+    lowering.notices.append(f"{lowering.path}:{lowering.line_of(_AT)}: ARTIFICIAL_CELL "
+                            "VecStim: NEURON's VecStim (vecevent.mod), not translated: the "
+                            "built-in VecStim is used")
+    return _NAME
 
-    def differs(why: str, *patterns: str, line: int | None = None):
+
+_AT = r"\bARTIFICIAL_CELL\s+VecStim\b"
+
+
+class _Rules:
+    """The rules of the module docstring, each refusing the file with its reason."""
+
+    def __init__(self, lowering):
+        self.lowering = lowering
+
+    def differs(self, why: str, *patterns: str, line: int | None = None):
         construct = f"ARTIFICIAL_CELL {_NAME}"
         reason = (f"not NEURON's VecStim (vecevent.mod): {why}; only a copy of vecevent.mod "
                   "stands for the built-in VecStim, and artificial cells are not translated")
         if line is not None:
-            raise lowering.error_at(line, construct, reason)
-        lowering.fail(construct, reason, *patterns, at)
+            raise self.lowering.error_at(line, construct, reason)
+        self.lowering.fail(construct, reason, *patterns, _AT)
 
-    pointer = None
-    for st in neuron[0].statement_block.statements:
-        k = type(st).__name__
-        if k in ("Suffix", "ThreadSafe", "LineComment", "BlockComment"):
-            continue
-        names = [v.get_node_name() for v in getattr(st, "variables", [])]
-        if k in ("Pointer", "BbcorePointer") and names == ["ptr"] and pointer is None:
-            pointer = "ptr"
-            continue
-        differs(f"its NEURON block declares {' '.join(dsl_text(st).split())}",
-                r"\b(RANGE|GLOBAL|USEION|NONSPECIFIC_CURRENT|POINTER|BBCOREPOINTER)\b")
-    vector = pointer or "space"
-    reference = _reference_blocks()
-    seen: dict = {}
-    for b in blocks:
+    def neuron_block(self, block) -> str:
+        """Rule 1; the name of the vector's variable (``space`` or ``ptr``)."""
+        pointer = None
+        for st in block.statement_block.statements:
+            k = type(st).__name__
+            if k in ("Suffix", "ThreadSafe", "LineComment", "BlockComment"):
+                continue
+            names = [v.get_node_name() for v in getattr(st, "variables", [])]
+            if k in ("Pointer", "BbcorePointer") and names == ["ptr"] and pointer is None:
+                pointer = "ptr"
+                continue
+            self.differs(f"its NEURON block declares {' '.join(_text(st).split())}",
+                         r"\b(RANGE|GLOBAL|USEION|NONSPECIFIC_CURRENT|POINTER|BBCOREPOINTER|"
+                         r"ELECTRODE_CURRENT|EXTERNAL)\b")
+        return pointer or "space"
+
+    def block(self, b, vector: str, reference: dict) -> None:
+        """Rules 2 to 4 for one block of the file."""
         k = type(b).__name__
         if k in ("NeuronBlock", "LineComment", "BlockComment"):
-            continue
+            return
         if k == "AssignedBlock":
             names = sorted(d.get_node_name() for d in b.definitions)
             if names != sorted(["index", "etime", vector]):
-                differs(f"ASSIGNED declares {', '.join(names)} (vecevent.mod: index, "
-                        f"etime, {vector})", r"\bASSIGNED\b")
+                self.differs(f"ASSIGNED declares {', '.join(names)} (vecevent.mod: index, "
+                             f"etime, {vector})", r"\bASSIGNED\b")
         elif k in ("InitialBlock", "NetReceiveBlock"):
             if _nmodl_key(b) != reference[k]:
                 word = "INITIAL" if k == "InitialBlock" else "NET_RECEIVE"
-                differs(f"its {word} block is not vecevent.mod's", rf"\b{word}\b")
+                self.differs(f"its {word} block is not vecevent.mod's", rf"\b{word}\b")
         elif k == "ProcedureBlock":
             name = b.get_node_name()
+            at = rf"\bPROCEDURE\s+{re.escape(name)}\b"
             if name not in ("element", "play") or list(b.parameters):
-                differs(f"PROCEDURE {name}", rf"\bPROCEDURE\s+{name}\b")
-            _c_matches(differs, _verbatim_only(b), name, vector,
-                       rf"\bPROCEDURE\s+{name}\b")
+                self.differs(f"it defines PROCEDURE {name}", at)
+            self.c_code(_verbatim_only(b), name, vector, f"its PROCEDURE {name}()", at)
         elif k == "DestructorBlock":
-            _c_matches(differs, _verbatim_only(b), "DESTRUCTOR", vector, r"\bDESTRUCTOR\b")
+            self.c_code(_verbatim_only(b), "DESTRUCTOR", vector, "its DESTRUCTOR",
+                        r"\bDESTRUCTOR\b")
         elif k == "Verbatim":
-            _c_matches(lambda why, *_: differs(why, line=lowering.verbatim_line(b)),
-                       b.statement.eval(), "top level", vector)
+            self.c_code(b.statement.eval(), "top level", vector,
+                        "a VERBATIM block at the top level",
+                        line=self.lowering.verbatim_line(b))
         else:
-            word = dsl_text(b).split(None, 1)[0] if dsl_text(b).split() else k
-            differs(f"it has a {word} block", rf"\b{re.escape(word)}\b")
-        seen[k] = seen.get(k, 0) + 1
-    for k in ("AssignedBlock", "InitialBlock", "NetReceiveBlock"):
-        if seen.get(k) != 1:
-            differs(f"{seen.get(k, 0)} {k.replace('Block', '').upper()} blocks "
-                    "(vecevent.mod: 1)")
-    procedures = sorted(b.get_node_name() for b in blocks
-                        if type(b).__name__ == "ProcedureBlock")
-    if procedures != ["element", "play"]:
-        differs("it does not define PROCEDURE element() and PROCEDURE play() once each",
-                r"\bPROCEDURE\b")
-    line = lowering.line_of(at)
-    lowering.notices.append(f"{lowering.path}:{line}: ARTIFICIAL_CELL VecStim: NEURON's "
-                            "VecStim (vecevent.mod), not translated: the built-in VecStim "
-                            "is used")
-    return _NAME
+            word = (_text(b).split() or [k])[0]
+            self.differs(f"it has a {word} block", rf"\b{re.escape(word)}\b")
+
+    def c_code(self, text, where: str, vector: str, what: str, *patterns: str,
+               line: int | None = None) -> None:
+        """Rule 4: ``text`` is one of vecevent.mod's versions of the C at ``where``."""
+        if text is None:
+            self.differs(f"{what} is not one VERBATIM block", *patterns, line=line)
+        forms = C_FORMS.get((where, vector), ())
+        if _c_key(text) not in {_c_key(f) for f in forms}:
+            self.differs(f"the C of {what} is not vecevent.mod's", *patterns, line=line)
+
+    def counts(self, blocks) -> None:
+        """One ASSIGNED, INITIAL and NET_RECEIVE block, and PROCEDUREs element and play."""
+        kinds = [type(b).__name__ for b in blocks]
+        for k, word in (("AssignedBlock", "ASSIGNED"), ("InitialBlock", "INITIAL"),
+                        ("NetReceiveBlock", "NET_RECEIVE")):
+            if kinds.count(k) != 1:
+                self.differs(f"{kinds.count(k)} {word} blocks (vecevent.mod: 1)",
+                             rf"\b{word}\b")
+        procedures = sorted(b.get_node_name() for b in blocks
+                            if type(b).__name__ == "ProcedureBlock")
+        if procedures != ["element", "play"]:
+            self.differs("it does not define PROCEDURE element() and PROCEDURE play() once "
+                         "each", r"\bPROCEDURE\b")
 
 
-def _c_matches(differs, text, where: str, vector: str, pattern: str = "") -> None:
-    what = f"PROCEDURE {where}()" if where in ("element", "play") else where
-    if text is None:
-        differs(f"{what} is not one VERBATIM block", pattern)
-    forms = C_FORMS.get((where, vector), ())
-    if _c_key(text) not in {_c_key(f) for f in forms}:
-        differs(f"the C of {'its ' if where != 'top level' else 'a '}"
-                f"{what if where != 'top level' else 'VERBATIM block at the top level'} "
-                "is not vecevent.mod's", pattern)
-
-
-def dsl_text(node) -> str:
+def _text(node) -> str:
+    """``node`` written out as NMODL."""
     from neuron.nmodl import dsl
     return dsl.to_nmodl(node)
