@@ -85,6 +85,8 @@ REFUSED = [
     ("inside an IF", "PROCEDURE p() {\n if (x > 0) {\n  VERBATIM /* <-- here */\n  return 0;\n"
      "  ENDVERBATIM\n }\n}\n"),
     ("return 0 in INITIAL", "PROCEDURE p() { x = 2 }\n"),
+    ("not a return", "PROCEDURE p() {\n x = 2\n VERBATIM /* <-- here */\n return0;\n"
+     " ENDVERBATIM\n}\n"),
     ("a value other than 0", "PROCEDURE p() {\n x = 2\n VERBATIM /* <-- here */\n return 1;\n"
      " ENDVERBATIM\n}\n"),
     ("a FUNCTION writing a variable", "FUNCTION f(a) {\n y = a\n f = a\n"

@@ -33,7 +33,7 @@ STANDARD_HEADERS = frozenset({
     "cassert", "cctype", "cerrno", "cfloat", "climits", "cmath", "cstddef", "cstdint",
     "cstdio", "cstdlib", "cstring", "ctime"})
 
-_RETURN = re.compile(r"return\s*(?:\(\s*0\s*\)|0)?\s*;")
+_RETURN = re.compile(r"return(?:\s+0|\s*\(\s*0\s*\))?\s*;")
 _RETURN_VOID = re.compile(r"return\s*;")
 _INCLUDE = re.compile(r"#\s*include\s*<\s*([\w./]+)\s*>")
 
