@@ -11,6 +11,7 @@ import re
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("neuron.nmodl", reason="the NMODL parser comes with `pip install neuron`")
@@ -283,6 +284,7 @@ def test_load_mechanisms_keeps_the_builtin_vecstim(tmp_path):
     for name in ("kret.mod", "vecevent.mod"):
         (tmp_path / name).write_text((DATA / name).read_text())
     (tmp_path / "vecstim_copy.mod").write_text(VECEVENT_SPACE)     # two copies: no clash
+    (tmp_path / "vs_same.mod").write_text(vecevent())     # a content seen before
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         names = hb.load_mechanisms(tmp_path, replace=True)
@@ -291,16 +293,17 @@ def test_load_mechanisms_keeps_the_builtin_vecstim(tmp_path):
     assert mechanisms.get("VecStim") is BUILTINS["VecStim"]
     said = [str(w.message) for w in caught if issubclass(w.category, NmodlNotice)
             and "VecStim" in str(w.message)]
-    assert len(said) == 2
-    assert any(s.startswith(f"{tmp_path / 'vecevent.mod'}:") for s in said)
-    assert any(s.startswith(f"{tmp_path / 'vecstim_copy.mod'}:") for s in said)
-    # a network's VecStim is still the built-in generator
+    assert len(said) == 3
+    for name in ("vecevent.mod", "vecstim_copy.mod", "vs_same.mod"):
+        assert sum(s.startswith(f"{tmp_path / name}:") for s in said) == 1, said
+    # the built-in VecStim still drives a synapse: its event at 1 ms arrives at 1.5 ms
     cell = hb.Cell(str(_soma(tmp_path)))
     syn = cell.place("ExpSyn", "soma[0](0.5)")
-    sim = hb.Simulation(cell)
-    sim.connect(sim.vec_stim([1.0, 2.0]), syn, weight=0.01, delay=0.5)
-    spikes = sim.run(5.0)
-    assert spikes is not None
+    sim = hb.Simulation(cell, dt=0.025)
+    sim.connect(sim.vec_stim([1.0]), syn, weight=0.01, delay=0.5)
+    key = sim.record("g", target=syn)
+    g = np.asarray(sim.run(3.0)[key])
+    assert np.all(g[:60] == 0.0) and g[61] > 0.0     # steps 0..59 end before 1.5 ms
 
 
 def _soma(tmp_path) -> Path:
