@@ -40,10 +40,10 @@ def without_verbatim(text: str) -> str:
 
 
 # ---- accepted: the translation of the file without the blocks -----------------------------
-@pytest.mark.parametrize("name", ["kret.mod", "nainc.mod"])
+@pytest.mark.parametrize("name", ["kret.mod", "nainc.mod", "kcareload.mod"])
 def test_accepted_blocks_translate_as_if_absent(name):
     text = (DATA / name).read_text()
-    assert text.count("ENDVERBATIM") >= 3
+    assert text.count("ENDVERBATIM") >= (1 if name == "kcareload.mod" else 3)
     got = translate_text(text, name)
     ref = translate_text(without_verbatim(text), name)
     assert got.mechanism == ref.mechanism
@@ -131,6 +131,49 @@ def test_a_return_in_other_blocks_is_refused_with_the_block(where, block):
                        rf"{where} changes") as info:
         translate_text(text, "vr.mod")
     assert info.value.line == marked_line(text)
+
+
+ION_READER = """NEURON {
+    SUFFIX cr
+    USEION ca READ cai, cao WRITE ica
+    USEION k READ ki
+    RANGE x
+}
+ASSIGNED { v cai cao ica ki x }
+INITIAL {
+    VERBATIM /* <-- here */
+    RELOAD
+    ENDVERBATIM
+    x = cai + ki
+}
+BREAKPOINT { ica = 1e-6*(v - 50) }
+"""
+
+
+@pytest.mark.parametrize("reload", ["cai = _ion_cai;", "cai=_ion_cai; ki = _ion_ki; // both"])
+def test_an_ion_variable_reloaded_in_initial_is_accepted(reload):
+    text = ION_READER.replace("RELOAD", reload)
+    got = translate_text(text, "cr.mod")
+    assert got.mechanism == translate_text(without_verbatim(text), "cr.mod").mechanism
+
+
+@pytest.mark.parametrize("why, change", [
+    ("a variable the mechanism writes", lambda s: s.replace("RELOAD", "ica = _ion_ica;")),
+    ("another ion variable", lambda s: s.replace("RELOAD", "cai = _ion_cao;")),
+    ("assigned by a block", lambda s: s.replace("RELOAD", "cai = _ion_cai;").replace(
+        "ica = 1e-6", "cai = 1e-4\n ica = 1e-6")),
+    ("outside INITIAL", lambda s: s.replace("    VERBATIM /* <-- here */\n    RELOAD\n"
+                                            "    ENDVERBATIM\n", "").replace(
+        "BREAKPOINT { ica", "BREAKPOINT {\n VERBATIM /* <-- here */\n cai = _ion_cai;\n"
+        " ENDVERBATIM\n ica")),
+    ("more C", lambda s: s.replace("RELOAD", "cai = _ion_cai; cai = 2*cai;")),
+])
+def test_other_ion_reloads_are_refused(why, change):
+    text = change(ION_READER)
+    with pytest.raises(NmodlError) as info:
+        translate_text(text, "cr.mod")
+    assert info.value.construct == "VERBATIM", str(info.value)
+    assert info.value.line == marked_line(text), str(info.value)
 
 
 # ---- NEURON's VecStim ----------------------------------------------------------------------

@@ -5,7 +5,9 @@ Files (``tests/data/nmodl``): ``kret.mod``, a potassium channel updated by a PRO
 (``SOLVE states``) whose PROCEDUREs end in ``VERBATIM return 0; ENDVERBATIM`` and
 ``return(0);`` (one of them tabulated) and whose INITIAL ends in ``return;``;
 ``nainc.mod``, a sodium channel including ``stdlib.h`` and ``math.h`` at the top level,
-with VERBATIM blocks of comments only in its FUNCTIONs; ``vecevent.mod``, NEURON's
+with VERBATIM blocks of comments only in its FUNCTIONs; ``kcareload.mod``, a
+calcium-activated potassium channel whose INITIAL reloads ``cai`` from the ion in C (with
+``caacc.mod`` integrating cai from the ica of ``caeca.mod``); ``vecevent.mod``, NEURON's
 VecStim, which NEURON compiles and hinesbatch replaces by its built-in VecStim.
 
 Protocol: a one-compartment soma (L = diam = 20 µm) with hh, dt 0.025 ms, 30 ms; the
@@ -26,7 +28,8 @@ pytestmark = [pytest.mark.neuron,
 
 DATA = Path(__file__).parents[1] / "data" / "nmodl"
 TOLERANCE_MV = 1e-9
-FILES = ("kret.mod", "nainc.mod", "vecevent.mod")
+FILES = ("kret.mod", "nainc.mod", "kcareload.mod", "caacc.mod", "caeca.mod",
+         "vecevent.mod")
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +52,7 @@ def compiled(tmp_path_factory):
 
 def test_vecevent_is_not_registered(compiled):
     _, names = compiled
-    assert sorted(names) == ["kret", "nainc"]
+    assert sorted(names) == ["caacc", "caeca", "kcareload", "kret", "nainc"]
 
 
 @pytest.mark.parametrize("tables", [True, False])
@@ -58,6 +61,18 @@ def test_channel_with_verbatim_that_changes_nothing(compiled, tmp_path, channel,
     lib, _ = compiled
     model = {"swc": nc.one_point_soma(tmp_path), "insert": [["hh", {}], [channel, {}]],
              "iclamp": [1.0, 20.0, 0.3], "tstop": 30.0, "tables": tables}
+    dv, ref = nc.compare(model, lib)
+    assert ref.max() > 0.0, "the soma should spike: the comparison must cover a spike"
+    assert dv <= TOLERANCE_MV, f"max |dV| = {dv} mV"
+
+
+def test_calcium_reloaded_in_initial(compiled, tmp_path):
+    """kcareload reads the cai that caacc integrates (from caeca's ica, which starts at
+    1e-4 mM in caacc's INITIAL, before kcareload's: files initialize in name order)."""
+    lib, _ = compiled
+    model = {"swc": nc.one_point_soma(tmp_path),
+             "insert": [["hh", {}], ["caeca", {}], ["caacc", {}], ["kcareload", {}]],
+             "iclamp": [1.0, 20.0, 0.3], "tstop": 30.0}
     dv, ref = nc.compare(model, lib)
     assert ref.max() > 0.0, "the soma should spike: the comparison must cover a spike"
     assert dv <= TOLERANCE_MV, f"max |dV| = {dv} mV"

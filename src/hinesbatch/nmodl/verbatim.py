@@ -14,7 +14,10 @@ it, so a block is accepted only where its C cannot change what the mechanism com
   NEURONs accepted it);
 - ``return;`` as the last statement of INITIAL: nocmodl's ``initmodel`` saves ``t``, sets
   it to 0, runs the block and restores ``t``; the ``return`` skips the restoring, which
-  changes nothing because ``finitialize`` runs INITIAL at ``t = 0``.
+  changes nothing because ``finitialize`` runs INITIAL at ``t = 0``;
+- ``cai = _ion_cai;`` in INITIAL (one such line or more), for an ion variable ``cai`` the
+  mechanism READs, does not WRITE and no block assigns: nocmodl's ``nrn_init`` has
+  loaded the block's copy from the ion just before, and nothing changes either since.
 
 Every other block is refused (``C code cannot be translated``): a ``return`` in a
 FUNCTION sets its value, one before other statements skips them, and in BREAKPOINT it
@@ -78,11 +81,28 @@ class VerbatimLowering:
         form = _RETURN_VOID if ctx.where == "INITIAL" else _RETURN
         if tail and _plain(code) and form.fullmatch(" ".join(code.split())):
             return
+        if ctx.where == "INITIAL" and _plain(code) and self._ion_reloads(code):
+            return
         if _RETURN.fullmatch(" ".join(code.split())):
             self.refuse_verbatim(node, f" ({' '.join(code.split())} in {ctx.where} changes "
                                  "what it computes; only at the end of a PROCEDURE, or "
                                  "return; at the end of INITIAL, does it change nothing)")
         self.refuse_verbatim(node)
+
+    def _ion_reloads(self, code: str) -> bool:
+        """``code`` is only ``x = _ion_x;`` statements for ion variables ``x`` the
+        mechanism READs, does not WRITE and no block assigns."""
+        stmts = [st.strip() for st in code.split(";")]
+        if stmts[-1] != "" or len(stmts) < 2:
+            return False
+        for st in stmts[:-1]:
+            m = re.fullmatch(r"(\w+)\s*=\s*_ion_(\w+)", st)
+            if m is None or m.group(1) != m.group(2):
+                return False
+            x = m.group(1)
+            if x not in self.ion_read or x in self.ion_write or x in self.written:
+                return False
+        return True
 
     def return_tail(self, stmts):
         """The last statement of ``stmts`` other than comments (None if none)."""
