@@ -36,7 +36,7 @@ def marked_line(text: str) -> int:
 def without_verbatim(text: str) -> str:
     """``text`` with its VERBATIM blocks blanked (line numbers kept)."""
     return re.sub(r"^[ \t]*VERBATIM\b.*?ENDVERBATIM",
-                  lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S | re.M)
+                  lambda m: "\n" * m.group(0).count("\n"), text, flags=re.DOTALL | re.MULTILINE)
 
 
 # ---- accepted: the translation of the file without the blocks -----------------------------
@@ -64,12 +64,12 @@ INITIAL { x = 1 }
 
 @pytest.mark.parametrize("block", [
     "PROCEDURE p() {\n x = 2\n VERBATIM\n return 0;\n ENDVERBATIM\n}\n",
-    "PROCEDURE p() {\n x = 2\n VERBATIM\n return (0) ; /* done */\n ENDVERBATIM\n"
-    " : a comment after it\n}\n",
+    ("PROCEDURE p() {\n x = 2\n VERBATIM\n return (0) ; /* done */\n ENDVERBATIM\n"
+     " : a comment after it\n}\n"),
     "PROCEDURE p() {\n x = 2\n VERBATIM\n return;\n ENDVERBATIM\n}\n",
     "PROCEDURE p() {\n VERBATIM\n // nothing\n ENDVERBATIM\n x = 2\n}\n",
-    "VERBATIM\n#include <stdio.h>\n#include<string.h> // printf, strlen\n#include <cmath>\n"
-    "ENDVERBATIM\nPROCEDURE p() { x = 2 }\n",
+    ("VERBATIM\n#include <stdio.h>\n#include<string.h> // printf, strlen\n#include <cmath>\n"
+     "ENDVERBATIM\nPROCEDURE p() { x = 2 }\n"),
 ])
 def test_forms_that_change_nothing_are_accepted(block):
     got = translate_text(CHANNEL + block, "vb.mod")
@@ -79,29 +79,40 @@ def test_forms_that_change_nothing_are_accepted(block):
 
 # ---- refused: C that may change what the file computes ---------------------------------------
 REFUSED = [
-    ("a FUNCTION's value", "FUNCTION f(a) {\n f = a\n VERBATIM /* <-- here */\n return 0;\n"
-     " ENDVERBATIM\n}\nPROCEDURE p() { x = f(1) }\n"),
-    ("before other statements", "PROCEDURE p() {\n VERBATIM /* <-- here */\n return 0;\n"
-     " ENDVERBATIM\n x = 2\n}\n"),
-    ("inside an IF", "PROCEDURE p() {\n if (x > 0) {\n  VERBATIM /* <-- here */\n  return 0;\n"
-     "  ENDVERBATIM\n }\n}\n"),
+    ("a FUNCTION's value",
+     ("FUNCTION f(a) {\n f = a\n VERBATIM /* <-- here */\n return 0;\n"
+      " ENDVERBATIM\n}\nPROCEDURE p() { x = f(1) }\n")),
+    ("before other statements",
+     ("PROCEDURE p() {\n VERBATIM /* <-- here */\n return 0;\n"
+      " ENDVERBATIM\n x = 2\n}\n")),
+    ("inside an IF",
+     ("PROCEDURE p() {\n if (x > 0) {\n  VERBATIM /* <-- here */\n  return 0;\n"
+      "  ENDVERBATIM\n }\n}\n")),
     ("return 0 in INITIAL", "PROCEDURE p() { x = 2 }\n"),
-    ("not a return", "PROCEDURE p() {\n x = 2\n VERBATIM /* <-- here */\n return0;\n"
-     " ENDVERBATIM\n}\n"),
-    ("a value other than 0", "PROCEDURE p() {\n x = 2\n VERBATIM /* <-- here */\n return 1;\n"
-     " ENDVERBATIM\n}\n"),
-    ("a FUNCTION writing a variable", "FUNCTION f(a) {\n y = a\n f = a\n"
-     " VERBATIM /* <-- here */\n return 0;\n ENDVERBATIM\n}\nPROCEDURE p() {\n f(1)\n}\n"),
-    ("a header outside the standard ones", "VERBATIM /* <-- here */\n#include <sys/time.h>\n"
-     "ENDVERBATIM\nPROCEDURE p() { x = 2 }\n"),
-    ("a local header", "VERBATIM /* <-- here */\n#include \"misc.h\"\nENDVERBATIM\n"
-     "PROCEDURE p() { x = 2 }\n"),
-    ("an include with code", "VERBATIM /* <-- here */\n#include <stdlib.h>\n#define x 3\n"
-     "ENDVERBATIM\nPROCEDURE p() { x = 2 }\n"),
-    ("an include inside a block", "PROCEDURE p() {\n x = 2\n VERBATIM /* <-- here */\n"
-     "#include <stdlib.h>\n ENDVERBATIM\n}\n"),
-    ("a comment in a string", "PROCEDURE p() {\n x = 2\n VERBATIM /* <-- here */\n"
-     ' printf("/*"); return 0; /* */\n ENDVERBATIM\n}\n'),
+    ("not a return",
+     ("PROCEDURE p() {\n x = 2\n VERBATIM /* <-- here */\n return0;\n"
+      " ENDVERBATIM\n}\n")),
+    ("a value other than 0",
+     ("PROCEDURE p() {\n x = 2\n VERBATIM /* <-- here */\n return 1;\n"
+      " ENDVERBATIM\n}\n")),
+    ("a FUNCTION writing a variable",
+     ("FUNCTION f(a) {\n y = a\n f = a\n"
+      " VERBATIM /* <-- here */\n return 0;\n ENDVERBATIM\n}\nPROCEDURE p() {\n f(1)\n}\n")),
+    ("a header outside the standard ones",
+     ("VERBATIM /* <-- here */\n#include <sys/time.h>\n"
+      "ENDVERBATIM\nPROCEDURE p() { x = 2 }\n")),
+    ("a local header",
+     ("VERBATIM /* <-- here */\n#include \"misc.h\"\nENDVERBATIM\n"
+      "PROCEDURE p() { x = 2 }\n")),
+    ("an include with code",
+     ("VERBATIM /* <-- here */\n#include <stdlib.h>\n#define x 3\n"
+      "ENDVERBATIM\nPROCEDURE p() { x = 2 }\n")),
+    ("an include inside a block",
+     ("PROCEDURE p() {\n x = 2\n VERBATIM /* <-- here */\n"
+      "#include <stdlib.h>\n ENDVERBATIM\n}\n")),
+    ("a comment in a string",
+     ("PROCEDURE p() {\n x = 2\n VERBATIM /* <-- here */\n"
+      ' printf("/*"); return 0; /* */\n ENDVERBATIM\n}\n')),
 ]
 
 
@@ -121,8 +132,9 @@ def test_blocks_that_may_change_something_are_refused_at_their_line(what, body):
 
 @pytest.mark.parametrize("where, block", [
     ("BREAKPOINT", "BREAKPOINT {\n i = 0\n VERBATIM /* <-- here */\n return 0;\n ENDVERBATIM\n}\n"),
-    ("DERIVATIVE d", "STATE { m }\nBREAKPOINT {\n SOLVE d METHOD cnexp\n i = m\n}\n"
-     "DERIVATIVE d {\n m' = -m\n VERBATIM /* <-- here */\n return 0;\n ENDVERBATIM\n}\n"),
+    ("DERIVATIVE d",
+     ("STATE { m }\nBREAKPOINT {\n SOLVE d METHOD cnexp\n i = m\n}\n"
+      "DERIVATIVE d {\n m' = -m\n VERBATIM /* <-- here */\n return 0;\n ENDVERBATIM\n}\n")),
 ])
 def test_a_return_in_other_blocks_is_refused_with_the_block(where, block):
     text = ("NEURON { SUFFIX vr NONSPECIFIC_CURRENT i }\nASSIGNED { v i }\n"
@@ -295,7 +307,7 @@ VARIANTS = [
      "it has a FUNCTION block"),
     ("a PROCEDURE", lambda s: s + "PROCEDURE rewind() { : <-- here\n\tindex = 0\n}\n",
      "it defines PROCEDURE rewind"),
-    ("no INITIAL", lambda s: re.sub(r"INITIAL \{.*?\n\}\n", "", s, count=1, flags=re.S)
+    ("no INITIAL", lambda s: re.sub(r"INITIAL \{.*?\n\}\n", "", s, count=1, flags=re.DOTALL)
      .replace("ARTIFICIAL_CELL VecStim", "ARTIFICIAL_CELL VecStim : <-- here"),
      "0 INITIAL blocks"),
     ("a DESTRUCTOR's C", lambda s: s.replace("DESTRUCTOR {", "DESTRUCTOR { : <-- here")

@@ -22,7 +22,10 @@ The lowering keeps nocmodl's semantics where the engine runs them bit for bit:
 - FROM loops with constant bounds are unrolled; WHILE, FROM loops over values known only
   during the run, array indices of such values, ``state_discontinuity``, ``printf``,
   FUNCTIONs writing the mechanism's variables used as values and ``diam``:
-  :mod:`.constructs`.
+  :mod:`.constructs`;
+- VERBATIM blocks whose C changes nothing (empty, standard headers, a ``return`` ending a
+  PROCEDURE): :mod:`.verbatim`; a copy of NEURON's vecevent.mod stands for the built-in
+  VecStim: :mod:`.vecstim`.
 
 Everything else raises :class:`NmodlError` (``file:line: construct: reason``).
 """
@@ -42,8 +45,6 @@ from .derivatives import DerivativeLowering
 from .kinetic import KineticLowering
 from .net_receive import NetReceiveLowering
 from .newton import NewtonLowering
-from .vecstim import builtin_copy
-from .verbatim import VerbatimLowering
 from .syntax import (
     Context,
     IfLike,
@@ -57,6 +58,8 @@ from .syntax import (
     value_calls,
     writes,
 )
+from .vecstim import builtin_copy
+from .verbatim import VerbatimLowering
 
 __all__ = ["NmodlError", "Translation", "translate", "translate_text"]
 

@@ -43,7 +43,7 @@ _INCLUDE = re.compile(r"#\s*include\s*<\s*([\w./]+)\s*>")
 
 def c_code(text: str) -> str:
     """``text`` (C) without its comments, each line stripped, empty lines dropped."""
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.DOTALL)
     text = re.sub(r"//[^\n]*", "", text)
     return "\n".join(line.strip() for line in text.splitlines() if line.strip())
 
