@@ -11,6 +11,11 @@ child process (:func:`run_neuron`) given the model as JSON. A model::
                                                             # [point, weight, delay];
                                                             # weight: a number or a
                                                             # weight vector (a list)
+     "vecstim": [[0.5, 4.25], [[0, 0.01, 1.0]]],           # times, [point, weight,
+                                                            # delay]: NEURON's VecStim
+                                                            # (from a compiled
+                                                            # vecevent.mod), hinesbatch's
+                                                            # built-in
      "record": [["soma[0]", 0.5]],          # or [sec, x, "n_kdr"]: a RANGE variable
      "tstop": 30.0, "dt": 0.025, "celsius": 6.3,
      "v_init": -65.0, "tables": True}       # False: usetable_<name> = 0 for every
@@ -72,6 +77,15 @@ if spec.get("netstim"):
         for i, x in enumerate(w if isinstance(w, list) else [w]):
             nc.weight[i] = x
         nc.delay = d
+        keep.append(nc)
+if spec.get("vecstim"):
+    times, targets = spec["vecstim"]
+    vs, tvec = h.VecStim(), h.Vector(times)
+    vs.play(tvec)
+    keep += [vs, tvec]
+    for k, w, d in targets:
+        nc = h.NetCon(vs, points[k])
+        nc.weight[0], nc.delay = w, d
         keep.append(nc)
 if not spec["tables"]:
     for name in [m[0] for m in spec["insert"] + spec["point"]] + ["hh"]:
@@ -195,7 +209,7 @@ def run_batch(models: list, lib, swc, *, tstop=30.0, dt=0.025, celsius=6.3,
 
 def _defaults(model: dict) -> dict:
     out = {"nseg": 1, "d_lambda": None, "insert": [], "point": [], "iclamp": None,
-           "netstim": None, "record": [["soma[0]", 0.5]], "tstop": 30.0, "dt": 0.025,
+           "netstim": None, "vecstim": None, "record": [["soma[0]", 0.5]], "tstop": 30.0, "dt": 0.025,
            "celsius": 6.3, "v_init": -65.0, "tables": True}
     out.update(model)
     return out
@@ -236,6 +250,11 @@ def run_hinesbatch(model: dict) -> np.ndarray:
         ns = sim.net_stim(start=start, interval=interval, number=number)
         for k, w, d in targets:
             sim.connect(ns, points[k], weight=w, delay=d)
+    if spec["vecstim"]:
+        times, targets = spec["vecstim"]
+        vs = sim.vec_stim(times)
+        for k, w, d in targets:
+            sim.connect(vs, points[k], weight=w, delay=d)
     keys = [sim.record(var[0] if var else "v", location=f"{sec}({x})")
             for sec, x, *var in spec["record"]]
     res = sim.run(spec["tstop"])
@@ -374,9 +393,14 @@ def main(argv=None) -> int:
         if str(path) in skip:
             continue
         try:
-            mech = translation(path).mechanism
+            tr = translation(path)
         except NmodlError:
             continue
+        if tr.builtin is not None:
+            print(f"{path}: {tr.builtin}: NEURON's own file of the built-in {tr.builtin}, "
+                  "which hinesbatch uses (not compared)", flush=True)
+            continue
+        mech = tr.mechanism
         if mech.name in hb.mechanisms.names() and hb.mechanisms.registered(mech.name) is None \
                 or mech.name in NEURON_NAMES:
             path = renamed(path, mech.name, f"{mech.name}_t",

@@ -241,8 +241,11 @@ class CallableLowering:
         if info.table is not None:
             table = self._table(p, info.table, params, ctx)
             ctx.no_tables = True         # its body builds the table
-        self.ion_copies(block.statement_block.statements, ctx)   # refuses assignments
-        body = "".join(self.statements(block.statement_block.statements, ctx))
+        stmts = block.statement_block.statements
+        if type(block).__name__ == "ProcedureBlock":    # not a FUNCTION lowered as one
+            ctx.return_tail = self.return_tail(stmts)
+        self.ion_copies(stmts, ctx)   # refuses assignments
+        body = "".join(self.statements(stmts, ctx))
         return Procedure(p, tuple(params), body or "pass", table)
 
     def _table(self, p, st, params, ctx) -> Table:

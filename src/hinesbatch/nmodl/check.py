@@ -1,7 +1,8 @@
 """``hinesbatch mechanisms check DIR``: which NMODL files translate, and why not.
 
-Prints one line per file (``translated NAME`` or the ``file:line: construct: reason`` of
-the refusal), then the coverage: files parsed, translated, refused by construct, and with
+Prints one line per file (``translated NAME``, ``translated NAME (NEURON's NAME: the
+built-in NAME is used)`` for NEURON's own file of a built-in, or the ``file:line:
+construct: reason`` of the refusal), then the coverage: files parsed, translated, refused by construct, and with
 ``--models`` the folders (one model each) whose every file translates. Exit status 0 when
 it ran, whatever the coverage.
 """
@@ -38,16 +39,22 @@ def coverage(root) -> dict:
         ``files``: ``[(path, name or None, NmodlError or None)]`` sorted by path;
         ``parsed``, ``translated``: counts; ``reasons``: Counter of refused constructs
         (the part before the reason, generalised: ``USEION ca WRITE cai`` counts as
-        ``USEION WRITE concentration``); ``models``: ``{folder: (translated, total)}``.
+        ``USEION WRITE concentration``); ``models``: ``{folder: (translated, total)}``;
+        ``builtin``: ``{path: name}`` of the files that are NEURON's own copy of a
+        built-in (counted as translated: the built-in is used).
     """
     root = Path(root)
     paths = sorted(root.rglob("*.mod")) if root.is_dir() else [root]
     files, reasons = [], Counter()
     parsed = translated = 0
     models: dict = {}
+    builtin: dict = {}
     for path in paths:
         try:
-            name, err = translation(path).mechanism.name, None
+            tr = translation(path)
+            name, err = tr.mechanism.name, None
+            if tr.builtin is not None:
+                builtin[path] = tr.builtin
         except NmodlError as e:
             name, err = None, e
         except Exception as e:  # noqa: BLE001 - a translator bug must not stop the survey
@@ -63,7 +70,7 @@ def coverage(root) -> dict:
         ok, total = models.get(path.parent, (0, 0))
         models[path.parent] = (ok + (err is None), total + 1)
     return {"files": files, "parsed": parsed, "translated": translated, "reasons": reasons,
-            "models": models}
+            "models": models, "builtin": builtin}
 
 
 def _category(err: NmodlError) -> str:
@@ -89,6 +96,8 @@ def _category(err: NmodlError) -> str:
         return "a variable and a FUNCTION of one name"
     if err.reason.startswith("unknown name"):
         return "unknown name"
+    if c == "ARTIFICIAL_CELL VecStim":
+        return "VecStim other than NEURON's vecevent.mod"
     if err.reason.startswith("assigns the NetCon's weight"):
         return "NET_RECEIVE assigning the weight"
     return c.split()[0] if " " in c and c.split()[0].isupper() else c
@@ -99,7 +108,11 @@ def run(args) -> int:
     files = report["files"]
     if not args.quiet:
         for path, name, err in files:
-            print(f"{path}: translated {name}" if err is None else str(err))
+            if path in report["builtin"]:
+                print(f"{path}: translated {name} (NEURON's {name}: the built-in {name} "
+                      "is used)")
+            else:
+                print(f"{path}: translated {name}" if err is None else str(err))
     n = len(files)
     pct = (lambda k, total: f"{100.0 * k / total:.1f} %" if total else "-")
     print(f"\n{n} files: {report['parsed']} parsed, {report['translated']} translated "

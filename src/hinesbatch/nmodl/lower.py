@@ -22,7 +22,10 @@ The lowering keeps nocmodl's semantics where the engine runs them bit for bit:
 - FROM loops with constant bounds are unrolled; WHILE, FROM loops over values known only
   during the run, array indices of such values, ``state_discontinuity``, ``printf``,
   FUNCTIONs writing the mechanism's variables used as values and ``diam``:
-  :mod:`.constructs`.
+  :mod:`.constructs`;
+- VERBATIM blocks whose C changes nothing (empty, standard headers, a ``return`` ending a
+  PROCEDURE): :mod:`.verbatim`; a copy of NEURON's vecevent.mod stands for the built-in
+  VecStim: :mod:`.vecstim`.
 
 Everything else raises :class:`NmodlError` (``file:line: construct: reason``).
 """
@@ -32,6 +35,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..mechanisms.builtins import BUILTINS
 from ..mechanisms.description import Ion, Mechanism, Variable
 from ..mechanisms.ions import concentration_names
 from . import expressions as ex
@@ -54,6 +58,8 @@ from .syntax import (
     value_calls,
     writes,
 )
+from .vecstim import builtin_copy
+from .verbatim import VerbatimLowering
 
 __all__ = ["NmodlError", "Translation", "translate", "translate_text"]
 
@@ -91,11 +97,17 @@ class NmodlError(ValueError):
 @dataclass
 class Translation:
     """A translated file: the mechanism and the notices (changes of meaning the engine
-    makes, such as a written GLOBAL stored per instance)."""
+    makes, such as a written GLOBAL stored per instance).
+
+    ``builtin`` names the built-in the file is NEURON's own copy of (``"VecStim"`` for
+    vecevent.mod, :mod:`.vecstim`): ``mechanism`` is then that built-in, and
+    :func:`~hinesbatch.nmodl.load_mechanisms` registers nothing for the file.
+    """
 
     mechanism: Mechanism
     notices: list = field(default_factory=list)
     path: str = ""
+    builtin: str | None = None
 
 
 def translate(path, *, order: int = 1000) -> Translation:
@@ -128,7 +140,7 @@ def translate_text(text: str, path: str = "<string>", *, order: int = 1000) -> T
 
 # ---- source positions -------------------------------------------------------------------
 class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, KineticLowering,
-                NewtonLowering, NetReceiveLowering):
+                NewtonLowering, NetReceiveLowering, VerbatimLowering):
     def __init__(self, text: str, path: str):
         self.path, self.text = path, text
         self.lines = code_lines(text)
@@ -163,9 +175,15 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         raise NmodlError(self.path, self.line_of(*(patterns or (re.escape(construct),))),
                          construct, reason)
 
+    def error_at(self, line: int, construct: str, reason: str) -> NmodlError:
+        return NmodlError(self.path, line, construct, reason)
+
     # ---- the file -----------------------------------------------------------------------
     def mechanism(self, order: int) -> Translation:
         blocks = list(self.tree.blocks)
+        builtin = builtin_copy(self, blocks)
+        if builtin is not None:         # NEURON's own file of a built-in: the built-in
+            return Translation(BUILTINS[builtin], self.notices, self.path, builtin)
         self._refuse_blocks(blocks)
         self.blocks = {}
         for b in blocks:
@@ -191,7 +209,6 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             self.fail("LONGITUDINAL_DIFFUSION", "the engine has no longitudinal diffusion",
                       r"\bLONGITUDINAL_DIFFUSION\b")
         reasons = {
-            "Verbatim": ("VERBATIM", "C code cannot be translated", r"\bVERBATIM\b"),
             "LinearBlock": ("LINEAR", "linear systems are not translated", r"\bLINEAR\b"),
             "NonLinearBlock": ("NONLINEAR", "nonlinear systems are not translated",
                                r"\bNONLINEAR\b"),
@@ -210,6 +227,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         }
         for b in blocks:
             kind = type(b).__name__
+            if kind == "Verbatim":
+                self.top_level_verbatim(b)
             if kind in reasons and reasons[kind][0]:
                 construct, why, pat = reasons[kind]
                 self.fail(construct, why, pat)
@@ -555,7 +574,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             elif k == "FromStatement":
                 out += self._from(st, ctx, indent)
             elif k == "Verbatim":
-                self.fail("VERBATIM", "C code cannot be translated", r"\bVERBATIM\b")
+                self.verbatim_statement(st, ctx)
             elif k == "TableStatement":
                 if not ctx.table_ok:
                     self.fail("TABLE", f"a TABLE in {ctx.where} is not translated",
@@ -769,6 +788,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         ctx = Context(where, [pattern], fields=True)
         ctx.net_send = where == "INITIAL" and self.kind == "point"
         stmts = blocks[0].statement_block.statements
+        if where == "INITIAL":
+            ctx.return_tail = self.return_tail(stmts)
         prefix = self.ion_copies(stmts, ctx)
         return prefix + "".join(self.statements(stmts, ctx))
 

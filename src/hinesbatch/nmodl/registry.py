@@ -78,6 +78,10 @@ def load_mechanisms(path, *, replace: bool = False, strict: bool = True) -> list
         Raise on the first file that cannot be translated; ``False`` skips such files
         with an :class:`NmodlNotice` each.
 
+        A file that is NEURON's own copy of a built-in (vecevent.mod's ``VecStim``,
+        :mod:`hinesbatch.nmodl.vecstim`) is skipped with an :class:`NmodlNotice` naming
+        it: the built-in keeps its name, whatever ``replace`` says.
+
     Returns
     -------
     list of str
@@ -97,14 +101,19 @@ def load_mechanisms(path, *, replace: bool = False, strict: bool = True) -> list
     -----
     Nothing is registered unless every file passes (with ``strict``) and no name clashes.
     """
-    translations = []
+    translations, builtins = [], []
     for f in mod_files(path):
         try:
-            translations.append(translation(f))
+            tr = translation(f)
         except NmodlError as err:
             if strict:
                 raise
             warnings.warn(f"skipped: {err}", NmodlNotice, stacklevel=2)
+            continue
+        (builtins if tr.builtin is not None else translations).append(tr)
+    for tr in builtins:        # NEURON's own file of a built-in: the built-in stays
+        for notice in tr.notices:
+            warnings.warn(notice, NmodlNotice, stacklevel=2)
     seen: dict = {}
     for tr in translations:
         name = tr.mechanism.name

@@ -55,6 +55,7 @@ class Context:
         self.local_suffix = ""
         self.calls = None          # value-procedure calls of the statement being lowered
         self.reads: set = set()    # and the names it reads
+        self.return_tail = None    # a VERBATIM return here changes nothing (.verbatim)
 
     def declare_local(self, n: str) -> str:
         if self.local_suffix:
