@@ -13,8 +13,9 @@ The module holds:
   its threshold (status 1, ``info`` sources in ``fired``) or an event is due
   (``t_event <= t + dt/2``, status 2), and *after* a step that left a non-finite voltage
   (status 3, ``info`` the cell).
-- ``advance_epoch(n_steps, ..., chunk_off, ...)``: exactly ``n_steps`` steps of every
-  chunk of cells ``[chunk_off[k], chunk_off[k+1])`` independently (``prange`` over chunks
+- ``advance_epoch(n_steps, ..., chunk_off, node_ord, ...)``: exactly ``n_steps`` steps of
+  every chunk of cells ``[chunk_off[k], chunk_off[k+1])`` independently, each chunk
+  solved in the order ``node_ord`` gives (:func:`chunk_order`; ``prange`` over chunks
   for multicore), for a stretch in which no event can act: threshold crossings are kept
   per source in ``spike_t``/``spike_n`` instead of stopping; a chunk that becomes
   non-finite stops and sets ``bad_step[c]`` of its non-finite cells. A chunk's loops run
@@ -48,8 +49,8 @@ from ..mechanisms.codegen import MechanismCode, hoc_exp_source, nernst_source
 from ..mechanisms.ions import kept_per_node
 from ..mechanisms.libm_exp import vector_exp_enabled
 
-__all__ = ["CHUNK_NODES", "COMMON_ARRAYS", "KernelModule", "chunks", "kernel_module",
-           "mechanism_arrays"]
+__all__ = ["CHUNK_NODES", "COMMON_ARRAYS", "KernelModule", "chunk_order", "chunks",
+           "kernel_module", "mechanism_arrays"]
 
 COMMON_ARRAYS = ("v", "d", "rhs", "a", "b", "parent", "capd", "node_off")
 _FORMAT_VERSION = "2"
@@ -131,8 +132,11 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
         for c in codes:
             if c.mech.kind in ("density", "point") and c.mech.currents:
                 src += c.current_loop(indent)
-        src += (f"{pad}for i in range(n0, n1):\n{pad}    d[i] += capd[i]\n"
+        # the capacitance joins the axial loop: a node's d gets capd, then its own -b,
+        # then its children's -a (children follow their parent), NEURON's order
+        src += (f"{pad}d[n0] += capd[n0]\n"
                 f"{pad}for i in range(n0 + 1, n1):\n"
+                f"{pad}    d[i] += capd[i]\n"
                 f"{pad}    p = parent[i]\n"
                 f"{pad}    if p >= 0:\n"
                 f"{pad}        dv = v[p] - v[i]\n"
@@ -142,27 +146,43 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
                 f"{pad}        d[p] -= a[i]\n")
         return src
 
-    def step(indent):
-        """Assemble at _t, solve, update v (sum in s), advance states at _tn."""
+    def solve(indent, ordered):
+        """Eliminate and substitute (with the voltage update and the sum s of v for the
+        finite check in the same pass: the update reads only the node's own solved
+        rhs), in node order or in the chunk's order ``_ord`` (:func:`chunk_order`)."""
         pad = "    " * indent
-        src = assembly(indent)
-        src += (f"{pad}for i in range(n1 - 1, n0, -1):\n"
+        down, up = ("_k in range(n1 - n0 - 1, 0, -1)", "_k in range(1, n1 - n0)") \
+            if ordered else ("i in range(n1 - 1, n0, -1)", "i in range(n0 + 1, n1)")
+        node = f"{pad}    i = _ord[_k]\n" if ordered else ""
+        return (f"{pad}for {down}:\n" + node +
                 f"{pad}    p = parent[i]\n"
                 f"{pad}    if p >= 0:\n"
                 f"{pad}        pp = a[i]/d[i]\n"
                 f"{pad}        d[p] -= pp*b[i]\n"
                 f"{pad}        rhs[p] -= pp*rhs[i]\n"
                 f"{pad}rhs[n0] /= d[n0]\n"
-                f"{pad}for i in range(n0 + 1, n1):\n"
+                f"{pad}v[n0] += rhs[n0]\n"
+                f"{pad}s = v[n0]\n"
+                f"{pad}for {up}:\n" + node +
                 f"{pad}    p = parent[i]\n"
                 f"{pad}    if p >= 0:\n"
                 f"{pad}        rhs[i] -= b[i]*rhs[p]\n"
                 f"{pad}    rhs[i] /= d[i]\n"
-                f"{pad}s = 0.0\n"
-                f"{pad}for i in range(n0, n1):\n"
                 f"{pad}    v[i] += rhs[i]\n"
-                f"{pad}    s += v[i]\n"
-                f"{pad}_t = _tn\n")
+                f"{pad}    s += v[i]\n")
+
+    def step(indent, ordered=False):
+        """Assemble at _t, solve, update v (sum in s), advance states at _tn. ``ordered``:
+        a chunk of several cells is solved in the order ``_ord`` (one cell's own level
+        order needs no index)."""
+        pad = "    " * indent
+        src = assembly(indent)
+        if ordered:
+            src += (f"{pad}if c1 - c0 == 1:\n" + solve(indent + 1, False)
+                    + f"{pad}else:\n" + solve(indent + 1, True))
+        else:
+            src += solve(indent, False)
+        src += f"{pad}_t = _tn\n"
         for c in codes:
             if c.has_state_loop():
                 src += c.state_loop(indent)
@@ -185,10 +205,11 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
     # many steps of one cell: the views are made once
     parts.append(
         f"\n\n@njit(cache=True, error_model='numpy')\n"
-        f"def _cell_run(c0, c1, n_steps, step0, t0, _dt, _celsius, src_node, src_thr,\n"
-        f"              src_flag, src_off, spike_t, spike_n, rec_m, rec_f, rec_i, rec_every,\n"
-        f"              rec_off, rec_buf, {model}):\n"
+        f"def _cell_run(c0, c1, node_ord, n_steps, step0, t0, _dt, _celsius, src_node,\n"
+        f"              src_thr, src_flag, src_off, spike_t, spike_n, rec_m, rec_f, rec_i,\n"
+        f"              rec_every, rec_off, rec_buf, {model}):\n"
         + prelude(1) +
+        "    _ord = node_ord[n0:n1]\n"
         "    t = t0\n"
         "    st = step0\n"
         "    for k in range(n_steps):\n"
@@ -202,7 +223,7 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
         "                src_flag[q] = 0\n"
         "        _t = t + 0.5*_dt\n"
         "        _tn = _t + 0.5*_dt\n"
-        + step(2) +
+        + step(2, ordered=True) +
         f"        t = _tn\n"
         f"        st += 1\n"
         f"        for r in range(rec_off[c0], rec_off[c1]):\n"
@@ -254,15 +275,15 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
         f"                return k, step, t, 3, c\n"
         f"    return k, step, t, 0, 0\n"
         f"\n\n@njit(cache=True, error_model='numpy'{', parallel=True' if parallel else ''})\n"
-        f"def advance_epoch(n_steps, step0, t0, _dt, _celsius, chunk_off, src_node, src_thr,\n"
-        f"                  src_flag, src_off, spike_t, spike_n, rec_m, rec_f, rec_i,\n"
+        f"def advance_epoch(n_steps, step0, t0, _dt, _celsius, chunk_off, node_ord, src_node,\n"
+        f"                  src_thr, src_flag, src_off, spike_t, spike_n, rec_m, rec_f, rec_i,\n"
         f"                  rec_every, rec_off, rec_buf, bad_step, {model}):\n"
         f"    for k in {loop}(chunk_off.size - 1):\n"
         f"        c0 = chunk_off[k]\n"
         f"        c1 = chunk_off[k + 1]\n"
-        f"        st = _cell_run(c0, c1, n_steps, step0, t0, _dt, _celsius, src_node, src_thr,\n"
-        f"                       src_flag, src_off, spike_t, spike_n, rec_m, rec_f, rec_i,\n"
-        f"                       rec_every, rec_off, rec_buf, {model})\n"
+        f"        st = _cell_run(c0, c1, node_ord, n_steps, step0, t0, _dt, _celsius, src_node,\n"
+        f"                       src_thr, src_flag, src_off, spike_t, spike_n, rec_m, rec_f,\n"
+        f"                       rec_i, rec_every, rec_off, rec_buf, {model})\n"
         f"        if st:\n"
         f"            for c in range(c0, c1):\n"
         f"                for i in range(node_off[c], node_off[c + 1]):\n"
@@ -291,6 +312,31 @@ def chunks(node_off, target: int = CHUNK_NODES):
             bounds.append(c)
             start = int(node_off[c])
     return np.array(bounds, dtype=np.int64)
+
+
+def chunk_order(node_off, depth, chunk_off) -> np.ndarray:
+    """The order in which ``advance_epoch`` eliminates and substitutes each chunk's nodes:
+    by depth from the cell's root, then by node (int64, a permutation of all nodes that
+    keeps every chunk's nodes in its own range).
+
+    One cell's level order (:func:`.layout.level_order`) already puts a level's nodes
+    side by side; a chunk of small cells, taken cell after cell, would still be one short
+    chain of dependent divisions per cell. By depth across the chunk, neighbours in the
+    loop belong to different cells, so the processor overlaps the chains. A node still
+    follows its parent and siblings keep their order, so every node sees the same
+    operations in the same order as in NEURON's order.
+
+    Examples
+    --------
+    >>> chunk_order(np.array([0, 3, 5]), np.array([0, 1, 2, 0, 1]),
+    ...             np.array([0, 2])).tolist()
+    [0, 3, 1, 4, 2]
+    """
+    node_off = np.asarray(node_off, dtype=np.int64)
+    chunk_of_node = np.repeat(np.arange(chunk_off.size - 1),
+                              np.diff(node_off[np.asarray(chunk_off, dtype=np.int64)]))
+    key = chunk_of_node * (int(depth.max(initial=0)) + 1) + depth
+    return np.argsort(key, kind="stable").astype(np.int64)
 
 
 _LOADED: dict = {}

@@ -94,7 +94,7 @@ class Layout:
 
     def __init__(self, cells, *, dt: float):
         self.cells = []
-        parents, areas, gs, capds, diams = [], [], [], [], []
+        parents, areas, gs, capds, diams, depths = [], [], [], [], [], []
         shared: dict = {}                 # cells of one geometry and cm share their arrays
         offset = 0
         for gid, cell in enumerate(cells):
@@ -103,8 +103,9 @@ class Layout:
             key = (id(geo), cm.tobytes())
             if key not in shared:
                 shared[key] = _cell_arrays(geo, cm, dt)
-            perm, inv, parent, area, g, capd, diam = shared[key]
+            perm, inv, parent, area, g, capd, diam, depth = shared[key]
             parents.append(np.where(parent < 0, -1, parent + offset))
+            depths.append(depth)
             areas.append(area)
             diams.append(diam)
             gs.append(g)
@@ -116,6 +117,8 @@ class Layout:
         self.area = np.concatenate(areas)
         #: NEURON's seg.diam of each node [µm] (NaN where the node has no segment)
         self.diam = np.concatenate(diams)
+        #: each node's distance from its cell's root, in nodes
+        self.depth = np.concatenate(depths)
         g = np.concatenate(gs)
         self.capd = np.concatenate(capds)
         self.node_off = np.array([c.start for c in self.cells] + [offset], dtype=np.int64)
@@ -238,7 +241,7 @@ class Layout:
 
 def _cell_arrays(geo, cm: np.ndarray, dt: float) -> tuple:
     """One cell's arrays in the engine's node order: ``(perm, inv, parent, area, g, capd,
-    diam)``, the parent local (-1 at the root), ``cm`` per section [µF/cm²]."""
+    diam, depth)``, the parent local (-1 at the root), ``cm`` per section [µF/cm²]."""
     perm = level_order(geo)
     inv = np.empty_like(perm)
     inv[perm] = np.arange(perm.size)
@@ -251,7 +254,10 @@ def _cell_arrays(geo, cm: np.ndarray, dt: float) -> tuple:
     capd = np.where(geo.has_membrane[perm], cfac * cm[geo.section][perm], 0.0)
     diam = np.full(perm.size, np.nan) if geo.diam_um is None \
         else np.asarray(geo.diam_um, dtype=np.float64)[perm]
-    return perm, inv, parent, area, g, capd, diam
+    depth = np.zeros(perm.size, dtype=np.int64)
+    for i in range(1, perm.size):       # a parent comes before its children
+        depth[i] = depth[parent[i]] + 1
+    return perm, inv, parent, area, g, capd, diam, depth
 
 
 def _decor_key(cell):

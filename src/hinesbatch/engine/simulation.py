@@ -25,7 +25,7 @@ from ..network import (
 )
 from ..sim.errors import NonFiniteStateError
 from .events import SPIKE_OFFSET, EventQueue, NetCon, SpikeSource
-from .kernels import CHUNK_NODES, COMMON_ARRAYS, chunks, kernel_module
+from .kernels import CHUNK_NODES, COMMON_ARRAYS, chunk_order, chunks, kernel_module
 from .layout import Layout
 from .receive import Receiver
 from .results import Results
@@ -332,6 +332,7 @@ class Simulation:
             # at least four chunks a thread, so that small batches still spread
             target = max(1, min(target, lay.n_nodes // (4 * numba.get_num_threads())))
         self._chunk_off = chunks(lay.node_off, target)
+        self._node_ord = chunk_order(lay.node_off, lay.depth, self._chunk_off)
         # time grid with NEURON's accumulated t
         times = [0.0]
         t = 0.0
@@ -489,8 +490,9 @@ class Simulation:
         spike_t = np.empty((max(len(sources), 1), cap))
         spike_n = np.zeros(max(len(sources), 1), dtype=np.int64)
         bad_step = np.zeros(len(lay.cells), dtype=np.int64)
-        args = (n, step, self._tgrid[step], self.dt, self.celsius, self._chunk_off, *src,
-                src_off, spike_t, spike_n, *rec, rec_off, rec_buf, bad_step, *model)
+        args = (n, step, self._tgrid[step], self.dt, self.celsius, self._chunk_off,
+                self._node_ord, *src, src_off, spike_t, spike_n, *rec, rec_off, rec_buf,
+                bad_step, *model)
         if self.backend == "multicore":
             import numba
 
@@ -507,8 +509,8 @@ class Simulation:
         if bad_step.any():
             gid = int(np.argmin(np.where(bad_step > 0, bad_step, np.iinfo(np.int64).max)))
             self._non_finite(lay, gid, self._tgrid[bad_step[gid]])
-        spikes = sorted((spike_t[k, i], k) for k in range(len(sources))
-                        for i in range(spike_n[k]))
+        spikes = sorted((float(spike_t[k, i]), k) for k in np.flatnonzero(spike_n).tolist()
+                        for i in range(int(spike_n[k])))
         for ts, k in spikes:
             self._fire(sources[k], ts)
         return step + n

@@ -492,8 +492,9 @@ class MechanismCode:
         src += loop(mech.state, "state") if mech.state else ""
         if mech.cnexp:
             # y' = b + a·y by cnexp, y += (1 - exp(dt·a))·(-(b)/(a) - y), in passes: the
-            # divisions (vectorized), the exps (the C library's, one at a time), and the
-            # update (vectorized). The same operations as one expression: the same bits.
+            # divisions (vectorized), the exps (the C library's, one at a time, or the
+            # vectorized copy), and the updates (vectorized). The same operations as one
+            # expression: the same bits.
             scope = _Scope(mech, fields=True, tables=self.tables)
             scope.cache = True
             body = ""
@@ -515,17 +516,17 @@ class MechanismCode:
                 src += f"{pad}_ok = True\n{pad}for _j in range(_n_{m}):\n"
                 src += "".join(f"{pad2}_ok &= _exp_in_range(_xv_{m}_{g}[_j])\n"
                                for g in range(n_eq))
-                src += f"{pad}if _ok:\n"
-                src += "".join(f"{pad2}for _j in range(_n_{m}):\n"
-                               f"{pad2}    _xv_{m}_{g}[_j] = _exp_fast(_xv_{m}_{g}[_j])\n"
+                src += f"{pad}if _ok:\n{pad2}for _j in range(_n_{m}):\n"
+                src += "".join(f"{pad2}    _xv_{m}_{g}[_j] = _exp_fast(_xv_{m}_{g}[_j])\n"
                                for g in range(n_eq))
                 src += f"{pad}else:\n{pad2}" + scalar.replace("\n    ", "\n        ")
             else:
                 src += pad + scalar
+            # the states' updates in one loop (each reads only its own arrays)
+            src += f"{pad}for _j in range(_n_{m}):\n"
             for g, eq in enumerate(mech.cnexp):
                 y = f"_fv_{m}_{_name(eq.state)}"
-                src += (f"{pad}for _j in range(_n_{m}):\n"
-                        f"{pad2}{y}[_j] = {y}[_j] + (1.0 - _xv_{m}_{g}[_j])*"
+                src += (f"{pad2}{y}[_j] = {y}[_j] + (1.0 - _xv_{m}_{g}[_j])*"
                         f"(_bv_{m}_{g}[_j] - {y}[_j])\n")
         if mech.after_solve:
             src += loop(mech.after_solve, "after_solve")
