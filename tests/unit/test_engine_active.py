@@ -396,3 +396,27 @@ def test_a_second_run_starts_from_the_same_values(small, backend):
         assert np.array_equal(res[v], first[keys[i]])
         assert np.array_equal(res[g], first[keys[3 + i]])
     assert len({float(first[k].max()) for k in keys[:3]}) == 3
+
+
+def test_chunk_order_puts_parents_first_and_keeps_siblings_in_order(small):
+    """The order of a chunk's solve: a permutation within each chunk, every node after its
+    parent, children of one parent in their node order, neighbours from different cells."""
+    from hinesbatch.engine.kernels import chunk_order, chunks
+    from hinesbatch.engine.layout import Layout
+
+    morph = hb.read_swc(small)
+    lay = Layout([hb.Cell(morph).insert("hh") for _ in range(5)], dt=0.025)
+    off = chunks(lay.node_off, target=2 * int(lay.node_off[1]))
+    order = chunk_order(lay.node_off, lay.depth, off)
+    assert sorted(order.tolist()) == list(range(lay.n_nodes))
+    position = np.empty_like(order)
+    position[order] = np.arange(order.size)
+    for k in range(off.size - 1):
+        lo, hi = lay.node_off[off[k]], lay.node_off[off[k + 1]]
+        assert set(order[lo:hi].tolist()) == set(range(lo, hi))
+    has_parent = lay.parent >= 0
+    assert (position[has_parent] > position[lay.parent[has_parent]]).all()
+    for p in np.unique(lay.parent[has_parent]):
+        kids = np.flatnonzero(lay.parent == p)
+        assert (np.diff(position[kids]) > 0).all()
+    assert lay.depth[order[0]] == 0 and order[1] == lay.node_off[1]   # the next cell's root
