@@ -24,7 +24,7 @@ and the distributions are written over it:
 - ``set_seed(x)``: ``s = (uint32) x``: ``x`` truncated toward zero, modulo 2**32.
 
 Worked example: from ``s = 1`` the first draw sets ``s = 2601254282`` and returns
-``2601254282 / 4294967295 = 0.6056581...``.
+``2601254282 / 4294967295 = 0.60565170...``.
 
 :class:`ScopRandom` is the reference in Python; :func:`numba_source` gives the same
 operations, in the same order, for the generated kernels.

@@ -106,4 +106,6 @@ class StreamLowering:
         if not self._stream_ok(ctx) and self.procedure_draws(p):
             self.fail(f"{p}()", f"a PROCEDURE that draws random numbers, called from "
                       f"{ctx.where} (only INITIAL, the BREAKPOINT and the PROCEDUREs they "
-                      "call draw, in NEURON's order)", rf"\b{re.escape(p)}\s*\(")
+                      "call draw, in NEURON's order)",
+                      rf"^(?!\s*(PROCEDURE|FUNCTION)\b).*\b{re.escape(p)}\s*\(",
+                      rf"\b{re.escape(p)}\s*\(")
