@@ -102,7 +102,7 @@ def test_kernel_functions_give_the_references_bits():
 
     # the source's namespace; Numba caches functions of files only
     space = {"math": math, "njit": lambda cache=False, **kw: numba.njit(**kw)}
-    exec(compile(numba_source(), "<scoprand>", "exec"), space)
+    exec(compile(numba_source(), "<scoprand>", "exec"), space)  # noqa: S102 - our source
     rs = np.array([seed_value(977)], dtype=np.int64)
     ref = ScopRandom(977)
     for k in range(300):
@@ -155,8 +155,8 @@ def refused(body: str) -> NmodlError:
     ("BREAKPOINT { i = f(v) }\nFUNCTION f(a) { f = a*normrand(0, 1) : <-- here\n}",
      "FUNCTION f"),
     ("BREAKPOINT { i = 0 }\nNET_RECEIVE(w) { x = exprand(1) : <-- here\n}", "NET_RECEIVE"),
-    ("BREAKPOINT { SOLVE d METHOD cnexp i = y }\n"
-     "DERIVATIVE d { y' = -y + scop_random() : <-- here\n}", "DERIVATIVE d"),
+    (("BREAKPOINT { SOLVE d METHOD cnexp i = y }\n"
+      "DERIVATIVE d { y' = -y + scop_random() : <-- here\n}"), "DERIVATIVE d"),
 ])
 def test_draws_outside_initial_and_breakpoint_are_refused(body, words):
     err = refused(body)

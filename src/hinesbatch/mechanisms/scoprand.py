@@ -34,8 +34,16 @@ from __future__ import annotations
 import math
 from numbers import Real
 
-__all__ = ["DRAWS", "MULTIPLIER", "INCREMENT", "MODULUS", "SEED_CALL", "ScopRandom",
-           "numba_source", "seed_value"]
+__all__ = [
+    "DRAWS",
+    "INCREMENT",
+    "MODULUS",
+    "MULTIPLIER",
+    "SEED_CALL",
+    "ScopRandom",
+    "numba_source",
+    "seed_value",
+]
 
 MULTIPLIER = 2147437301
 INCREMENT = 453816981

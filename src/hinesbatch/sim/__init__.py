@@ -4,6 +4,16 @@ from .errors import InsufficientMemoryError, NonFiniteStateError, RandomStreamEr
 from .passive import NEURON_DEFAULTS, Result, default_morphology, simulate_passive
 from .stimuli import IClamp, TimeGrid, parse_location, time_grid
 
-__all__ = ["IClamp", "InsufficientMemoryError", "NEURON_DEFAULTS", "NonFiniteStateError",
-           "RandomStreamError", "Result", "TimeGrid", "default_morphology", "parse_location", "simulate_passive",
-           "time_grid"]
+__all__ = [
+           "NEURON_DEFAULTS",
+           "IClamp",
+           "InsufficientMemoryError",
+           "NonFiniteStateError",
+           "RandomStreamError",
+           "Result",
+           "TimeGrid",
+           "default_morphology",
+           "parse_location",
+           "simulate_passive",
+           "time_grid",
+]
