@@ -188,6 +188,14 @@ def test_codegen_refuses_draws_where_the_stream_is_not_passed():
         MechanismCode(mech).module_functions()
 
 
+@pytest.mark.parametrize("name", ["noisyi.mod", "expinit.mod"])
+def test_the_c_emitter_refuses_draws_with_the_backend_to_use(name):
+    from hinesbatch.mechanisms.c_emitter import emit_c
+
+    with pytest.raises(CodegenError, match="backend='serial'"):
+        emit_c(translate(DATA / name).mechanism)
+
+
 # ---- runs ----------------------------------------------------------------------------------
 @pytest.fixture
 def soma(tmp_path) -> Path:
