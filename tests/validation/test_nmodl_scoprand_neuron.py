@@ -5,7 +5,9 @@ Files (``tests/data/nmodl``, written for these tests): ``noisyi.mod``, a noisy c
 drawing ``normrand`` in the PROCEDURE its BREAKPOINT SOLVEs (once per step) and in the
 BREAKPOINT itself (twice per step: NEURON evaluates the current at v + 0.001 and at v);
 ``expinit.mod``, a leak whose INITIAL sets the seed (where its PARAMETER ``seed`` >= 0) and
-draws ``exprand``, ``poisrand`` and ``scop_random``.
+draws ``exprand``, ``poisrand`` and ``scop_random``; ``noisyg.mod``, a leak whose
+conductance the PROCEDURE its BREAKPOINT SOLVEs draws every step (two mechanisms drawing
+in the state update: NEURON's type order).
 
 Every draw of one run comes from one stream, so a single draw out of NEURON's order
 (mechanisms in type order, instances in node order, the current's two evaluations,
@@ -30,7 +32,7 @@ pytestmark = [pytest.mark.neuron,
               pytest.mark.filterwarnings("ignore::UserWarning")]
 
 DATA = Path(__file__).parents[1] / "data" / "nmodl"
-FILES = ("noisyi.mod", "expinit.mod")
+FILES = ("noisyi.mod", "expinit.mod", "noisyg.mod")
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +54,9 @@ def compiled(tmp_path_factory):
 
 def test_two_cells_draw_in_neurons_order(compiled):
     lib, folder = compiled
-    models = [{"insert": [["hh", {}], ["expinit", {"seed": 5}]],
+    models = [{"insert": [["hh", {}], ["expinit", {"seed": 5}], ["noisyg", {}]],
                "point": [["NoisyI", "soma[0]", 0.5, {}]]},
-              {"insert": [["hh", {}], ["expinit", {}]],
+              {"insert": [["hh", {}], ["expinit", {}], ["noisyg", {"gmax": 0.001}]],
                "point": [["NoisyI", "soma[0]", 0.5, {"sd": 0.3}]]}]
     ref, got = nc.run_batch(models, lib, nc.one_point_soma(folder), tstop=30.0)
     assert ref.shape == got.shape
