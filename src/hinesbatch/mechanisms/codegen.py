@@ -74,10 +74,6 @@ def count_net_sends(text: str) -> int:
                and n.func.id == "net_send" for n in ast.walk(tree))
 
 
-#: The blocks run where the stream is available (the current and state loops, INITIAL).
-STREAM_BLOCKS = ("initial", "breakpoint", "state", "after_solve")
-
-
 def _draw_calls(text: str) -> set:
     """Names of the functions and procedures ``text`` calls."""
     try:
@@ -90,9 +86,9 @@ def _draw_calls(text: str) -> set:
 
 def stream_blocks(mech: Mechanism) -> tuple:
     """The blocks of ``mech`` that draw from the random-number stream or set its seed
-    (directly or through the PROCEDUREs they call), in :data:`STREAM_BLOCKS` order; also
-    ``"net_receive"`` and ``"function"`` where those do (which :class:`MechanismCode`
-    refuses)."""
+    (directly or through the PROCEDUREs they call): of ``"initial"``, ``"breakpoint"``,
+    ``"state"``, ``"after_solve"`` (where the kernels pass the stream), and
+    ``"net_receive"`` and ``"function"`` (which :class:`MechanismCode` refuses)."""
     own = DRAWS.keys() | {SEED_CALL}
     procs = {p.name: _draw_calls(p.body) for p in mech.procedures}
     memo: dict = {}
@@ -112,12 +108,9 @@ def stream_blocks(mech: Mechanism) -> tuple:
               "after_solve": mech.after_solve, "net_receive": mech.net_receive
               + "\n" + mech.net_receive_initial}
     out = [b for b, text in blocks.items() if draws(_draw_calls(text), frozenset())]
-    cn = "\n".join(f"{c.a}\n{c.b}" for c in mech.cnexp)
-    if draws(_draw_calls(cn), frozenset()):
-        out.append("state")
     if any(draws(_draw_calls(f.body), frozenset()) for f in mech.functions):
         out.append("function")
-    return tuple(dict.fromkeys(out))
+    return tuple(out)
 
 
 def hoc_exp_source(vector_exp: bool = False) -> str:
