@@ -682,7 +682,8 @@ REFUSED = [
     ("cai", "USEION ca READ ica WRITE cai NONSPECIFIC_CURRENT x",
      "BREAKPOINT {\n x = 0\n cai = 1e-4 : <-- here\n}\n"),
     ("diam", "", "INITIAL {\n x = diam : <-- here\n}\n"),
-    ("normrand()", "", "INITIAL {\n x = normrand(0, 1) : <-- here\n}\n"),
+    ("normrand()", "", "FUNCTION f(a) {\n f = normrand(0, a) : <-- here\n}\n"),
+    ("unirand()", "", "INITIAL {\n x = unirand() : <-- here\n}\n"),
     ("m'", "", ("STATE { m }\nBREAKPOINT { SOLVE s METHOD cnexp }\n"
                 "DERIVATIVE s {\n m' = -m*m : <-- here\n}\n")),
     ("TABLE", "", ("FUNCTION g(x) {\n g = f(x) : <-- here\n}\n"

@@ -23,6 +23,12 @@ child process (:func:`run_neuron`) given the model as JSON. A model::
 
 Run as a script, it compares every translated density mechanism and synapse of a folder
 (``python tests/validation/nmodl_compare.py DIR``): one line per file with max |ΔV|.
+
+Files that draw NEURON's random numbers (``normrand``, ``exprand``, ...) compare as the
+others: each NEURON run is a fresh process and each hinesbatch run a fresh
+``Simulation``, so both streams start at 1, and ``backend="auto"`` runs hinesbatch's
+serially, in NEURON's order of draws (the batch of :func:`run_batch` included: cell k's
+draws follow cell k - 1's in both).
 """
 from __future__ import annotations
 

@@ -1,5 +1,10 @@
 """The engine's arrays for a batch of cells: NEURON's node order, matrix coefficients,
-and per-mechanism instance data (see :mod:`.kernels` for the layout)."""
+and per-mechanism instance data (see :mod:`.kernels` for the layout).
+
+Instances of a mechanism are in the engine's node order within each cell, except for a
+mechanism that draws random numbers (:func:`~hinesbatch.mechanisms.codegen.stream_blocks`):
+its instances are in NEURON's node order (:func:`neuron_node_order`), the order in which
+NEURON's loops over a mechanism's instances draw."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import mechanisms as _mechanisms
+from ..mechanisms.codegen import stream_blocks
 
 __all__ = ["CellLayout", "Layout", "level_order", "neuron_node_order"]
 
@@ -147,14 +153,25 @@ class Layout:
         per_mech: dict = {}
         self.pp_index: dict = {}          # id(PointProcess) -> (mech, instance)
         densities: dict = {}              # cells of one geometry and decor are read once
+        draws = {}                        # mechanism -> whether it draws random numbers
+
+        def drawing(m):
+            if m not in draws:
+                draws[m] = bool(stream_blocks(_mechanisms.get(m)))
+            return draws[m]
+
         for cl, cell in zip(self.cells, cells):
             geo = cl.geometry
+            rank = None                   # engine-local node -> its place in NEURON's order
             key = (_decor_key(cell), id(geo))
             if key not in densities:
                 densities[key] = []
                 for m, (mask, values) in cell.density_values(geo).items():
                     fields = _mechanisms.get(m).fields
                     new_nodes = np.flatnonzero(mask[cl.perm])
+                    if drawing(m):
+                        rank = _neuron_rank(cl) if rank is None else rank
+                        new_nodes = new_nodes[np.argsort(rank[new_nodes], kind="stable")]
                     old = cl.perm[new_nodes]
                     data = np.array([values[f.name][old] if f.name in values
                                      else np.full(old.size, f.default) for f in fields])
@@ -169,6 +186,11 @@ class Layout:
                 by_kind.setdefault(p.kind, []).append(p)
             for m, plist in by_kind.items():
                 mech = _mechanisms.get(m)
+                if drawing(m):
+                    rank = _neuron_rank(cl) if rank is None else rank
+                    plist = sorted(plist, key=lambda p: (
+                        int(rank[cl.global_node(geo.node(*_loc(p.location))) - cl.start]),
+                        -p.index))
                 nodes = np.array([cl.global_node(geo.node(*_loc(p.location))) for p in plist],
                                  dtype=np.int64)
                 data = np.array([[p.params.get(f.name, f.default) for p in plist]
@@ -237,6 +259,14 @@ class Layout:
             return -1
         hit = np.flatnonzero(nodes == node)
         return int(hit[0]) if hit.size else -1
+
+
+def _neuron_rank(cl: CellLayout) -> np.ndarray:
+    """Each engine-local node's place in NEURON's node order of the cell."""
+    nrn = neuron_node_order(cl.geometry)
+    place = np.empty_like(nrn)
+    place[nrn] = np.arange(nrn.size)
+    return place[cl.perm]
 
 
 def _cell_arrays(geo, cm: np.ndarray, dt: float) -> tuple:

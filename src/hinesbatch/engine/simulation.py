@@ -13,7 +13,9 @@ from numbers import Real
 import numpy as np
 
 from .. import mechanisms as _mechanisms
+from ..mechanisms.codegen import stream_blocks
 from ..mechanisms.ions import initialize_reversals, ion_arrays
+from ..mechanisms.scoprand import seed_value
 from ..model.cell import Cell, PointProcess, format_location
 from ..network import (
     INIT_LIMIT,
@@ -23,7 +25,7 @@ from ..network import (
     deliver,
     prime_generators,
 )
-from ..sim.errors import NonFiniteStateError
+from ..sim.errors import NonFiniteStateError, RandomStreamError
 from .events import SPIKE_OFFSET, EventQueue, NetCon, SpikeSource
 from .kernels import CHUNK_NODES, COMMON_ARRAYS, chunk_order, chunks, kernel_module
 from .layout import Layout
@@ -52,7 +54,12 @@ class Simulation:
     backend : str
         ``"serial"``, ``"multicore"`` (Numba threads over cells), ``"gpu"`` (CUDA through
         CuPy: whole epochs of steps in one launch, :mod:`hinesbatch.engine.gpu`) or
-        ``"auto"`` (multicore for more than one cell).
+        ``"auto"`` (multicore for more than one cell; serial where a mechanism draws
+        random numbers). A mechanism that draws from NEURON's random-number stream
+        (``normrand``, ``exprand``, ... of an NMODL file) runs on ``serial`` only: the
+        stream is consumed in NEURON's order (:meth:`set_random_seed`);
+        ``multicore`` and ``gpu`` refuse it before the run with
+        :class:`~hinesbatch.sim.RandomStreamError`.
     tables : bool
         NEURON's ``usetable_hh = 1`` (hh's rates from a 201-row table, the default);
         ``False`` computes the rates exactly.
@@ -101,6 +108,9 @@ class Simulation:
         self.threads = threads
         self.backend = ("multicore" if len(cells) > 1 else "serial") if backend == "auto" \
             else backend
+        self._auto_backend = backend == "auto"
+        # NEURON's scop_random state: 1 in a fresh NEURON, continued from run to run
+        self._stream = np.ones(1, dtype=np.int64)
         self.sources: list[SpikeSource] = []
         self.netcons: list[NetCon] = []
         self._stimulators: list[SpikeSource] = []
@@ -108,6 +118,49 @@ class Simulation:
         self._spike_records: dict = {}
         self._layout = None
         self._gids = {id(c): i for i, c in enumerate(self.cells)}
+
+    # ---- the random-number stream ----------------------------------------------------
+    def set_random_seed(self, seed) -> None:
+        """Set the state of the random-number stream that translated NMODL mechanisms
+        draw from (``normrand``, ``exprand``, ``poisrand``, ``scop_random``), as NEURON's
+        ``set_seed(seed)``: the state becomes ``seed`` truncated toward zero, modulo
+        2**32 (C's ``(uint32_t) seed``).
+
+        The stream starts at 1, as in a fresh NEURON; a run continues it where the run
+        before left it (``finitialize`` does not reset it in NEURON either); a
+        ``set_seed(x)`` in a mechanism's block sets it during the run.
+
+        Parameters
+        ----------
+        seed : real number
+            Finite, of magnitude below 2**63.
+        """
+        self._stream[0] = seed_value(seed)
+
+    @property
+    def random_state(self) -> int:
+        """The random-number stream's state now (an integer in [0, 2**32))."""
+        return int(self._stream[0])
+
+    def _check_stream(self, mechs) -> None:
+        """Keep mechanisms that draw random numbers on the serial backend: ``auto``
+        chooses it; ``multicore`` and ``gpu`` are refused (:class:`RandomStreamError`)."""
+        if self.backend == "serial":
+            return
+        for mech in mechs:
+            if not stream_blocks(mech):
+                continue
+            if self._auto_backend:
+                self.backend = "serial"
+                return
+            calls = mech.stream_calls or tuple(
+                f"mechanism {mech.name}, block {b}" for b in stream_blocks(mech))
+            raise RandomStreamError(
+                f"mechanism {mech.name} draws from NEURON's random-number stream ("
+                f"{'; '.join(calls)}): the {self.backend} backend cannot run it, since the "
+                "stream is consumed in one order (mechanisms in type order, instances in "
+                "node order) that parallel cells do not have; use backend='serial'",
+                mechanism=mech.name, calls=calls, backend=self.backend)
 
     # ---- sources and connections ------------------------------------------------------
     def _gid(self, cell) -> int:
@@ -222,12 +275,16 @@ class Simulation:
         return key
 
     # ---- running ----------------------------------------------------------------------
-    def _prepare(self):
+    def _current_layout(self) -> Layout:
         state = self._model_state()
         if self._layout is None or self._layout_state != state:
             self._layout = Layout(self.cells, dt=self.dt)
             self._layout_state = state
-        lay = self._layout
+        return self._layout
+
+    def _prepare(self):
+        lay = self._current_layout()
+        self._check_stream(lay.mechs)
         self._km = kernel_module(lay.mechs, tables=self.tables,
                                  parallel=self.backend == "multicore")
         return lay
@@ -262,7 +319,8 @@ class Simulation:
         for m in lay.mechs:
             out += [self._data[m.name], lay.nodes[m.name], lay.offsets[m.name],
                     lay.scale[m.name], *lay.scratch[m.name]]
-        return out + list(self._ions.values()) + tables
+        return out + list(self._ions.values()) + tables \
+            + ([self._stream] if self._km.stream else [])
 
     def _resolve_recordings(self, lay):
         mech_pos = {m.name: k for k, m in enumerate(lay.mechs)}
@@ -318,6 +376,7 @@ class Simulation:
         time grid, the states, the event queue (generators started), the t = 0 samples;
         for ``gpu`` also the runner with the state on the devices. Returns
         ``(layout, run arrays)``."""
+        self._check_stream(self._current_layout().mechs)
         gpu = self._gpu_options() if self.backend == "gpu" else None
         lay = self._prepare()
         km, dt, celsius = self._km, self.dt, self.celsius
@@ -332,6 +391,8 @@ class Simulation:
             # at least four chunks a thread, so that small batches still spread
             target = max(1, min(target, lay.n_nodes // (4 * numba.get_num_threads())))
         self._chunk_off = chunks(lay.node_off, target)
+        if km.stream:       # one chunk: the cells' draws in NEURON's order
+            self._chunk_off = np.array([0, len(lay.cells)], dtype=np.int64)
         self._node_ord = chunk_order(lay.node_off, lay.depth, self._chunk_off)
         # time grid with NEURON's accumulated t
         times = [0.0]
@@ -366,9 +427,10 @@ class Simulation:
             ions = [self._ions[a[len("_I_"):]] for a in code.ion_args()]
             rows = [np.empty((lay.nodes[m].size * code.initial_sends, 3))] \
                 if code.initial_sends else []
+            stream = [self._stream] if code.stream else []
             sent = getattr(km.module, f"_initial_{m}")(self._data[m], lay.nodes[m], self._v,
                                                        0.0, dt, celsius, *mech_tables[m],
-                                                       *ions, *rows)
+                                                       *ions, *stream, *rows)
             if rows:
                 sends.append((m, rows[0][:sent]))
         sources = sorted(self.sources, key=lambda s: s.gid)     # grouped by cell

@@ -37,6 +37,7 @@ import copy
 
 from .codegen import _BINOPS, _CMPOPS, CodegenError, _name, _parse_expr
 from .description import Mechanism
+from .scoprand import DRAWS, SEED_CALL
 
 __all__ = ["C_PRELUDE", "emit_c", "emit_helpers", "table_offsets", "weight_vector_code"]
 
@@ -165,6 +166,8 @@ class _CEmitter:
     def call_procedure(self, call, scope, indent: int) -> str:
         pad = "    " * indent
         p = self.procedures.get(getattr(call.func, "id", None))
+        if getattr(call.func, "id", None) == SEED_CALL:
+            _no_stream(self.mech, SEED_CALL)
         if p is None:
             raise CodegenError(f"mechanism {self.mech.name}: unknown procedure "
                                f"{ast.dump(call.func)[:40]}")
@@ -213,6 +216,8 @@ class _CEmitter:
             f, args = node.func.id, [e(a) for a in node.args]
             if f in _INTRINSICS:
                 return f"{_INTRINSICS[f]}({', '.join(args)})"
+            if f in DRAWS:
+                _no_stream(self.mech, f)
             fn = self.functions.get(f)
             if fn is not None and fn.table is not None and self.tables:
                 if not scope.table:
@@ -226,6 +231,12 @@ class _CEmitter:
 
     def literal(self, value: float) -> str:
         return repr(value) if self.real == "double" else f"R({value!r})"
+
+
+def _no_stream(mech: Mechanism, f: str):
+    raise CodegenError(f"mechanism {mech.name}: {f}() draws from NEURON's random-number "
+                       "stream, which the serial CPU backend runs only (one sequence in "
+                       "NEURON's order); use backend='serial'")
 
 
 def _locals(scope, real: str = "double") -> str:

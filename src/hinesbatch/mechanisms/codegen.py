@@ -26,7 +26,12 @@ contract to FMA). Names are resolved here:
   table's ``reads``) and
   ``_L_<mech>_<name>`` (NEURON's lookup), and with tables on its call is the lookup,
   inlined. Tables are arguments ``_TB_<mech>_<name>`` of the loops and INITIAL only:
-  FUNCTION bodies and NET_RECEIVE cannot call a tabulated FUNCTION or PROCEDURE.
+  FUNCTION bodies and NET_RECEIVE cannot call a tabulated FUNCTION or PROCEDURE;
+- NEURON's random numbers (:mod:`.scoprand`): ``normrand(m, s)``, ``exprand(m)``,
+  ``poisrand(m)``, ``scop_random()`` become ``_rand_<name>(_RS, ...)`` and the statement
+  ``set_seed(x)`` ``_rand_set_seed(_RS, x)``, ``_RS`` the simulation's stream (an argument
+  of INITIAL and of the loops, after the tables, where a mechanism draws): in INITIAL,
+  the BREAKPOINT and the state update only.
 """
 from __future__ import annotations
 
@@ -36,9 +41,10 @@ from typing import NamedTuple
 
 from .description import Mechanism
 from .ions import FARADAY, GAS_CONSTANT
+from .scoprand import DRAWS, SEED_CALL
 
 __all__ = ["CodegenError", "IonIO", "MechanismCode", "count_net_sends", "hoc_exp_source",
-           "ion_io", "nernst_source"]
+           "ion_io", "nernst_source", "stream_blocks"]
 
 _INTRINSICS = {"exp": "_hoc_exp", "log": "math.log", "pow": "math.pow", "fabs": "math.fabs",
                "sqrt": "math.sqrt",
@@ -66,6 +72,45 @@ def count_net_sends(text: str) -> int:
         return 0
     return sum(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                and n.func.id == "net_send" for n in ast.walk(tree))
+
+
+def _draw_calls(text: str) -> set:
+    """Names of the functions and procedures ``text`` calls."""
+    try:
+        tree = ast.parse(text.strip() or "pass")
+    except SyntaxError:
+        return set()
+    return {n.func.id for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+
+
+def stream_blocks(mech: Mechanism) -> tuple:
+    """The blocks of ``mech`` that draw from the random-number stream or set its seed
+    (directly or through the PROCEDUREs they call): of ``"initial"``, ``"breakpoint"``,
+    ``"state"``, ``"after_solve"`` (where the kernels pass the stream), and
+    ``"net_receive"`` and ``"function"`` (which :class:`MechanismCode` refuses)."""
+    own = DRAWS.keys() | {SEED_CALL}
+    procs = {p.name: _draw_calls(p.body) for p in mech.procedures}
+    memo: dict = {}
+
+    def draws(calls: set, seen: frozenset) -> bool:
+        for f in calls:
+            if f in own:
+                return True
+            if f in procs and f not in seen:
+                if f not in memo:
+                    memo[f] = draws(procs[f], seen | {f})
+                if memo[f]:
+                    return True
+        return False
+
+    blocks = {"initial": mech.initial, "breakpoint": mech.breakpoint, "state": mech.state,
+              "after_solve": mech.after_solve, "net_receive": mech.net_receive
+              + "\n" + mech.net_receive_initial}
+    out = [b for b, text in blocks.items() if draws(_draw_calls(text), frozenset())]
+    if any(draws(_draw_calls(f.body), frozenset()) for f in mech.functions):
+        out.append("function")
+    return tuple(out)
 
 
 def hoc_exp_source(vector_exp: bool = False) -> str:
@@ -155,6 +200,7 @@ class _Scope:
         self.sends = None           # where net_send may appear: "receive" or "initial"
         self.tables = tables
         self.locals: set = set()
+        self.stream = False         # the random-number stream _RS is reachable
         self.cache = False          # fields live in locals _c_<name> (see MechanismCode.wrap)
         self.used: dict = {}        # field -> index, in order of first use
         self.written: dict = {}
@@ -228,6 +274,8 @@ class MechanismCode:
         self._procedures = {p.name: p for p in mech.procedures}
         self._counter = 0
         self.ion_io = ion_io(mech, kept or {})
+        #: whether the blocks draw from the random-number stream (take ``_RS``)
+        self.stream = bool(stream_blocks(mech))
 
     # ---- module-level functions -------------------------------------------------------
     @property
@@ -368,10 +416,12 @@ class MechanismCode:
     def _initial_function(self) -> str:
         m, io = self.mech.name, self.ion_io
         scope = _Scope(self.mech, fields=True, tables=self.tables)
+        scope.stream = True
         sends = self.initial_sends
         scope.sends = "initial" if sends else None
         body = self._block(self.mech.initial or "pass", scope, 2, "INITIAL")
         tabs = "".join(f", {a}" for a in self.table_args() + self.ion_args())
+        tabs += ", _RS" if self.stream else ""
         tabs += ", _S" if sends else ""
         pad = "        "
         loads = "".join(f"{pad}_D_{m}[{k}, _j] = _I_{ion}[{row}, _n]\n"
@@ -419,7 +469,7 @@ class MechanismCode:
         pad = "    " * indent
         pad2 = pad + "    "
         scope = _Scope(mech, fields=True, tables=self.tables)
-        scope.cache = True
+        scope.cache = scope.stream = True
 
         def evaluation(target: str) -> str:
             code = self._block(mech.breakpoint, scope, indent + 1, "BREAKPOINT")
@@ -483,7 +533,7 @@ class MechanismCode:
 
         def loop(text: str, where: str) -> str:
             scope = _Scope(mech, fields=True, tables=self.tables)
-            scope.cache = True
+            scope.cache = scope.stream = True
             body = self._block(text, scope, indent + 1, where)
             return (f"{pad}for _j in range(_n_{m}):\n{pad2}_v = v[_nv_{m}[_j]]\n"
                     + scope.loads(pad2) + body + scope.stores(pad2))
@@ -558,6 +608,9 @@ class MechanismCode:
             elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
                     and isinstance(st.value.func, ast.Name) and st.value.func.id == "net_send":
                 out.append(self._net_send(st.value, scope, pad, where))
+            elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
+                    and isinstance(st.value.func, ast.Name) and st.value.func.id == SEED_CALL:
+                out.append(self._set_seed(st.value, scope, pad, where))
             elif isinstance(st, ast.While) and not st.orelse:
                 out.append(f"{pad}while {self._expr(st.test, scope)}:\n")
                 out.append(self._statements(st.body, scope, indent + 1, where))
@@ -581,6 +634,18 @@ class MechanismCode:
         return ("".join(f"{pad}_S[_ns, {k}] = {x}\n" for k, x in enumerate(row))
                 + f"{pad}_ns += 1\n")
 
+    def _set_seed(self, call, scope, pad: str, where: str) -> str:
+        """``set_seed(x)``: the stream's state becomes ``(uint32) x``."""
+        self._stream_reach(call, scope, where)
+        if len(call.args) != 1 or call.keywords:
+            self._bad(call, where, "set_seed takes 1 argument")
+        return f"{pad}_rand_set_seed(_RS, {self._expr(call.args[0], scope)})\n"
+
+    def _stream_reach(self, node, scope, where):
+        if not scope.stream:
+            self._bad(node, where, "random numbers are drawn in INITIAL, the BREAKPOINT and "
+                      "the state update only (not in FUNCTION bodies nor NET_RECEIVE)")
+
     def _procedure_call(self, call, scope, indent, where) -> str:
         pad = "    " * indent
         if not isinstance(call.func, ast.Name) or call.func.id not in self._procedures:
@@ -600,6 +665,7 @@ class MechanismCode:
                        tables=scope.tables,
                        args={a: f"_p{self._counter}_{a}" for a in p.args})
         inner.cache, inner.used, inner.written = scope.cache, scope.used, scope.written
+        inner.stream = scope.stream
         src = "".join(f"{pad}_p{self._counter}_{a} = {v}\n" for a, v in zip(p.args, args))
         body = ast.parse(p.body.strip() or "pass").body
         return src + self._statements(body, inner, indent, f"PROCEDURE {p.name}")
@@ -650,6 +716,11 @@ class MechanismCode:
             args = [e(a) for a in node.args]
             if f in _INTRINSICS:
                 return f"{_INTRINSICS[f]}({', '.join(args)})"
+            if f in DRAWS:
+                self._stream_reach(node, scope, "expression")
+                if len(args) != DRAWS[f]:
+                    self._bad(node, "expression", f"{f} takes {DRAWS[f]} argument(s)")
+                return f"_rand_{f}({', '.join(['_RS'] + args)})"
             fn = self._functions.get(f)
             if fn is not None and fn.table is not None and scope.tables is None:
                 self._bad(node, "expression", f"the TABLE of FUNCTION {f} is not "

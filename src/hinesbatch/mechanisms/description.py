@@ -21,7 +21,10 @@ Each block is Python-syntax source restricted to: assignments to a single name, 
 ``exp`` (NEURON's ``hoc_Exp``: 0 below -700), ``log``, ``pow``, ``fabs``, ``sqrt`` (and the
 C library's ``log10``, ``sin``, ``cos``, ``tan``, ``asin``, ``acos``, ``atan``, ``atan2``,
 ``sinh``, ``cosh``, ``tanh``, ``floor``, ``ceil``, ``fmod``), the mechanism's own functions
-and procedures. Names resolve to the mechanism's variables,
+and procedures, and NEURON's random numbers (:mod:`.scoprand`): ``normrand(mean, sd)``,
+``exprand(mean)``, ``poisrand(mean)``, ``scop_random()`` and the statement
+``set_seed(x)``, which draw from (or set) the simulation's one stream, in INITIAL,
+``breakpoint``, ``state`` and ``after_solve`` (and the procedures they call) only. Names resolve to the mechanism's variables,
 ``v`` [mV], ``t`` [ms], ``dt`` [ms], ``celsius`` [degC], ``weight`` (in ``net_receive``), or
 locals. A NEURON name that is a Python keyword is written with a trailing underscore
 (``del_`` for IClamp's ``del``). Each statement is evaluated left to right in double
@@ -184,6 +187,9 @@ class Mechanism:
         Fields the engine sets from the instance's segment before each run, as NEURON
         gives them to mechanisms: ``"diam"``, the segment's mean diameter [µm]
         (NEURON's ``seg.diam``).
+    stream_calls : tuple of str
+        Where the blocks draw random numbers, for messages (``"file.mod:12:
+        normrand()"``); a translated file fills it in.
     """
 
     name: str
@@ -208,6 +214,7 @@ class Mechanism:
     aliases: dict = field(default_factory=dict)
     doc: str = ""
     geometry: tuple = ()
+    stream_calls: tuple = ()
 
     def __post_init__(self):
         if self.kind not in KINDS:

@@ -23,6 +23,8 @@ The lowering keeps nocmodl's semantics where the engine runs them bit for bit:
   during the run, array indices of such values, ``state_discontinuity``, ``printf``,
   FUNCTIONs writing the mechanism's variables used as values and ``diam``:
   :mod:`.constructs`;
+- NEURON's random numbers (``normrand``, ``exprand``, ``poisrand``, ``scop_random``,
+  ``set_seed``) on the simulation's one stream: :mod:`.scoprand`;
 - VERBATIM blocks whose C changes nothing (empty, standard headers, a ``return`` ending a
   PROCEDURE): :mod:`.verbatim`; a copy of NEURON's vecevent.mod stands for the built-in
   VecStim: :mod:`.vecstim`.
@@ -45,6 +47,7 @@ from .derivatives import DerivativeLowering
 from .kinetic import KineticLowering
 from .net_receive import NetReceiveLowering
 from .newton import NewtonLowering
+from .scoprand import DRAWS, SEED_CALL, StreamLowering
 from .syntax import (
     Context,
     IfLike,
@@ -68,8 +71,9 @@ SPECIALS = {"v", "t", "dt", "celsius"}
 #: NEURON names the engine does not provide to mechanisms.
 UNPROVIDED = {"diam": "the segment diameter", "area": "the segment area",
               "secondorder": "the integration order", "nrn_ghk": "NEURON's ghk helper"}
-_RANDOM = {"scop_random", "exprand", "normrand", "unirand", "set_seed", "random_negexp",
-           "random_normal", "random_uniform", "random_setseq", "random_setids", "erand"}
+#: Random-number generators other than NEURON's scoplib stream (:mod:`.scoprand`).
+_RANDOM = {"unirand", "random_negexp", "random_normal", "random_uniform", "random_setseq",
+           "random_setids", "erand"}
 _EVENTS = {"net_send": "self-events (net_send)", "net_event": "net_event",
            "net_move": "net_move"}
 _INTRINSICS = {"exp", "log", "log10", "pow", "fabs", "sqrt", "sin", "cos", "tan", "atan",
@@ -140,7 +144,7 @@ def translate_text(text: str, path: str = "<string>", *, order: int = 1000) -> T
 
 # ---- source positions -------------------------------------------------------------------
 class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, KineticLowering,
-                NewtonLowering, NetReceiveLowering, VerbatimLowering):
+                NewtonLowering, NetReceiveLowering, VerbatimLowering, StreamLowering):
     def __init__(self, text: str, path: str):
         self.path, self.text = path, text
         self.lines = code_lines(text)
@@ -491,7 +495,9 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             self._check_name(n, ctx)
         if ctx.calls is not None:
             ctx.reads |= ex.names(e)
-        return ex.map_calls(e, lambda f, args: self._call(f, args, ctx))
+        e = ex.map_calls(e, lambda f, args: self._call(f, args, ctx))
+        self.check_draws(e, ctx)
+        return e
 
     def _element(self, array, index, ctx) -> tuple:
         """``array[index]`` as the field ``array__k`` (the index must be a constant, as
@@ -529,7 +535,14 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
 
     def _call(self, f, args, ctx) -> tuple:
         if f in _RANDOM:
-            self.fail(f"{f}()", "random numbers are not translated", rf"\b{f}\s*\(")
+            self.fail(f"{f}()", "random-number generators other than NEURON's scoplib "
+                      "stream (normrand, exprand, poisrand, scop_random) are not translated",
+                      rf"\b{f}\s*\(")
+        if f in DRAWS:
+            return self.draw_call(f, args, ctx)
+        if f == SEED_CALL:
+            self.fail(f"{f}()", "set_seed used as a value (it returns nothing)",
+                      rf"\b{f}\s*\(")
         if f in _EVENTS:
             self.fail(f"{f}()", f"{_EVENTS[f]} is not translated", rf"\b{f}\s*\(")
         if f in _INTRINSICS:
@@ -620,6 +633,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
                 return []
             if f == "net_send":
                 return self.net_send_statement(e, ctx, pad)
+            if f == SEED_CALL:
+                return self.seed_statement(e, ctx, pad)
             if f in STATEMENT_CALLS:
                 return self.statement_call(f, e, ctx, pad)
             if f in self.procedures:
@@ -679,6 +694,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
 
     def _procedure_call(self, f, call, ctx) -> str:
         self.check_table_reach(f, ctx)
+        self.check_procedure_draws(f, ctx)
         args = [self._expr(a, ctx) for a in call.arguments]
         proc = self.procedures[f]
         if len(args) != len(proc.parameters):
@@ -779,7 +795,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             net_receive=net_receive, net_receive_args=net_receive_args,
             net_receive_initial=net_receive_initial, aliases={ex.py_name(p.name): p.name for p in params
                      if ex.py_name(p.name) != p.name},
-            doc=f"Translated from {Path(self.path).name}.", geometry=self.geometry)
+            doc=f"Translated from {Path(self.path).name}.", geometry=self.geometry,
+            stream_calls=tuple(self.__dict__.get("stream_calls", ())))
 
     def _simple_block(self, kind, where, pattern) -> str:
         blocks = self.blocks.get(kind, [])

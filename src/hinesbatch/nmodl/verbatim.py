@@ -17,7 +17,10 @@ it, so a block is accepted only where its C cannot change what the mechanism com
   changes nothing because ``finitialize`` runs INITIAL at ``t = 0``;
 - ``cai = _ion_cai;`` in INITIAL (one such line or more), for an ion variable ``cai`` the
   mechanism READs, does not WRITE and no block assigns: nocmodl's ``nrn_init`` has
-  loaded the block's copy from the ion just before, and nothing changes either since.
+  loaded the block's copy from the ion just before, and nothing changes either since;
+- in any block, only ``printf("format", name, ...);`` statements (a string literal without
+  ``%n``, then plain C names): printing changes nothing the mechanism computes; dropped,
+  with the notice of NMODL's ``printf`` statement.
 
 Every other block is refused (``C code cannot be translated``): a ``return`` in a
 FUNCTION sets its value, one before other statements skips them, and in BREAKPOINT it
@@ -39,6 +42,8 @@ STANDARD_HEADERS = frozenset({
 _RETURN = re.compile(r"return(?:\s+0|\s*\(\s*0\s*\))?\s*;")
 _RETURN_VOID = re.compile(r"return\s*;")
 _INCLUDE = re.compile(r"#\s*include\s*<\s*([\w./]+)\s*>")
+_PRINTF = re.compile(r'\s*(?:printf\s*\(\s*"(?:[^"\\\n]|\\.)*"\s*(?:,\s*[A-Za-z_]\w*\s*)*\)'
+                     r"\s*;\s*)+")
 
 
 def c_code(text: str) -> str:
@@ -82,6 +87,10 @@ class VerbatimLowering:
         if tail and _plain(code) and form.fullmatch(" ".join(code.split())):
             return
         if ctx.where == "INITIAL" and _plain(code) and self._ion_reloads(code):
+            return
+        raw = node.statement.eval()
+        if _PRINTF.fullmatch(raw) and "%n" not in raw:
+            self._printf()          # printing only (ConstructLowering's notice)
             return
         if _RETURN.fullmatch(" ".join(code.split())):
             self.refuse_verbatim(node, f" ({' '.join(code.split())} in {ctx.where} changes "

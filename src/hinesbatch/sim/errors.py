@@ -1,7 +1,7 @@
 """Errors of the simulations (the solvers' own are in :mod:`hinesbatch.errors`)."""
 from __future__ import annotations
 
-__all__ = ["InsufficientMemoryError", "NonFiniteStateError"]
+__all__ = ["InsufficientMemoryError", "NonFiniteStateError", "RandomStreamError"]
 
 
 class InsufficientMemoryError(MemoryError):
@@ -36,3 +36,24 @@ class NonFiniteStateError(FloatingPointError):
     def __init__(self, message: str, *, cell: int, location: str, t_ms: float):
         super().__init__(message)
         self.cell, self.location, self.t_ms = int(cell), location, float(t_ms)
+
+
+class RandomStreamError(ValueError):
+    """A mechanism draws from NEURON's random-number stream and the backend cannot run it.
+
+    The stream is one sequence consumed in NEURON's order (mechanisms in type order,
+    instances in node order); a backend that steps cells in parallel has no such order.
+
+    Attributes
+    ----------
+    mechanism : str
+        The mechanism's name.
+    calls : tuple of str
+        Where it draws: ``"file.mod:12: normrand()"`` (or the description's block).
+    backend : str
+        The backend asked for.
+    """
+
+    def __init__(self, message: str, *, mechanism: str, calls: tuple, backend: str):
+        super().__init__(message)
+        self.mechanism, self.calls, self.backend = mechanism, tuple(calls), backend

@@ -1,0 +1,111 @@
+"""Lowering NEURON's scoplib random numbers (a mixin of the file's lowering).
+
+``normrand(mean, sd)``, ``exprand(mean)``, ``poisrand(mean)``, ``scop_random()`` and the
+statement ``set_seed(x)`` become the statement language's calls of the same names, which
+draw from the simulation's one stream in NEURON's order
+(:mod:`hinesbatch.mechanisms.scoprand`). They are translated where the engine runs them in
+NEURON's order: in INITIAL, the BREAKPOINT (its currents, evaluated twice per step as
+nocmodl's ``nrn_cur`` does, and the PROCEDUREs it SOLVEs) and the PROCEDUREs those call.
+Refused, with ``file:line``:
+
+- in FUNCTIONs, NET_RECEIVE, DERIVATIVE and KINETIC blocks and TABLE procedures, and
+  PROCEDUREs that draw called from those;
+- two draws in one expression: C leaves the order of a call's operands open, so NEURON's
+  numbers would depend on its compiler;
+- ``set_seed`` used as a value (it returns nothing).
+"""
+from __future__ import annotations
+
+import re
+
+from ..mechanisms.scoprand import DRAWS, SEED_CALL
+from . import expressions as ex
+from .syntax import reads_and_calls
+
+__all__ = ["StreamLowering"]
+
+
+class StreamLowering:
+    """Mixin of the lowering (``self.fail``, ``self._expr``, ``self.procedures``, ...)."""
+
+    def _stream_ok(self, ctx) -> bool:
+        """Whether a block lowered in ``ctx`` runs where the stream is available."""
+        if ctx.where in ("INITIAL", "BREAKPOINT"):
+            return True
+        return ctx.where.startswith("PROCEDURE") and not getattr(ctx, "no_tables", False)
+
+    def _stream_refuse(self, f: str, ctx, pattern: str):
+        self.fail(f"{f}()", f"random numbers drawn in {ctx.where} are not translated "
+                  "(only in INITIAL, the BREAKPOINT and the PROCEDUREs they call, where "
+                  "the engine draws in NEURON's order)", pattern)
+
+    def _note_stream_call(self, f: str, pattern: str) -> None:
+        calls = self.__dict__.setdefault("stream_calls", [])
+        where = f"{self.path}:{self.line_of(pattern)}: {f}()"
+        if where not in calls:
+            calls.append(where)
+
+    def draw_call(self, f: str, args: tuple, ctx) -> tuple:
+        """A call of ``normrand``, ``exprand``, ``poisrand`` or ``scop_random``."""
+        pat = rf"\b{f}\s*\("
+        if not self._stream_ok(ctx):
+            self._stream_refuse(f, ctx, pat)
+        if len(args) != DRAWS[f]:
+            self.fail(f"{f}()", f"called with {len(args)} argument(s), takes {DRAWS[f]}",
+                      pat)
+        self._note_stream_call(f, pat)
+        return ("call", f, args)
+
+    def check_draws(self, e: tuple, ctx) -> None:
+        """Refuse two draws in one expression (C's order of operands is open)."""
+        found = []
+
+        def walk(node):
+            if node[0] == "call":
+                if node[1] in DRAWS:
+                    found.append(node[1])
+                for a in node[2]:
+                    walk(a)
+            elif node[0] in ("neg", "not"):
+                walk(node[1])
+            elif node[0] == "bin":
+                walk(node[2])
+                walk(node[3])
+
+        walk(e)
+        if len(found) > 1:
+            self.fail(f"{found[1]}()", "two random draws in one expression: C leaves their "
+                      "order open, so NEURON's numbers depend on its compiler (draw into "
+                      "LOCALs, one statement each)", rf"\b{found[0]}\s*\(.*\b{found[1]}\s*\(",
+                      rf"\b{found[1]}\s*\(")
+
+    def seed_statement(self, call, ctx, pad: str) -> list[str]:
+        """``set_seed(x)`` as a statement."""
+        pat = rf"\b{SEED_CALL}\s*\("
+        if not self._stream_ok(ctx):
+            self._stream_refuse(SEED_CALL, ctx, pat)
+        args = list(call.arguments)
+        if len(args) != 1:
+            self.fail(f"{SEED_CALL}()", f"called with {len(args)} argument(s), takes 1", pat)
+        self._note_stream_call(SEED_CALL, pat)
+        value, before = self.with_calls(lambda: self._expr(args[0], ctx), ctx, pad)
+        return before + [f"{pad}{SEED_CALL}({ex.to_text(value)})\n"]
+
+    def procedure_draws(self, p: str, seen: frozenset = frozenset()) -> bool:
+        """Whether the PROCEDURE ``p`` draws or sets the seed, itself or through the
+        PROCEDUREs it calls."""
+        calls = reads_and_calls(self.procedures[p].statement_block.statements)[1]
+        if calls & (DRAWS.keys() | {SEED_CALL}):
+            return True
+        return any(g in self.procedures and g not in seen
+                   and self.procedure_draws(g, seen | {p}) for g in calls)
+
+    def check_procedure_draws(self, p: str, ctx) -> None:
+        """Refuse a call of a PROCEDURE that draws from where the stream is not
+        available."""
+        if not self._stream_ok(ctx) and self.procedure_draws(p):
+            self.fail(f"{p}()", f"a PROCEDURE that draws random numbers, called from "
+                      f"{ctx.where} (only INITIAL, the BREAKPOINT and the PROCEDUREs they "
+                      "call draw, in NEURON's order)",
+                      rf"^(?!\s*(PROCEDURE|FUNCTION)\b).*\b{re.escape(p)}\s*\(",
+                      rf"\b{re.escape(p)}\s*\(")
