@@ -275,6 +275,34 @@ NEURON_NAMES = {"AlphaSynapse", "PointProcessMark", "APCount", "OClamp", "VClamp
 
 
 
+DATA_NMODL = Path(__file__).parents[1] / "data" / "nmodl"
+
+
+def compiled_folder(folder: Path, files) -> tuple:
+    """Copy ``files`` of tests/data/nmodl into ``folder``, build them with NEURON's
+    nrnivmodl and load them into hinesbatch: ``(library, registered names)``. A module
+    fixture yields this and unregisters the names after (:func:`unregister`)."""
+    import warnings
+
+    import hinesbatch as hb
+
+    for name in files:
+        (folder / name).write_text((DATA_NMODL / name).read_text())
+    lib = compile_mods(sorted(folder.glob("*.mod")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        names = hb.load_mechanisms(folder)
+    return lib, names
+
+
+def unregister(names) -> None:
+    """Remove the mechanisms :func:`compiled_folder` registered."""
+    from hinesbatch import mechanisms
+
+    for n in names:
+        mechanisms.unregister(n)
+
+
 def one_point_soma(folder) -> str:
     """A soma of one SWC point (radius 10 µm) written to ``folder``; its path."""
     path = Path(folder) / "soma.swc"

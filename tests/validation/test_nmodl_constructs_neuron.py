@@ -15,11 +15,9 @@ driven by a NetStim. Acceptance: max |ΔV| <= 1e-9 mV at every step.
 """
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import nmodl_compare as nc
-import numpy as np
 import pytest
 
 pytestmark = [pytest.mark.neuron,
@@ -33,19 +31,10 @@ FILES = ("sdsyn.mod", "pulses.mod", "kloop.mod", "vring.mod", "gdiam.mod")
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     """The files in one folder, built by nrnivmodl and loaded into hinesbatch."""
-    import hinesbatch as hb
-    from hinesbatch import mechanisms
-
     folder = tmp_path_factory.mktemp("mods")
-    for name in FILES:
-        (folder / name).write_text((DATA / name).read_text())
-    lib = nc.compile_mods(sorted(folder.glob("*.mod")))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        names = hb.load_mechanisms(folder)
+    lib, names = nc.compiled_folder(folder, FILES)
     yield lib, names
-    for n in names:
-        mechanisms.unregister(n)
+    nc.unregister(names)
 
 
 soma = nc.one_point_soma

@@ -21,7 +21,6 @@ NoisyI on the soma and a dendrite (20 ms).
 """
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import nmodl_compare as nc
@@ -37,19 +36,10 @@ FILES = ("noisyi.mod", "expinit.mod", "noisyg.mod")
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
-    import hinesbatch as hb
-    from hinesbatch import mechanisms
-
     folder = tmp_path_factory.mktemp("mods")
-    for name in FILES:
-        (folder / name).write_text((DATA / name).read_text())
-    lib = nc.compile_mods(sorted(folder.glob("*.mod")))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        names = hb.load_mechanisms(folder)
+    lib, names = nc.compiled_folder(folder, FILES)
     yield lib, folder
-    for n in names:
-        mechanisms.unregister(n)
+    nc.unregister(names)
 
 
 def test_two_cells_draw_in_neurons_order(compiled):

@@ -17,7 +17,6 @@ ExpSyn driven by a VecStim playing a train with a repeated time. Acceptance: max
 """
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import nmodl_compare as nc
@@ -35,19 +34,10 @@ FILES = ("kret.mod", "nainc.mod", "kcareload.mod", "caacc.mod", "caeca.mod",
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     """The files in one folder, built by nrnivmodl and loaded into hinesbatch."""
-    import hinesbatch as hb
-    from hinesbatch import mechanisms
-
     folder = tmp_path_factory.mktemp("mods")
-    for name in FILES:
-        (folder / name).write_text((DATA / name).read_text())
-    lib = nc.compile_mods(sorted(folder.glob("*.mod")))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        names = hb.load_mechanisms(folder)
+    lib, names = nc.compiled_folder(folder, FILES)
     yield lib, names
-    for n in names:
-        mechanisms.unregister(n)
+    nc.unregister(names)
 
 
 def test_vecevent_is_not_registered(compiled):
