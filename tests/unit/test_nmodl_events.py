@@ -151,6 +151,8 @@ BREAKPOINT { i = g*v }
      "sent from PROCEDURE send are not translated"),
     ("INITIAL { net_event(t) }", "net_event()", "sent from INITIAL are not translated"),
     ("NET_RECEIVE(w) { g = net_event(t) }", "net_event()", "net_event is not translated"),
+    ("PARAMETER { flag = 0 }\nNET_RECEIVE(w) { g = 1 }", "flag",
+     "a variable named flag besides NET_RECEIVE's event flag"),
 ])
 def test_refusals_name_the_construct(block, construct, reason):
     with pytest.raises(NmodlError) as err:

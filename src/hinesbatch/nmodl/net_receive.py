@@ -31,6 +31,10 @@ class NetReceiveLowering:
         if self.kind != "point":
             self.fail("NET_RECEIVE", "in a density mechanism", r"NET_RECEIVE")
         b = blocks[0]
+        if "flag" in self.field_names:
+            self.fail("flag", "a variable named flag besides NET_RECEIVE's event flag (the "
+                      "FUNCTIONs and PROCEDUREs NET_RECEIVE calls would write the event's "
+                      "flag in its place)", r"^\s*flag\b", r"\bflag\b")
         args = [a.get_node_name() for a in b.parameters]
         if not args:
             self.fail("NET_RECEIVE", "without arguments (a weight is expected)",
