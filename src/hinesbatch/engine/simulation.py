@@ -13,7 +13,7 @@ from numbers import Real
 import numpy as np
 
 from .. import mechanisms as _mechanisms
-from ..mechanisms.codegen import stream_blocks
+from ..mechanisms.codegen import count_net_sends, stream_blocks
 from ..mechanisms.ions import initialize_reversals, ion_arrays
 from ..mechanisms.scoprand import seed_value
 from ..model.cell import Cell, PointProcess, format_location
@@ -209,7 +209,7 @@ class Simulation:
         if not isinstance(target, PointProcess):
             raise TypeError(f"target must be a PointProcess, got {type(target).__name__}")
         gid = self._gid(target.cell)
-        if "net_event" not in _mechanisms.get(target.kind).net_receive:
+        if not count_net_sends(_mechanisms.get(target.kind).net_receive, ("net_event",)):
             raise ValueError(f"{target.kind} ({target.name} of cell {gid}) is not a spike "
                              "source: its NET_RECEIVE does not call net_event")
         for s in self._point_sources:
