@@ -676,13 +676,13 @@ REFUSED = [
     ("SOLVE s METHOD sparse", "",
      ("STATE { m }\nBREAKPOINT { SOLVE s METHOD sparse : <-- here\n}\n"
       "DERIVATIVE s { m' = -m }\n")),
-    ("net_event()", "", "NET_RECEIVE(w) {\n net_event(t) : <-- here\n}\n"),
+    ("net_event()", "", "INITIAL {\n net_event(t) : <-- here\n}\nNET_RECEIVE(w) { }\n"),
     ("USEION ca WRITE eca", "USEION ca WRITE eca : <-- here", ""),
     ("USEION ca READ dica", "USEION ca READ dica : <-- here", ""),
     ("cai", "USEION ca READ ica WRITE cai NONSPECIFIC_CURRENT x",
      "BREAKPOINT {\n x = 0\n cai = 1e-4 : <-- here\n}\n"),
     ("diam", "", "INITIAL {\n x = diam : <-- here\n}\n"),
-    ("normrand()", "", "FUNCTION f(a) {\n f = normrand(0, a) : <-- here\n}\n"),
+    ("normrand()", "", "FUNCTION f(a) {\n TABLE FROM 0 TO 1 WITH 10\n f = normrand(0, a) : <-- here\n}\n"),
     ("unirand()", "", "INITIAL {\n x = unirand() : <-- here\n}\n"),
     ("m'", "", ("STATE { m }\nBREAKPOINT { SOLVE s METHOD cnexp }\n"
                 "DERIVATIVE s {\n m' = -m*m : <-- here\n}\n")),

@@ -144,7 +144,15 @@ BREAKPOINT { i = g*v }
     ("NET_RECEIVE(w) { net_send(1) }", "net_send()", "called with 1 argument(s), takes 2"),
     ("NET_RECEIVE(w) { send() }\nPROCEDURE send() { net_send(1, 1) }", "net_send()",
      "sent from PROCEDURE send are not translated"),
-    ("NET_RECEIVE(w) { net_event(t) }", "net_event()", "net_event is not translated"),
+    ("NET_RECEIVE(w) { INITIAL { net_event(t) } }", "net_event()",
+     "sent from NET_RECEIVE INITIAL are not translated"),
+    ("NET_RECEIVE(w) { net_event(t, 1) }", "net_event()", "called with 2 argument(s), takes 1"),
+    ("NET_RECEIVE(w) { send() }\nPROCEDURE send() { net_event(t) }", "net_event()",
+     "sent from PROCEDURE send are not translated"),
+    ("INITIAL { net_event(t) }", "net_event()", "sent from INITIAL are not translated"),
+    ("NET_RECEIVE(w) { g = net_event(t) }", "net_event()", "net_event is not translated"),
+    ("PARAMETER { flag = 0 }\nNET_RECEIVE(w) { g = 1 }", "flag",
+     "a variable named flag besides NET_RECEIVE's event flag"),
 ])
 def test_refusals_name_the_construct(block, construct, reason):
     with pytest.raises(NmodlError) as err:
@@ -383,3 +391,97 @@ def test_the_gpu_engine_refuses_self_events(soma, monkeypatch):
     with pytest.raises(ValueError, match="mechanism pulsesyn: self-events \\(net_send\\) "
                                          "are not run by the gpu backend"):
         hb.Simulation(cell, backend="gpu").run(1.0)
+
+
+# ---- net_event: a point process as a spike source ------------------------------------------
+def test_net_event_is_lowered_and_counted_with_the_self_events():
+    from hinesbatch.mechanisms.codegen import MechanismCode
+
+    m = translate(DATA / "ticker.mod").mechanism
+    assert "net_event(t)" in m.net_receive
+    code = MechanismCode(m)
+    assert code.receive_sends == 2 and code.receive_events == 1
+    assert count_net_sends(m.net_receive) == 1
+
+
+def test_net_send_adds_t_to_the_leftmost_term_as_nocmodl_writes_it():
+    """nocmodl writes ``net_send(a + b, 1)`` as ``t + a + b``: C rounds ``(t + a) + b``,
+    which differs in the last bit from ``t + (a + b)`` (t = 0.1, a = 0.2, b = 0.3)."""
+    from hinesbatch.mechanisms.codegen import MechanismCode
+
+    mech = Mechanism(name="nsum", kind="point", order=50, parameters=(Variable("a", 0.2),
+                                                                      Variable("b", 0.3)),
+                     net_receive="net_send(a + b, 1.0)\nnet_send(a * b, 2.0)\n")
+    src = MechanismCode(mech).module_functions()
+    assert "_S[_ns, 0] = ((_t + _D_nsum[0, _j]) + _D_nsum[1, _j])" in src
+    assert "_S[_ns, 0] = (_t + (_D_nsum[0, _j] * _D_nsum[1, _j]))" in src
+    assert (0.1 + 0.2) + 0.3 != 0.1 + (0.2 + 0.3)
+
+
+@pytest.mark.parametrize("backend", ["serial", "multicore"])
+def test_a_point_process_sends_its_spikes_through_its_netcons(soma, backend):
+    """ticker A spikes at 1, 3.5, 6, 8.5 ms; its NetCons (delays 0.5 and 0) reach ticker
+    B (flag 0 counts in nin) twice per spike; B's own spikes reach nothing."""
+    load("ticker")
+    cell = hb.Cell(str(soma)).insert("pas")
+    a = cell.place("ticker", start=1.0, interval=2.5, number=4)
+    b = cell.place("ticker", start=2.0, interval=1.0, number=3)
+    sim = hb.Simulation(cell, backend=backend)
+    sim.connect(a, b, weight=1.0, delay=0.5)
+    sim.connect(a, b, weight=1.0, delay=0.0)
+    ka, kb = sim.record_spikes(a), sim.record_spikes(b)
+    kn = sim.record("nin", target=b)
+    res = sim.run(8.0)
+    np.testing.assert_array_equal(res.spikes[ka], [1.0, 3.5, 6.0])
+    np.testing.assert_array_equal(res.spikes[kb], [2.0, 3.0, 4.0])
+    assert res.spike_gids[ka] == 0 and ka == "spikes@0:ticker[0]"
+    # each spike of a arrives twice: at ts (acts at once) and ts + 0.5
+    assert res[kn][-1] == 6
+    assert res[kn][int(round(1.0 / 0.025)) + 1] == 1      # the delay-0 event at 1 ms
+    assert sim.point_source(a) is sim.point_source(a)
+
+
+def test_only_a_point_process_that_calls_net_event_is_a_source(soma):
+    load("ticker", "pulsesyn")
+    cell = hb.Cell(str(soma)).insert("pas")
+    syn = cell.place("pulsesyn")
+    sim = hb.Simulation(cell)
+    with pytest.raises(ValueError, match=r"pulsesyn \(pulsesyn\[0\] of cell 0\) is not a "
+                                         "spike source: its NET_RECEIVE does not call "
+                                         "net_event"):
+        sim.connect(syn, syn, weight=1.0)
+    with pytest.raises(ValueError, match="is not a spike source"):
+        sim.record_spikes(syn)
+    other = hb.Cell(str(soma)).place("ticker")
+    with pytest.raises(ValueError, match="not part of this simulation"):
+        sim.point_source(other)
+
+
+def test_net_event_without_netcons_sends_nothing(soma):
+    load("ticker")
+    cell = hb.Cell(str(soma)).insert("pas")
+    t = cell.place("ticker", number=3)
+    sim = hb.Simulation(cell)
+    key = sim.record("count", target=t)
+    assert sim.run(10.0)[key][-1] == 3
+
+
+def test_the_gpu_engine_refuses_net_event(soma, monkeypatch):
+    from hinesbatch.engine.gpu.devices import EMULATION_ENV
+
+    monkeypatch.setenv(EMULATION_ENV, "1")
+    load("ticker")
+    cell = hb.Cell(str(soma)).insert("pas")
+    cell.place("ticker")
+    with pytest.raises(ValueError, match=r"mechanism ticker: spikes of point processes "
+                                         r"\(net_event\) are not run by the gpu backend"):
+        hb.Simulation(cell, backend="gpu").run(1.0)
+
+
+def test_the_c_emitter_refuses_net_event():
+    from hinesbatch.mechanisms.c_emitter import emit_c
+    from hinesbatch.mechanisms.codegen import CodegenError
+
+    with pytest.raises(CodegenError, match=r"mechanism ticker: .*\(net_event\) are not "
+                                           "emitted as C"):
+        emit_c(translate(DATA / "ticker.mod").mechanism)

@@ -18,7 +18,8 @@ import pytest
 pytest.importorskip("neuron.nmodl", reason="the NMODL parser comes with `pip install neuron`")
 
 import hinesbatch as hb
-from hinesbatch.mechanisms.codegen import CodegenError, MechanismCode, stream_blocks
+from hinesbatch.mechanisms.codegen import (CodegenError, MechanismCode, drawing_functions,
+                                           stream_blocks)
 from hinesbatch.mechanisms.description import Mechanism, Variable
 from hinesbatch.mechanisms.scoprand import ScopRandom, numba_source, seed_value
 from hinesbatch.nmodl import NmodlError, translate, translate_text
@@ -152,21 +153,49 @@ def refused(body: str) -> NmodlError:
 
 
 @pytest.mark.parametrize("body, words", [
-    ("BREAKPOINT { i = f(v) }\nFUNCTION f(a) { f = a*normrand(0, 1) : <-- here\n}",
-     "FUNCTION f"),
-    ("BREAKPOINT { i = 0 }\nNET_RECEIVE(w) { x = exprand(1) : <-- here\n}", "NET_RECEIVE"),
+    (("BREAKPOINT { i = f(v) }\nFUNCTION f(a) {\n TABLE FROM -100 TO 100 WITH 200\n"
+      " f = a*normrand(0, 1) : <-- here\n}"), "FUNCTION f"),
+    ("BREAKPOINT { i = 0 }\nNET_RECEIVE(w) { INITIAL { x = exprand(1) : <-- here\n} }",
+     "NET_RECEIVE INITIAL"),
     (("BREAKPOINT { SOLVE d METHOD cnexp i = y }\n"
       "DERIVATIVE d { y' = -y + scop_random() : <-- here\n}"), "DERIVATIVE d"),
 ])
-def test_draws_outside_initial_and_breakpoint_are_refused(body, words):
+def test_draws_outside_initial_breakpoint_and_net_receive_are_refused(body, words):
     err = refused(body)
     assert "random numbers drawn in" in err.reason and words in err.reason
 
 
-def test_a_drawing_procedure_called_from_net_receive_is_refused():
-    err = refused("BREAKPOINT { i = 0 }\nPROCEDURE kick() { x = normrand(0, 1) }\n"
-                  "NET_RECEIVE(w) { kick() : <-- here\n}")
-    assert "a PROCEDURE that draws random numbers" in err.reason
+@pytest.mark.parametrize("callee, kind", [
+    ("PROCEDURE kick() { x = normrand(0, 1) }", "PROCEDURE"),
+    ("FUNCTION kick() { kick = exprand(1) }", "FUNCTION"),
+    ("FUNCTION kick() { kick = g() }\nFUNCTION g() { g = exprand(1) }", "FUNCTION")])
+def test_a_drawing_callee_called_from_a_derivative_block_is_refused(callee, kind):
+    err = refused(f"BREAKPOINT {{ SOLVE d METHOD cnexp i = y }}\n{callee}\n"
+                  "DERIVATIVE d { y' = -y + kick() : <-- here\n}"
+                  if kind == "FUNCTION" else
+                  f"BREAKPOINT {{ SOLVE d METHOD cnexp i = y }}\n{callee}\n"
+                  "DERIVATIVE d {\n kick() : <-- here\n y' = -y }")
+    assert f"a {kind} that draws random numbers" in err.reason
+
+
+def test_draws_in_net_receive_and_functions_are_lowered():
+    m = translate_text(BASE.format(body=(
+        "BREAKPOINT { i = f(v) }\nFUNCTION f(a) { f = a*g() }\n"
+        "FUNCTION g() { g = normrand(0, 1) }\n"
+        "NET_RECEIVE(w) { x = exprand(1)\n x = x + f(2) }")), "r.mod").mechanism
+    assert "exprand(1.0)" in m.net_receive
+    assert stream_blocks(m) == ("breakpoint", "net_receive", "function")
+    assert drawing_functions(m) == {"f", "g"}
+    src = MechanismCode(m).module_functions()
+    assert "def _F_p_g(_celsius, _RS):" in src
+    assert "_F_p_g(_celsius, _RS)" in src.split("def _F_p_f")[1]
+    assert "def _net_receive_p(_D_p, _j, _w, _t, _dt, _celsius, _flag, _RS, _S):" in src
+
+
+def test_a_call_of_a_drawing_function_counts_as_a_draw():
+    err = refused("BREAKPOINT { i = g() + normrand(0, 1) : <-- here\n}\n"
+                  "FUNCTION g() { g = normrand(0, 1) }")
+    assert "two random draws in one expression" in err.reason
 
 
 def test_two_draws_in_one_expression_are_refused():
@@ -183,7 +212,8 @@ def test_set_seed_as_a_value_and_other_generators_are_refused():
 
 def test_codegen_refuses_draws_where_the_stream_is_not_passed():
     mech = Mechanism(name="rnr", kind="point", order=50, assigned=(Variable("x"),),
-                     net_receive="x = normrand(0.0, 1.0)")
+                     net_receive="x = 1.0", net_receive_args=("y",),
+                     net_receive_initial="y = normrand(0.0, 1.0)")
     with pytest.raises(CodegenError, match="random numbers are drawn in INITIAL"):
         MechanismCode(mech).module_functions()
 

@@ -12,17 +12,19 @@ __all__ = ["SPIKE_OFFSET", "EventQueue", "NetCon", "SpikeSource"]
 
 @dataclass(eq=False)
 class SpikeSource:
-    """A spike source: a threshold on a cell's node (NEURON's PreSyn), a NetStim or a
-    VecStim.
+    """A spike source: a threshold on a cell's node (NEURON's PreSyn), a NetStim, a
+    VecStim or a point process whose NET_RECEIVE calls ``net_event``.
 
     Attributes
     ----------
     kind : str
-        ``"threshold"``, ``"NetStim"`` or ``"VecStim"``.
+        ``"threshold"``, ``"NetStim"``, ``"VecStim"`` or ``"net_event"``.
     gid : int
-        The cell's gid, or N, N+1, ... for stimulators in creation order.
+        The cell's gid (threshold and net_event sources), or N, N+1, ... for stimulators
+        in creation order.
     name : str
-        ``"0:soma[0](0.5)"`` or ``"NetStim[0]"``.
+        ``"0:soma[0](0.5)"``, ``"NetStim[0]"`` or ``"0:NetStim2[0]"`` (the point
+        process's name on its cell).
     node : int
         The watched node within the cell (threshold sources).
     threshold : float
@@ -31,6 +33,8 @@ class SpikeSource:
         The spike train of a NetStim or VecStim (:mod:`hinesbatch.network.sources`).
     netcons : list of NetCon
         The NetCons leaving this source, in creation order.
+    point : PointProcess or None
+        The point process (net_event sources).
     """
 
     kind: str
@@ -41,6 +45,7 @@ class SpikeSource:
     generator: NetStimGenerator | VecStimGenerator | None = None
     netcons: list = field(default_factory=list)
     index: int = 0
+    point: object = None
 
     def __repr__(self) -> str:
         return f"SpikeSource({self.kind}, {self.name!r}, gid={self.gid})"

@@ -2,8 +2,12 @@
 
 A mechanism's NET_RECEIVE (``_net_receive_<m>``, :mod:`hinesbatch.mechanisms.codegen`)
 runs with the event's time as ``t``, its ``flag`` and the weight vector it carries, which
-it may update in place; it returns the self-events it sent (``net_send``) as rows
-``te, flag``, and :class:`Receiver` queues them, in that order, on the run's queue.
+it may update in place; it returns the self-events it sent (``net_send``) and the spikes
+it emitted (``net_event``) as rows ``te, flag, kind``, and :class:`Receiver` queues them,
+in that order, on the run's queue: a self-event to the instance, a spike through the
+NetCons whose source is the instance (``on_event``). A NET_RECEIVE that draws random
+numbers takes the run's stream; events are delivered one at a time, so its draws come in
+NEURON's order.
 
 NEURON's rules, reproduced here:
 
@@ -44,18 +48,27 @@ class Receiver:
         Each mechanism's ``fields × instances`` array, updated in place.
     dt, celsius : float
         [ms], [degC].
+    stream : ndarray, optional
+        The random-number stream's state (one int64), for NET_RECEIVE blocks that draw.
+    on_event : callable, optional
+        ``on_event(m, j, te)``: instance ``j`` of mechanism ``m`` called ``net_event(te)``
+        (``te`` [ms]); without it a ``net_event`` sends nothing (a point process no NetCon
+        leaves).
     """
 
-    def __init__(self, km, data: dict, dt: float, celsius: float):
+    def __init__(self, km, data: dict, dt: float, celsius: float, stream=None,
+                 on_event=None):
         self.data, self.dt, self.celsius = data, float(dt), float(celsius)
+        self.on_event = on_event
         self.mechs = {code.mech.name: code.mech for code in km.codes}
         self._receive = {}
         self._init = {}
         for code in km.codes:
             m = code.mech.name
             if code.mech.net_receive:
+                rs = (stream,) if code.receive_stream else ()
                 self._receive[m] = (getattr(km.module, f"_net_receive_{m}"),
-                                    np.empty((max(code.receive_sends, 1), 2)))
+                                    np.empty((max(code.receive_sends, 1), 3)), rs)
             if code.mech.net_receive_initial:
                 self._init[m] = getattr(km.module, f"_net_init_{m}")
 
@@ -100,14 +113,18 @@ class Receiver:
         ``table`` holds the NetCon ``event.netcon`` whose weight vector the event
         carries (None or ``netcon == -1``: a vector of zeros).
         """
-        fn, rows = self._receive[m]
+        fn, rows, rs = self._receive[m]
         if event.netcon >= 0 and table is not None:
             w = table.weight_vector(event.netcon)
         else:
             w = np.zeros(self.mechs[m].weight_size)
-        sent = fn(self.data[m], j, w, event.te, self.dt, self.celsius, event.flag, rows)
+        sent = fn(self.data[m], j, w, event.te, self.dt, self.celsius, event.flag, *rs, rows)
         for r in range(sent):
             te, flag = float(rows[r, 0]), float(rows[r, 1])
+            if rows[r, 2] != 0.0:
+                if self.on_event is not None:
+                    self.on_event(m, j, te)
+                continue
             self._check(m, j, te, event.te)
             queue.push(te, (m, j), w[0], kind="self", netcon=event.netcon, flag=flag)
 

@@ -34,8 +34,9 @@ class Results:
         Spike key (``"spikes@0:soma[0](0.5)"``, ``"spikes@NetStim[0]"``) -> spike times
         [ms], float64, ascending.
     spike_gids : dict of str to int
-        Spike key -> gid of the source (cells 0..N-1, then NetStim/VecStim sources N,
-        N+1, ... in creation order); the same keys as ``spikes``.
+        Spike key -> gid of the source (cells 0..N-1, a point process's ``net_event``
+        its cell's, then NetStim/VecStim sources N, N+1, ... in creation order); the same
+        keys as ``spikes``.
     meta : dict
         Run description (``dt``, ``tstop``, ``celsius``, ``backend``, ...): JSON types, so
         that :meth:`save` can store it.

@@ -13,7 +13,7 @@ from numbers import Real
 import numpy as np
 
 from .. import mechanisms as _mechanisms
-from ..mechanisms.codegen import stream_blocks
+from ..mechanisms.codegen import count_net_sends, stream_blocks
 from ..mechanisms.ions import initialize_reversals, ion_arrays
 from ..mechanisms.scoprand import seed_value
 from ..model.cell import Cell, PointProcess, format_location
@@ -114,6 +114,8 @@ class Simulation:
         self.sources: list[SpikeSource] = []
         self.netcons: list[NetCon] = []
         self._stimulators: list[SpikeSource] = []
+        self._point_sources: list[SpikeSource] = []
+        self._event_sources: dict = {}     # (mechanism, instance) -> source id in a run
         self._recordings: dict = {}
         self._spike_records: dict = {}
         self._layout = None
@@ -199,6 +201,25 @@ class Simulation:
         """A VecStim playing ``times`` [ms] (sorted, finite, >= 0)."""
         return self._stimulator("VecStim", VecStimGenerator(np.ravel(times)))
 
+    def point_source(self, target: PointProcess) -> SpikeSource:
+        """The spike source of a point process whose NET_RECEIVE calls ``net_event(te)``
+        (NEURON's ``NetCon(pp, ...)``): each call is a spike at ``te`` [ms], sent through
+        the NetCons leaving it and recorded by :meth:`record_spikes`. ``connect`` and
+        ``record_spikes`` take the point process itself too."""
+        if not isinstance(target, PointProcess):
+            raise TypeError(f"target must be a PointProcess, got {type(target).__name__}")
+        gid = self._gid(target.cell)
+        if not count_net_sends(_mechanisms.get(target.kind).net_receive, ("net_event",)):
+            raise ValueError(f"{target.kind} ({target.name} of cell {gid}) is not a spike "
+                             "source: its NET_RECEIVE does not call net_event")
+        for s in self._point_sources:
+            if s.point is target:
+                return s
+        s = SpikeSource("net_event", gid, f"{gid}:{target.name}", point=target,
+                        index=len(self._point_sources))
+        self._point_sources.append(s)
+        return s
+
     def _stimulator(self, kind, generator) -> SpikeSource:
         k = sum(1 for s in self._stimulators if s.kind == kind)
         s = SpikeSource(kind, len(self.cells) + len(self._stimulators), f"{kind}[{k}]",
@@ -208,15 +229,19 @@ class Simulation:
 
     def connect(self, source, target: PointProcess, *, weight=0.0,
                 delay: float = 1.0, threshold: float | None = None) -> NetCon:
-        """A NetCon from ``source`` (a SpikeSource or ``(cell, location)``) to a synapse.
+        """A NetCon from ``source`` (a SpikeSource, ``(cell, location)`` or a point process
+        whose NET_RECEIVE calls ``net_event``: :meth:`point_source`) to a synapse.
 
         ``weight`` is a number (µS for ExpSyn and Exp2Syn) or the NetCon's weight vector
         ``(w0, w1, ...)``, NEURON's ``NetCon.weight[i]``: at most as many entries as the
         target's NET_RECEIVE has arguments, the missing ones 0."""
         if isinstance(source, tuple):
             source = self.spike_source(*source)
+        if isinstance(source, PointProcess):
+            source = self.point_source(source)
         if not isinstance(source, SpikeSource):
-            raise TypeError(f"source must be a SpikeSource or (cell, location), got "
+            raise TypeError(f"source must be a SpikeSource, (cell, location) or a point "
+                            f"process that calls net_event, got "
                             f"{type(source).__name__}")
         if not isinstance(target, PointProcess) or not _mechanisms.get(target.kind).net_receive:
             raise ValueError(f"target must be a synapse placed on a cell (ExpSyn, Exp2Syn), "
@@ -267,7 +292,10 @@ class Simulation:
         return key
 
     def record_spikes(self, source: SpikeSource) -> str:
-        """Record the spike times of ``source`` (NEURON's ``NetCon.record``)."""
+        """Record the spike times of ``source`` (NEURON's ``NetCon.record``): a
+        SpikeSource or a point process that calls ``net_event`` (:meth:`point_source`)."""
+        if isinstance(source, PointProcess):
+            source = self.point_source(source)
         if not isinstance(source, SpikeSource):
             raise TypeError(f"source must be a SpikeSource, got {type(source).__name__}")
         key = f"spikes@{source.name}"
@@ -441,7 +469,8 @@ class Simulation:
         src_off = np.searchsorted(np.array([s.gid for s in sources], dtype=np.int64),
                                   np.arange(len(lay.cells) + 1)).astype(np.int64)
         self._events(sources)
-        self._receiver = Receiver(km, self._data, dt, celsius)
+        self._receiver = Receiver(km, self._data, dt, celsius, self._stream,
+                                  self._point_spike)
         self._receive_table = self._receiving()[0]
         self._receiver.initialize_weights(self._receive_table, self._target_instance)
         self._receiver.initial_sends(self._queue, sends)
@@ -582,9 +611,10 @@ class Simulation:
         the generators' first spikes queued (``finitialize``).
 
         Source ids are the positions in ``sources`` (threshold sources) followed by the
-        NetStims and VecStims in creation order; target ids number the synapses in the
-        order their first NetCon was made."""
-        self._all_sources = sources + self._stimulators
+        NetStims and VecStims in creation order, then the point processes' sources
+        (:meth:`point_source`); target ids number the synapses in the order their first
+        NetCon was made."""
+        self._all_sources = sources + self._stimulators + self._point_sources
         ids = {id(s): k for k, s in enumerate(self._all_sources)}
         self._source_ids = ids
         self._spikes = {id(s): [] for s in self._all_sources}
@@ -597,6 +627,8 @@ class Simulation:
             self._netcon_table.add(ids[id(nc.source)], target_ids[id(nc.target)],
                                    weight=nc.weight, delay=nc.delay)
         self._generators = {ids[id(s)]: s.generator for s in self._stimulators}
+        self._event_sources = {self._layout.pp_index[id(s.point)]: ids[id(s)]
+                               for s in self._point_sources}
         self._queue = EventQueue()
         prime_generators(self._queue, self._generators)
 
@@ -629,6 +661,14 @@ class Simulation:
         else:
             m, j = self._layout.pp_index[id(self._event_target(event))]
         self._receiver.receive(event, m, j, self._receive_table, self._queue)
+
+    def _point_spike(self, m: str, j: int, te: float) -> None:
+        """Instance ``j`` of mechanism ``m`` called ``net_event(te)``: record the spike
+        and queue its NetCons (NEURON's ``PreSyn::send``); nothing without a source."""
+        source = self._event_sources.get((m, j))
+        if source is not None:
+            self._spikes[id(self._all_sources[source])].append(te)
+            self._netcon_table.on_spike(source, te, self._queue)
 
     def _generator_spike(self, source: int, te: float) -> None:
         self._spikes[id(self._all_sources[source])].append(te)
@@ -707,10 +747,15 @@ def _finite(value, name: str) -> float:
 
 
 def _gpu_events_supported(km) -> None:
-    """Refuse, before any GPU work, self-events (``net_send``): the GPU engine runs
-    NET_RECEIVE on the device after the host has ordered the epoch's events, so a
-    self-event sent there could not enter the host's queue in time."""
+    """Refuse, before any GPU work, self-events (``net_send``) and spikes of point
+    processes (``net_event``): the GPU engine runs NET_RECEIVE on the device after the
+    host has ordered the epoch's events, so an event sent there could not enter the
+    host's queue in time."""
     for code in km.codes:
+        if code.receive_events:
+            raise ValueError(f"mechanism {code.mech.name}: spikes of point processes "
+                             "(net_event) are not run by the gpu backend; use backend "
+                             "'serial' or 'multicore'")
         if code.receive_sends or code.initial_sends:
             raise ValueError(f"mechanism {code.mech.name}: self-events (net_send) are not "
                              "run by the gpu backend; use backend 'serial' or 'multicore'")

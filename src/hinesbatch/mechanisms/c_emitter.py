@@ -28,7 +28,7 @@ Functions for mechanism ``m`` (only those its description has):
   double dt, double celsius)``: ``W`` holds the entries after the first of the NetCon's
   weight vector (``net_receive_args``, loaded into locals ``w_<name>`` and stored back;
   ``NULL`` without them). ``flag`` is 0: the C forms receive NetCon events only, and
-  ``net_send`` is refused.
+  ``net_send`` and ``net_event`` are refused.
 """
 from __future__ import annotations
 
@@ -147,9 +147,10 @@ class _CEmitter:
                     out.append(self.statements(st.orelse, scope, indent + 1))
                 out.append(f"{pad}}}\n")
             elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
-                    and getattr(st.value.func, "id", None) == "net_send":
+                    and getattr(st.value.func, "id", None) in ("net_send", "net_event"):
                 raise CodegenError(f"mechanism {self.mech.name}: self-events (net_send) "
-                                   "are not emitted as C")
+                                   "and spikes of point processes (net_event) are not "
+                                   "emitted as C")
             elif isinstance(st, ast.While) and not st.orelse:
                 out.append(f"{pad}while ({self.expr(st.test, scope)}) {{\n")
                 out.append(self.statements(st.body, scope, indent + 1))

@@ -12,8 +12,11 @@ contract to FMA). Names are resolved here:
   ``_w[0]``, ``_w[1]``, ... and ``flag`` is ``_flag``; any other name is a local
   ``_l_<name>``;
 - ``net_send(delay, flag)`` writes a row of the array ``_S`` (NET_RECEIVE: ``t + delay,
-  flag``; INITIAL: ``instance, t + delay, flag``) and counts it in ``_ns``, which the
-  function returns: the engine queues the self-events in that order;
+  flag, 0``; INITIAL: ``instance, t + delay, flag``; ``t + delay`` as nocmodl writes it,
+  ``t`` added to the leftmost term of a sum first) and counts it in ``_ns``, which the
+  function returns: the engine queues the self-events in that order; ``net_event(te)``
+  (NET_RECEIVE only) writes the row ``te, 0, 1``: a spike of the instance at ``te`` [ms],
+  which the engine sends through the NetCons leaving it, in the same order;
 - ``exp`` is NEURON's ``hoc_Exp`` (``_hoc_exp``); ``log``, ``pow``, ``fabs``, ``sqrt``
   (and ``log10``, the trigonometric and hyperbolic functions, ``floor``, ``ceil``,
   ``fmod``, which NMODL files use) are the C library's (``math``; ``fmod``, ``floor``
@@ -44,7 +47,7 @@ from .ions import FARADAY, GAS_CONSTANT
 from .scoprand import DRAWS, SEED_CALL
 
 __all__ = ["CodegenError", "IonIO", "MechanismCode", "count_net_sends", "hoc_exp_source",
-           "ion_io", "nernst_source", "stream_blocks"]
+           "drawing_functions", "ion_io", "nernst_source", "stream_blocks"]
 
 _INTRINSICS = {"exp": "_hoc_exp", "log": "math.log", "pow": "math.pow", "fabs": "math.fabs",
                "sqrt": "math.sqrt",
@@ -63,15 +66,16 @@ class CodegenError(ValueError):
     """A code block uses something outside the statement language (names the block)."""
 
 
-def count_net_sends(text: str) -> int:
-    """How many ``net_send(...)`` statements the block ``text`` holds: the most
-    self-events one run of it can queue (the statement language has no loops)."""
+def count_net_sends(text: str, names=("net_send",)) -> int:
+    """How many ``net_send(...)`` statements (or calls of any of ``names``) the block
+    ``text`` holds: the most events one run of it can queue (the statement language has
+    no loops)."""
     try:
         tree = ast.parse(text.strip() or "pass")
     except SyntaxError:
         return 0
     return sum(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-               and n.func.id == "net_send" for n in ast.walk(tree))
+               and n.func.id in names for n in ast.walk(tree))
 
 
 def _draw_calls(text: str) -> set:
@@ -86,31 +90,35 @@ def _draw_calls(text: str) -> set:
 
 def stream_blocks(mech: Mechanism) -> tuple:
     """The blocks of ``mech`` that draw from the random-number stream or set its seed
-    (directly or through the PROCEDUREs they call): of ``"initial"``, ``"breakpoint"``,
-    ``"state"``, ``"after_solve"`` (where the kernels pass the stream), and
-    ``"net_receive"`` and ``"function"`` (which :class:`MechanismCode` refuses)."""
-    own = DRAWS.keys() | {SEED_CALL}
-    procs = {p.name: _draw_calls(p.body) for p in mech.procedures}
-    memo: dict = {}
-
-    def draws(calls: set, seen: frozenset) -> bool:
-        for f in calls:
-            if f in own:
-                return True
-            if f in procs and f not in seen:
-                if f not in memo:
-                    memo[f] = draws(procs[f], seen | {f})
-                if memo[f]:
-                    return True
-        return False
-
+    (directly or through the PROCEDUREs and FUNCTIONs they call): of ``"initial"``,
+    ``"breakpoint"``, ``"state"``, ``"after_solve"``, ``"net_receive"`` (where the engines
+    pass the stream) and ``"function"`` (a FUNCTION that draws takes the stream)."""
     blocks = {"initial": mech.initial, "breakpoint": mech.breakpoint, "state": mech.state,
               "after_solve": mech.after_solve, "net_receive": mech.net_receive
               + "\n" + mech.net_receive_initial}
-    out = [b for b, text in blocks.items() if draws(_draw_calls(text), frozenset())]
-    if any(draws(_draw_calls(f.body), frozenset()) for f in mech.functions):
+    out = [b for b, text in blocks.items() if _text_draws(mech, text)]
+    if drawing_functions(mech):
         out.append("function")
     return tuple(out)
+
+
+def drawing_functions(mech: Mechanism) -> frozenset:
+    """Names of the FUNCTIONs of ``mech`` that draw from the random-number stream or set
+    its seed, themselves or through the PROCEDUREs and FUNCTIONs they call."""
+    return frozenset(f.name for f in mech.functions if _text_draws(mech, f.body))
+
+
+def _text_draws(mech: Mechanism, text: str) -> bool:
+    """Whether the block ``text`` of ``mech`` draws, itself or through its callees."""
+    own = DRAWS.keys() | {SEED_CALL}
+    callees = {p.name: _draw_calls(p.body) for p in mech.procedures}
+    callees.update({f.name: _draw_calls(f.body) for f in mech.functions})
+
+    def draws(calls: set, seen: frozenset) -> bool:
+        return any(f in own or (f in callees and f not in seen
+                                and draws(callees[f], seen | {f})) for f in calls)
+
+    return draws(_draw_calls(text), frozenset())
 
 
 def hoc_exp_source(vector_exp: bool = False) -> str:
@@ -271,6 +279,8 @@ class MechanismCode:
         self.tables = tables
         self.vector_exp = vector_exp
         self._functions = {f.name: f for f in mech.functions}
+        #: FUNCTIONs that draw random numbers: they take the stream ``_RS`` last
+        self._drawing = drawing_functions(mech)
         self._procedures = {p.name: p for p in mech.procedures}
         self._counter = 0
         self.ion_io = ion_io(mech, kept or {})
@@ -301,10 +311,12 @@ class MechanismCode:
         for f in self.mech.functions:
             scope = _Scope(self.mech, fields=False, tables=None,
                            args={a: f"_a_{a}" for a in f.args})
+            scope.stream = f.name in self._drawing
             body = self._block(f.body, scope, 1, f"FUNCTION {f.name}")
             args = "".join(f"_a_{a}, " for a in f.args)
+            rs = ", _RS" if scope.stream else ""
             out.append(f"@njit(cache=True, error_model='numpy')\n"
-                       f"def _F_{m}_{f.name}({args}_celsius):\n{body}"
+                       f"def _F_{m}_{f.name}({args}_celsius{rs}):\n{body}"
                        f"    return _l_{f.name}\n")
             if f.table is not None:
                 out.append(self._function_table(f))
@@ -314,9 +326,12 @@ class MechanismCode:
         if self.mech.net_receive:
             scope = _Scope(self.mech, fields=True, weight=True, tables=None)
             scope.sends = "receive"
+            scope.stream = self.receive_stream
+            rs = "_RS, " if scope.stream else ""
             body = self._block(self.mech.net_receive, scope, 1, "NET_RECEIVE")
             out.append(f"@njit(cache=True, error_model='numpy')\n"
-                       f"def _net_receive_{m}(_D_{m}, _j, _w, _t, _dt, _celsius, _flag, _S):\n"
+                       f"def _net_receive_{m}(_D_{m}, _j, _w, _t, _dt, _celsius, _flag, {rs}"
+                       "_S):\n"
                        f"    _ns = 0\n{body}    return _ns\n")
         if self.mech.net_receive_initial:
             scope = _Scope(self.mech, fields=True, weight=True, tables=None)
@@ -335,8 +350,21 @@ class MechanismCode:
 
     @property
     def receive_sends(self) -> int:
-        """``net_send`` statements in NET_RECEIVE: rows of ``_net_receive_<m>``'s ``_S``."""
-        return count_net_sends(self.mech.net_receive)
+        """``net_send`` and ``net_event`` statements in NET_RECEIVE: rows of
+        ``_net_receive_<m>``'s ``_S`` (``te, flag, kind``; kind 0 a self-event, 1 a
+        spike of the instance)."""
+        return count_net_sends(self.mech.net_receive, ("net_send", "net_event"))
+
+    @property
+    def receive_events(self) -> int:
+        """``net_event`` statements in NET_RECEIVE (the instance is a spike source)."""
+        return count_net_sends(self.mech.net_receive, ("net_event",))
+
+    @property
+    def receive_stream(self) -> bool:
+        """Whether NET_RECEIVE draws random numbers: ``_net_receive_<m>`` then takes the
+        stream ``_RS`` after ``_flag``."""
+        return "net_receive" in stream_blocks(self.mech)
 
     def _function_table(self, f) -> str:
         """``_build_<m>_<f>`` (the exact values, one row) and ``_LF_<m>_<f>`` (nocmodl's
@@ -609,6 +637,10 @@ class MechanismCode:
                     and isinstance(st.value.func, ast.Name) and st.value.func.id == "net_send":
                 out.append(self._net_send(st.value, scope, pad, where))
             elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
+                    and isinstance(st.value.func, ast.Name) \
+                    and st.value.func.id == "net_event":
+                out.append(self._net_event(st.value, scope, pad, where))
+            elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
                     and isinstance(st.value.func, ast.Name) and st.value.func.id == SEED_CALL:
                 out.append(self._set_seed(st.value, scope, pad, where))
             elif isinstance(st, ast.While) and not st.orelse:
@@ -629,10 +661,20 @@ class MechanismCode:
                       "process's INITIAL only")
         if len(call.args) != 2 or call.keywords:
             self._bad(call, where, "net_send takes 2 arguments (delay [ms], flag)")
-        delay, flag = (self._expr(a, scope) for a in call.args)
-        row = (["_j"] if scope.sends == "initial" else []) + [f"(_t + {delay})", flag]
+        te, flag = self._expr(_after_t(call.args[0]), scope), self._expr(call.args[1], scope)
+        row = ["_j", te, flag] if scope.sends == "initial" else [te, flag, "0.0"]
         return ("".join(f"{pad}_S[_ns, {k}] = {x}\n" for k, x in enumerate(row))
                 + f"{pad}_ns += 1\n")
+
+    def _net_event(self, call, scope, pad: str, where: str) -> str:
+        """``net_event(te)``: the row ``te, 0, 1`` of ``_S`` (see the module docstring)."""
+        if scope.sends != "receive":
+            self._bad(call, where, "net_event is allowed in NET_RECEIVE only")
+        if len(call.args) != 1 or call.keywords:
+            self._bad(call, where, "net_event takes 1 argument (the spike time [ms])")
+        te = self._expr(call.args[0], scope)
+        return (f"{pad}_S[_ns, 0] = {te}\n{pad}_S[_ns, 1] = 0.0\n{pad}_S[_ns, 2] = 1.0\n"
+                f"{pad}_ns += 1\n")
 
     def _set_seed(self, call, scope, pad: str, where: str) -> str:
         """``set_seed(x)``: the stream's state becomes ``(uint32) x``."""
@@ -643,8 +685,8 @@ class MechanismCode:
 
     def _stream_reach(self, node, scope, where):
         if not scope.stream:
-            self._bad(node, where, "random numbers are drawn in INITIAL, the BREAKPOINT and "
-                      "the state update only (not in FUNCTION bodies nor NET_RECEIVE)")
+            self._bad(node, where, "random numbers are drawn in INITIAL, the BREAKPOINT, the "
+                      "state update, NET_RECEIVE and the FUNCTIONs they call only")
 
     def _procedure_call(self, call, scope, indent, where) -> str:
         pad = "    " * indent
@@ -727,6 +769,9 @@ class MechanismCode:
                           "available here (FUNCTIONs and NET_RECEIVE)")
             if fn is not None and fn.table is not None and scope.tables and self.tables:
                 return f"_LF_{self.mech.name}_{f}({args[0]}, _TB_{self.mech.name}_{f})"
+            if fn is not None and f in self._drawing:
+                self._stream_reach(node, scope, "expression")
+                return f"_F_{self.mech.name}_{f}({', '.join(args + ['_celsius', '_RS'])})"
             if fn is not None:
                 return f"_F_{self.mech.name}_{f}({', '.join(args + ['_celsius'])})"
         self._bad(node, "expression", "not in the statement language (arithmetic, "
@@ -735,6 +780,16 @@ class MechanismCode:
     def _bad(self, node, where, why):
         raise CodegenError(f"mechanism {self.mech.name}, {where}, line "
                            f"{getattr(node, 'lineno', '?')}: {ast.dump(node)[:60]}: {why}")
+
+
+def _after_t(delay: ast.expr) -> ast.expr:
+    """``t + delay`` as nocmodl writes ``net_send(delay, ...)``: ``t + `` before the
+    delay's text, so C adds ``t`` to the leftmost term of a sum or difference first
+    (``net_send(a + b, 1)`` queues at ``(t + a) + b``, ``net_send(a*b, 1)`` at
+    ``t + a*b``)."""
+    if isinstance(delay, ast.BinOp) and isinstance(delay.op, (ast.Add, ast.Sub)):
+        return ast.BinOp(_after_t(delay.left), delay.op, delay.right)
+    return ast.BinOp(ast.Name("t", ast.Load()), ast.Add(), delay)
 
 
 def _parse_expr(text: str, mech: Mechanism, where: str):

@@ -549,6 +549,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             return ("call", f, args)
         if f in self.functions:
             self.check_call(f, ctx)
+            self.check_procedure_draws(f, ctx)
             extra = self.function_extra(f)
             return ("call", f, args + tuple(ex.substitute(("name", n), ctx.rename)
                                             for n in extra))
@@ -633,6 +634,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
                 return []
             if f == "net_send":
                 return self.net_send_statement(e, ctx, pad)
+            if f == "net_event":
+                return self.net_event_statement(e, ctx, pad)
             if f == SEED_CALL:
                 return self.seed_statement(e, ctx, pad)
             if f in STATEMENT_CALLS:

@@ -6,7 +6,9 @@ first argument named ``weight`` (read only) and the others as ``net_receive_args
 writes. An ``INITIAL { ... }`` inside NET_RECEIVE becomes ``net_receive_initial`` (run for
 each NetCon at initialization). ``flag`` reads the event's flag. ``net_send(delay, flag)``
 in NET_RECEIVE, or in a point process's INITIAL, stays a statement of the description
-(:mod:`hinesbatch.mechanisms.description`); anywhere else it is refused.
+(:mod:`hinesbatch.mechanisms.description`); anywhere else it is refused. So does
+``net_event(te)`` in NET_RECEIVE: a spike of the instance at ``te`` [ms], sent through the
+NetCons whose source is the point process (refused elsewhere).
 """
 from __future__ import annotations
 
@@ -29,6 +31,10 @@ class NetReceiveLowering:
         if self.kind != "point":
             self.fail("NET_RECEIVE", "in a density mechanism", r"NET_RECEIVE")
         b = blocks[0]
+        if "flag" in self.field_names:
+            self.fail("flag", "a variable named flag besides NET_RECEIVE's event flag (the "
+                      "FUNCTIONs and PROCEDUREs NET_RECEIVE calls would write the event's "
+                      "flag in its place)", r"^\s*flag\b", r"\bflag\b")
         args = [a.get_node_name() for a in b.parameters]
         if not args:
             self.fail("NET_RECEIVE", "without arguments (a weight is expected)",
@@ -61,7 +67,7 @@ class NetReceiveLowering:
         ctx = self._net_receive_context("NET_RECEIVE", r"NET_RECEIVE", args[0], rest, hidden)
         ctx.extra.add("flag")
         ctx.readonly["flag"] = "assigns the event's flag"
-        ctx.net_send = True
+        ctx.net_send = ctx.net_event = True
         text = self.ion_copies(stmts, ctx) + "".join(self.statements(stmts, ctx))
         initial = ""
         if inits:
@@ -96,3 +102,16 @@ class NetReceiveLowering:
         delay, flag = (ex.to_text(self._expr(a, ctx)) for a in args)
         return [f"{pad}net_send({delay}, {flag})\n"]
 
+
+    def net_event_statement(self, call, ctx, pad: str) -> list[str]:
+        """``net_event(te)`` as a statement of the description."""
+        pat = r"\bnet_event\s*\("
+        if not getattr(ctx, "net_event", False):
+            self.fail("net_event()", f"spikes sent from {ctx.where} are not translated "
+                      "(only from NET_RECEIVE)", pat)
+        args = list(call.arguments)
+        if len(args) != 1:
+            self.fail("net_event()", f"called with {len(args)} argument(s), takes 1 "
+                      "(the spike time)", pat)
+        value, before = self.with_calls(lambda: self._expr(args[0], ctx), ctx, pad)
+        return before + [f"{pad}net_event({ex.to_text(value)})\n"]

@@ -5,11 +5,12 @@ statement ``set_seed(x)`` become the statement language's calls of the same name
 draw from the simulation's one stream in NEURON's order
 (:mod:`hinesbatch.mechanisms.scoprand`). They are translated where the engine runs them in
 NEURON's order: in INITIAL, the BREAKPOINT (its currents, evaluated twice per step as
-nocmodl's ``nrn_cur`` does, and the PROCEDUREs it SOLVEs) and the PROCEDUREs those call.
+nocmodl's ``nrn_cur`` does, and the PROCEDUREs it SOLVEs), NET_RECEIVE (events are
+delivered one at a time, in NEURON's order) and the PROCEDUREs and FUNCTIONs those call.
 Refused, with ``file:line``:
 
-- in FUNCTIONs, NET_RECEIVE, DERIVATIVE and KINETIC blocks and TABLE procedures, and
-  PROCEDUREs that draw called from those;
+- in DERIVATIVE and KINETIC blocks, NET_RECEIVE's INITIAL, TABLE procedures and FUNCTIONs
+  with a TABLE, and PROCEDUREs and FUNCTIONs that draw called from those;
 - two draws in one expression: C leaves the order of a call's operands open, so NEURON's
   numbers would depend on its compiler;
 - ``set_seed`` used as a value (it returns nothing).
@@ -30,14 +31,16 @@ class StreamLowering:
 
     def _stream_ok(self, ctx) -> bool:
         """Whether a block lowered in ``ctx`` runs where the stream is available."""
-        if ctx.where in ("INITIAL", "BREAKPOINT"):
+        if ctx.where in ("INITIAL", "BREAKPOINT", "NET_RECEIVE"):
             return True
+        if ctx.where.startswith("FUNCTION "):      # its callers are checked (check_draw_call)
+            return self.table_statement(ctx.where.split()[1]) is None
         return ctx.where.startswith("PROCEDURE") and not getattr(ctx, "no_tables", False)
 
     def _stream_refuse(self, f: str, ctx, pattern: str):
         self.fail(f"{f}()", f"random numbers drawn in {ctx.where} are not translated "
-                  "(only in INITIAL, the BREAKPOINT and the PROCEDUREs they call, where "
-                  "the engine draws in NEURON's order)", pattern)
+                  "(only in INITIAL, the BREAKPOINT, NET_RECEIVE and the PROCEDUREs and "
+                  "FUNCTIONs they call, where the engine draws in NEURON's order)", pattern)
 
     def _note_stream_call(self, f: str, pattern: str) -> None:
         calls = self.__dict__.setdefault("stream_calls", [])
@@ -62,7 +65,8 @@ class StreamLowering:
 
         def walk(node):
             if node[0] == "call":
-                if node[1] in DRAWS:
+                if node[1] in DRAWS or (node[1] in self.functions
+                                        and self.procedure_draws(node[1])):
                     found.append(node[1])
                 for a in node[2]:
                     walk(a)
@@ -92,20 +96,22 @@ class StreamLowering:
         return before + [f"{pad}{SEED_CALL}({ex.to_text(value)})\n"]
 
     def procedure_draws(self, p: str, seen: frozenset = frozenset()) -> bool:
-        """Whether the PROCEDURE ``p`` draws or sets the seed, itself or through the
-        PROCEDUREs it calls."""
-        calls = reads_and_calls(self.procedures[p].statement_block.statements)[1]
+        """Whether the PROCEDURE or FUNCTION ``p`` draws or sets the seed, itself or
+        through the PROCEDUREs and FUNCTIONs it calls."""
+        block = self.procedures.get(p) or self.functions[p]
+        calls = reads_and_calls(block.statement_block.statements)[1]
         if calls & (DRAWS.keys() | {SEED_CALL}):
             return True
-        return any(g in self.procedures and g not in seen
+        return any((g in self.procedures or g in self.functions) and g not in seen
                    and self.procedure_draws(g, seen | {p}) for g in calls)
 
     def check_procedure_draws(self, p: str, ctx) -> None:
-        """Refuse a call of a PROCEDURE that draws from where the stream is not
-        available."""
+        """Refuse a call of a PROCEDURE or FUNCTION that draws from where the stream is
+        not available."""
         if not self._stream_ok(ctx) and self.procedure_draws(p):
-            self.fail(f"{p}()", f"a PROCEDURE that draws random numbers, called from "
-                      f"{ctx.where} (only INITIAL, the BREAKPOINT and the PROCEDUREs they "
-                      "call draw, in NEURON's order)",
+            kind = "PROCEDURE" if p in self.procedures else "FUNCTION"
+            self.fail(f"{p}()", f"a {kind} that draws random numbers, called from "
+                      f"{ctx.where} (only INITIAL, the BREAKPOINT, NET_RECEIVE and the "
+                      "PROCEDUREs and FUNCTIONs they call draw, in NEURON's order)",
                       rf"^(?!\s*(PROCEDURE|FUNCTION)\b).*\b{re.escape(p)}\s*\(",
                       rf"\b{re.escape(p)}\s*\(")
