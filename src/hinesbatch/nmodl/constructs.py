@@ -55,9 +55,7 @@ class ConstructLowering:
             self.fail("state_discontinuity()", f"in {ctx.where} is not translated (only "
                       "in NET_RECEIVE, where it is an assignment)", pat)
         args = list(call.arguments)
-        if len(args) != 2:
-            self.fail("state_discontinuity()", f"called with {len(args)} argument(s), "
-                      "takes 2", pat)
+        self.check_arity("state_discontinuity", args, 2, pat)
         target = re.escape(args[0].get_node_name())
         return self.assignment(args[0], args[1], ctx, pad,
                                at=(rf"\bstate_discontinuity\s*\(\s*{target}\b",))
@@ -150,9 +148,7 @@ class ConstructLowering:
         if not ctx.fields:
             self.fail(f"{f}()", f"{where}: called from {ctx.where}", pat)
         proc = self.procedures[f]
-        if len(args) != len(proc.parameters):
-            self.fail(f"{f}()", f"called with {len(args)} argument(s), takes "
-                      f"{len(proc.parameters)}", pat)
+        self.check_arity(f, args, len(proc.parameters), pat)
         if ctx.calls:
             self.fail(f"{f}()", f"{where}: a statement with two calls of such FUNCTIONs",
                       pat)

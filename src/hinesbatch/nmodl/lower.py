@@ -179,6 +179,13 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         raise NmodlError(self.path, self.line_of(*(patterns or (re.escape(construct),))),
                          construct, reason)
 
+    def check_arity(self, f: str, args, takes: int, pattern: str, names: str = "") -> None:
+        """Refuse a call of ``f`` with other than ``takes`` arguments (``names`` says
+        what they are), at the line ``pattern`` finds."""
+        if len(args) != takes:
+            self.fail(f"{f}()", f"called with {len(args)} argument(s), takes {takes}"
+                      + (f" ({names})" if names else ""), pattern)
+
     def error_at(self, line: int, construct: str, reason: str) -> NmodlError:
         return NmodlError(self.path, line, construct, reason)
 
@@ -700,9 +707,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         self.check_procedure_draws(f, ctx)
         args = [self._expr(a, ctx) for a in call.arguments]
         proc = self.procedures[f]
-        if len(args) != len(proc.parameters):
-            self.fail(f"{f}()", f"called with {len(args)} argument(s), takes "
-                      f"{len(proc.parameters)}", rf"\b{f}\s*\(")
+        self.check_arity(f, args, len(proc.parameters), rf"\b{f}\s*\(")
         if not ctx.fields:
             info = self.procedure_info(f)
             if info.fields_used or info.table is not None:

@@ -96,12 +96,9 @@ class NetReceiveLowering:
             self.fail("net_send()", f"self-events sent from {where} are not translated "
                       "(only from NET_RECEIVE and a point process's INITIAL)", pat)
         args = list(call.arguments)
-        if len(args) != 2:
-            self.fail("net_send()", f"called with {len(args)} argument(s), takes 2 "
-                      "(delay, flag)", pat)
+        self.check_arity("net_send", args, 2, pat, "delay, flag")
         delay, flag = (ex.to_text(self._expr(a, ctx)) for a in args)
         return [f"{pad}net_send({delay}, {flag})\n"]
-
 
     def net_event_statement(self, call, ctx, pad: str) -> list[str]:
         """``net_event(te)`` as a statement of the description."""
@@ -110,8 +107,6 @@ class NetReceiveLowering:
             self.fail("net_event()", f"spikes sent from {ctx.where} are not translated "
                       "(only from NET_RECEIVE)", pat)
         args = list(call.arguments)
-        if len(args) != 1:
-            self.fail("net_event()", f"called with {len(args)} argument(s), takes 1 "
-                      "(the spike time)", pat)
+        self.check_arity("net_event", args, 1, pat, "the spike time")
         value, before = self.with_calls(lambda: self._expr(args[0], ctx), ctx, pad)
         return before + [f"{pad}net_event({ex.to_text(value)})\n"]

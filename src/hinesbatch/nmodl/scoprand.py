@@ -53,9 +53,7 @@ class StreamLowering:
         pat = rf"\b{f}\s*\("
         if not self._stream_ok(ctx):
             self._stream_refuse(f, ctx, pat)
-        if len(args) != DRAWS[f]:
-            self.fail(f"{f}()", f"called with {len(args)} argument(s), takes {DRAWS[f]}",
-                      pat)
+        self.check_arity(f, args, DRAWS[f], pat)
         self._note_stream_call(f, pat)
         return ("call", f, args)
 
@@ -89,8 +87,7 @@ class StreamLowering:
         if not self._stream_ok(ctx):
             self._stream_refuse(SEED_CALL, ctx, pat)
         args = list(call.arguments)
-        if len(args) != 1:
-            self.fail(f"{SEED_CALL}()", f"called with {len(args)} argument(s), takes 1", pat)
+        self.check_arity(SEED_CALL, args, 1, pat)
         self._note_stream_call(SEED_CALL, pat)
         value, before = self.with_calls(lambda: self._expr(args[0], ctx), ctx, pad)
         return before + [f"{pad}{SEED_CALL}({ex.to_text(value)})\n"]
