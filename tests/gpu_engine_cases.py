@@ -93,3 +93,27 @@ def compare(a, b, keys, spikes) -> tuple[float, bool]:
         worst = max(worst, float(np.max(np.abs(a.traces[k] - b.traces[k]))))
     same = all(np.array_equal(a.spikes[k], b.spikes[k]) for k in spikes)
     return worst, same
+
+
+def weight_vector_run(backend, *, number, dur, tstop, **options):
+    """Three one-compartment hh cells (ko20x-07): cell 0, clamped for ``dur`` ms, drives
+    fdsyn on cell 1 (per-NetCon state that NET_RECEIVE's INITIAL sets); a NetStim of
+    ``number`` spikes drives fdsyn and countsyn on cell 2 (a weight-vector entry without
+    INITIAL). The caller loads tests/data/nmodl fdsyn.mod and countsyn.mod. Returns
+    ``(results, keys, spike keys, weight vectors)``: keys v of each cell then fdsyn's g,
+    the NetCons' weight vectors after the run."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cells = [hb.Cell(REAL / "ko20x-07.CNG.swc", nseg=1).insert("hh") for _ in range(3)]
+    cells[0].place("IClamp", "soma[0](0.5)", delay=1.0, dur=dur, amp=0.8)
+    sim = hb.Simulation(cells, backend=backend, **options)
+    fd = cells[1].place("fdsyn", "soma[0](0.5)")
+    count = cells[2].place("countsyn", "soma[0](0.5)")
+    ns = sim.net_stim(start=1.0, interval=2.0, number=number)
+    sim.connect((0, "soma[0](0.5)"), fd, weight=0.05, delay=1.0)
+    sim.connect(ns, fd, weight=0.02, delay=0.5)
+    sim.connect(ns, count, weight=(0.01, 3.0), delay=0.5)
+    keys = [sim.record("v", cell=k) for k in range(3)] + [sim.record("g", target=fd)]
+    spikes = [sim.record_spikes(sim.spike_source(k)) for k in range(3)]
+    res = sim.run(tstop)
+    return res, keys, spikes, [sim._netcon_table.weight_vector(i).copy() for i in range(3)]

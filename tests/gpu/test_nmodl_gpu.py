@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gpu_engine_cases import compare
+from gpu_engine_cases import compare, weight_vector_run
 
 import hinesbatch as hb
 from hinesbatch import mechanisms
@@ -127,28 +127,13 @@ def test_weight_vectors_fp64(translated, seed):
     weight vectors back on the NetCons."""
     for f in ("fdsyn", "countsyn"):
         hb.load_mechanisms(DATA / "nmodl" / f"{f}.mod")
-    runs = {}
     try:
-        for backend in ("serial", "gpu"):
-            cells = [hb.Cell(SWC / "ko20x-07.CNG.swc", nseg=1).insert("hh") for _ in range(3)]
-            cells[0].place("IClamp", "soma[0](0.5)", delay=1.0, dur=30.0, amp=0.8)
-            sim = hb.Simulation(cells, backend=backend)
-            fd = cells[1].place("fdsyn", "soma[0](0.5)")
-            count = cells[2].place("countsyn", "soma[0](0.5)")
-            ns = sim.net_stim(start=1.0, interval=2.0, number=12)
-            sim.connect((0, "soma[0](0.5)"), fd, weight=0.05, delay=1.0)
-            sim.connect(ns, fd, weight=0.02, delay=0.5)
-            sim.connect(ns, count, weight=(0.01, 3.0), delay=0.5)
-            keys = [sim.record("v", cell=k) for k in range(3)]
-            keys.append(sim.record("g", target=fd))
-            spikes = [sim.record_spikes(sim.spike_source(k)) for k in range(3)]
-            res = sim.run(40.0)
-            runs[backend] = (res, [sim._netcon_table.weight_vector(i).copy()
-                                   for i in range(3)])
+        runs = {b: weight_vector_run(b, number=12, dur=30.0, tstop=40.0)
+                for b in ("serial", "gpu")}
     finally:
         for f in ("fdsyn", "countsyn"):
             mechanisms.unregister(f)
-    (a, wa), (b, wb) = runs["serial"], runs["gpu"]
+    (a, keys, spikes, wa), (b, _, _, wb) = runs["serial"], runs["gpu"]
     worst, same = compare(a, b, keys, spikes)
     assert sum(a.spikes[k].size for k in spikes) >= 2 and wa[2][1] == 12.0
     assert worst <= FP64_MV and same, (worst, same)

@@ -16,6 +16,8 @@ import pytest
 
 neuron = pytest.importorskip("neuron", reason="NMODL files are read with neuron.nmodl")
 
+from gpu_engine_cases import weight_vector_run  # noqa: E402
+
 import hinesbatch as hb  # noqa: E402
 from hinesbatch import mechanisms  # noqa: E402
 from hinesbatch.engine.gpu.devices import EMULATION_ENV  # noqa: E402
@@ -245,27 +247,11 @@ def test_weight_vectors_on_the_gpu_engine_equal_serial(translated, precision):
     serial engine's bits (float64) and its weight vectors come back to the NetCons."""
     for f in ("fdsyn", "countsyn"):
         hb.load_mechanisms(HERE / "nmodl" / f"{f}.mod")
-    runs = {}
-    for backend in ("serial", "gpu"):
-        cells = []
-        for k in range(3):
-            c = hb.Cell(SWC, nseg=1)
-            c.insert("hh")
-            cells.append(c)
-        cells[0].place("IClamp", "soma[0](0.5)", delay=1.0, dur=20.0, amp=0.8)
-        kw = {"precision": precision, "devices": 2} if backend == "gpu" else {}
-        sim = hb.Simulation(cells, backend=backend, **kw)
-        fd = cells[1].place("fdsyn", "soma[0](0.5)")
-        count = cells[2].place("countsyn", "soma[0](0.5)")
-        ns = sim.net_stim(start=1.0, interval=2.0, number=8)
-        sim.connect((0, "soma[0](0.5)"), fd, weight=0.05, delay=1.0)
-        sim.connect(ns, fd, weight=0.02, delay=0.5)
-        sim.connect(ns, count, weight=(0.01, 3.0), delay=0.5)
-        keys = [sim.record("v", cell=k) for k in range(3)] + [sim.record("g", target=fd)]
-        res = sim.run(30.0)
-        runs[backend] = (res, keys, [sim._netcon_table.weight_vector(i).copy()
-                                     for i in range(3)])
-    (a, keys, wa), (b, _, wb) = runs["serial"], runs["gpu"]
+    runs = {b: weight_vector_run(b, number=8, dur=20.0, tstop=30.0,
+                                 **({"precision": precision, "devices": 2}
+                                    if b == "gpu" else {}))
+            for b in ("serial", "gpu")}
+    (a, keys, _, wa), (b, _, _, wb) = runs["serial"], runs["gpu"]
     assert a[keys[1]].max() > 0.0 and wa[2].tolist() == [0.01, 8.0]
     assert wa[0][3] > 0.0 and wa[1][3] > wa[0][3]     # both NetCons of fdsyn delivered
     if precision == "float64":
