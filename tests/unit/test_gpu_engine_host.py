@@ -112,6 +112,18 @@ def test_copies_of_a_morphology_share_one_structure():
     assert "1 distinct cell structure(s)" in text and "cells 0..4" in text
 
 
+def test_one_warp_blocks_ask_for_the_most_resident_blocks():
+    """A block of 32 threads (a small cell) is compiled for 32 blocks a multiprocessor
+    (64 registers a thread); larger blocks keep the compiler's choice."""
+    small = hb.Cell(REAL / "ko20x-07.CNG.swc", nseg=1)
+    small.insert("hh")
+    sims = [_sim([small], "gpu"), _sim(clamped_cells(np.random.default_rng(0)), "gpu")]
+    for sim in sims:
+        sim.run(0.1)
+    assert sims[0]._gpu.block == 32 and "__launch_bounds__(32, 32)" in sims[0]._gpu.source
+    assert sims[1]._gpu.block == 128 and "__launch_bounds__(128)" in sims[1]._gpu.source
+
+
 def test_non_finite_state_names_cell_and_time():
     cell = hb.Cell(REAL / "ko20x-07.CNG.swc", nseg=1)
     cell.insert("hh")

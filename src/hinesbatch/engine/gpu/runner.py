@@ -34,6 +34,12 @@ __all__ = ["MAX_EPOCH", "META", "GpuRunner", "structures"]
 
 #: Longest epoch of one launch [steps].
 MAX_EPOCH = 8192
+#: Blocks of a size that a multiprocessor must be able to hold at once, by block size
+#: (``__launch_bounds__``): a one-warp block of a small cell is latency-bound, so the
+#: multiprocessor's most blocks (32) are worth a cap of 64 registers a thread. NEURON's
+#: ringtest (16 384 cells of 67-131 nodes, 400 steps) on an H100: 72 registers and 28
+#: blocks 0.126 s, the cap 0.107 s (docs/decisions/023-gpu-small-cells.md).
+MIN_BLOCKS = {32: 32}
 _INT = np.int32
 
 
@@ -339,7 +345,8 @@ class GpuRunner:
                                     options.get("block_threads"), self.precision)
         self.source = kernel_source(lay.mechs, roles, precision=self.precision,
                                     tables=sim.tables, dt=sim.dt, celsius=sim.celsius,
-                                    block_threads=self.block)
+                                    block_threads=self.block,
+                                    min_blocks=MIN_BLOCKS.get(self.block, 0))
         self.kernels = {id(p.device): p.device.compile(self.source, self.precision)
                         for p in self.parts}
         for p in self.parts:

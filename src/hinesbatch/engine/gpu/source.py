@@ -56,7 +56,7 @@ using namespace std;
 #define __device__
 #define __forceinline__ inline
 #define __restrict__
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 static int hb_block_index;
 static std::vector<double> hb_host_shared;
 #define HB_TID 0
@@ -413,12 +413,13 @@ _WRITTEN = {"v_glob", "scratch", "src_flag", "spike_n", "spike_t", "rec_buf", "b
 
 
 def kernel_source(mechs, roles: dict, *, precision: str, tables: bool, dt: float,
-                  celsius: float, block_threads: int = 1024) -> str:
+                  celsius: float, block_threads: int = 1024, min_blocks: int = 0) -> str:
     """The full source of ``hb_epoch`` for ``mechs`` (NEURON's type order) with the field
     roles ``{name: (constants, transient)}`` (:func:`field_roles`). ``dt`` and ``celsius``
     are compiled in as literals, so that what depends on them only (hh's q10) is computed
     once by the compiler instead of at every node and step; ``block_threads`` is the
-    kernel's launch bound (the registers a thread may use follow from it)."""
+    kernel's launch bound and ``min_blocks`` (when > 0) the blocks a multiprocessor must be
+    able to hold at once (the registers a thread may use follow from both)."""
     real = REAL_TYPES[precision]
     parts = [f"#define REAL {real}\n#define REAL2 {real}2\n", _PRELUDE]
     kept = kept_per_node(mechs)
@@ -432,7 +433,8 @@ def kernel_source(mechs, roles: dict, *, precision: str, tables: bool, dt: float
     signature = ",\n    ".join(f"{a.ctype} {a.name}" for a in args)
     parts.append(_kernel_body(mechs, tables, signature)
                  .replace("@DT@", repr(float(dt))).replace("@CELSIUS@", repr(float(celsius)))
-                 .replace("@THREADS@", str(int(block_threads))))
+                 .replace("@THREADS@", str(int(block_threads)) +
+                          (f", {int(min_blocks)}" if min_blocks > 0 else "")))
     parts.append(_host_launcher(args))
     return "".join(parts)
 
