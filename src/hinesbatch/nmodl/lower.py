@@ -25,6 +25,8 @@ The lowering keeps nocmodl's semantics where the engine runs them bit for bit:
   :mod:`.constructs`;
 - NEURON's random numbers (``normrand``, ``exprand``, ``poisrand``, ``scop_random``,
   ``set_seed``) on the simulation's one stream: :mod:`.scoprand`;
+- ARTIFICIAL_CELL: a mechanism of kind ``"artificial"``, run by its events
+  (:mod:`.artificial`);
 - VERBATIM blocks whose C changes nothing (empty, standard headers, a ``return`` ending a
   PROCEDURE): :mod:`.verbatim`; a copy of NEURON's vecevent.mod stands for the built-in
   VecStim: :mod:`.vecstim`.
@@ -41,6 +43,7 @@ from ..mechanisms.builtins import BUILTINS
 from ..mechanisms.description import Ion, Mechanism, Variable
 from ..mechanisms.ions import concentration_names
 from . import expressions as ex
+from .artificial import ArtificialLowering
 from .callables import CallableLowering
 from .constructs import STATEMENT_CALLS, ConstructLowering
 from .derivatives import DerivativeLowering
@@ -144,7 +147,8 @@ def translate_text(text: str, path: str = "<string>", *, order: int = 1000) -> T
 
 # ---- source positions -------------------------------------------------------------------
 class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, KineticLowering,
-                NewtonLowering, NetReceiveLowering, VerbatimLowering, StreamLowering):
+                NewtonLowering, NetReceiveLowering, VerbatimLowering, StreamLowering,
+                ArtificialLowering):
     def __init__(self, text: str, path: str):
         self.path, self.text = path, text
         self.lines = code_lines(text)
@@ -202,6 +206,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         self._neuron_block()
         self._constants()
         self._variables()
+        self.check_artificial()
         self._callables()
         self.refuse_variable_functions()
         self.written = self._written_everywhere()
@@ -265,7 +270,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
                 elif typ == "POINT_PROCESS":
                     self.kind = "point"
                 else:
-                    self.fail(typ, "artificial cells are not translated", re.escape(typ))
+                    self.kind = "artificial"     # :mod:`.artificial`
             elif k == "Range":
                 self.range_names |= {v.get_node_name() for v in st.variables}
             elif k == "Global":
@@ -286,7 +291,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             elif k == "RandomVarList":
                 self.fail("RANDOM", "random streams are not translated", r"\bRANDOM\b")
         if self.name is None:
-            self.fail("NEURON", "no SUFFIX or POINT_PROCESS", r"\bNEURON\b")
+            self.fail("NEURON", "no SUFFIX, POINT_PROCESS or ARTIFICIAL_CELL", r"\bNEURON\b")
         if self.electrode and self.kind == "density" and len(self.currents) > 1:
             self.fail("ELECTRODE_CURRENT", "mixed with transmembrane currents",
                       r"ELECTRODE_CURRENT")
@@ -532,8 +537,10 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         return out
 
     def _check_name(self, n, ctx):
-        if n in ctx.locals or n in ctx.args or n in SPECIALS or n in self.field_names \
-                or n in ctx.extra:
+        if n in ctx.locals or n in ctx.args:
+            return
+        self.refuse_artificial_v(n)
+        if n in SPECIALS or n in self.field_names or n in ctx.extra:
             return
         if n in UNPROVIDED:
             self.fail(n, f"{UNPROVIDED[n]} is not provided to mechanisms",
@@ -811,7 +818,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         if not blocks:
             return ""
         ctx = Context(where, [pattern], fields=True)
-        ctx.net_send = where == "INITIAL" and self.kind == "point"
+        ctx.net_send = where == "INITIAL" and self.kind in ("point", "artificial")
         stmts = blocks[0].statement_block.statements
         if where == "INITIAL":
             ctx.return_tail = self.return_tail(stmts)

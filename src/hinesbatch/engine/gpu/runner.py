@@ -462,6 +462,8 @@ class GpuRunner:
 
     def _collect_event(self, event, step: int, found: dict) -> None:
         sim, lay = self.sim, self.lay
+        if sim._host_event(event):        # an artificial cell's: run on the host now
+            return
         target = sim._event_target(event)
         m, j = lay.pp_index[id(target)]
         gid = sim._gid(target.cell)

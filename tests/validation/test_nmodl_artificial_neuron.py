@@ -1,0 +1,149 @@
+"""Artificial cells (NMODL ``ARTIFICIAL_CELL``) against NEURON: the same files compiled by
+``nrnivmodl``.
+
+Files (``tests/data/nmodl``, written for these tests): ``artstim.mod``, a spike train
+whose gaps are stretched by ``exprand`` draws (in a FUNCTION that INITIAL's self-event
+and NET_RECEIVE reach), restarted and stopped by NetCon events of positive and negative
+weight; ``artlif.mod``, a leaky integrate-and-fire cell fed by NetCon events, with a
+refractory period ended by a self-event.
+
+Protocol (dt 0.025 ms, 60 ms, celsius 6.3, v_init -65 mV): one soma (L = diam = 10 µm,
+hh) with two ExpSyns; two artstims (one with draws), one artlif, one NetStim; NetCons
+from the artificial cells to the synapses and to each other (artstim -> artlif, NetStim
+-> artlif, artlif -> artstim to restart it, NetStim -> artstim with a negative weight to
+stop it), delays 0 to 2 ms; ``NetCon.record`` on every artificial cell. Acceptance:
+identical spike times, and max |ΔV| = 0 (one event out of order or one draw out of
+NEURON's order changes every spike after it).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import nmodl_compare as nc
+import numpy as np
+import pytest
+
+pytestmark = [pytest.mark.neuron,
+              pytest.mark.filterwarnings("ignore::UserWarning")]
+
+DATA = Path(__file__).parents[1] / "data" / "nmodl"
+FILES = ("artstim.mod", "artlif.mod")
+
+#: artificial cells (kind, parameters) in creation order
+CELLS = [("artstim", {"start": 1.0, "mean": 3.0, "number": 20, "jitter": 0.6}),
+         ("artstim", {"start": 4.0, "mean": 2.5, "number": 3}),
+         ("artlif", {"tau": 4.0, "refrac": 3.0})]
+NETSTIM = {"start": 30.0, "interval": 1.5, "number": 4}
+#: NetCons (source, target, weight, delay): sources "a<k>" (artificial cell k) or "ns";
+#: targets "a<k>" or "s<k>" (ExpSyn k on the soma)
+NETCONS = [("a0", "s0", 0.004, 1.0), ("a1", "s1", 0.003, 0.0), ("a0", "a2", 0.7, 0.5),
+           ("a1", "a2", 0.5, 0.0), ("ns", "a2", 0.45, 1.0), ("a2", "s1", 0.006, 2.0),
+           ("a2", "a1", 1.0, 0.3), ("ns", "a0", -1.0, 0.0)]
+TSTOP = 60.0
+
+_NEURON = r"""
+import json, sys
+from neuron import h
+h.nrn_load_dll(sys.argv[1])
+spec = json.loads(sys.argv[2])
+soma = h.Section(name="soma")
+soma.L = soma.diam = 10
+soma.insert("hh")
+cells = []
+for kind, params in spec["cells"]:
+    a = getattr(h, kind)()
+    for k, x in params.items():
+        setattr(a, k, x)
+    cells.append(a)
+ns = h.NetStim()
+for k, x in spec["netstim"].items():
+    setattr(ns, k, x)
+syns = [h.ExpSyn(soma(0.5)) for _ in range(2)]
+def obj(name):
+    return ns if name == "ns" else cells[int(name[1:])] if name[0] == "a" else syns[int(name[1:])]
+ncs = []
+for s, t, w, d in spec["netcons"]:
+    nc = h.NetCon(obj(s), obj(t))
+    nc.weight[0], nc.delay = w, d
+    ncs.append(nc)
+recs = []
+for a in cells:
+    vec = h.Vector()
+    nc = h.NetCon(a, None)
+    nc.record(vec)
+    recs.append((nc, vec))
+v = h.Vector().record(soma(0.5)._ref_v)
+h.dt, h.celsius = 0.025, 6.3
+h.finitialize(-65)
+while h.t < spec["tstop"] - h.dt / 2:
+    h.fadvance()
+print(json.dumps({"v": list(v), "spikes": [list(vec) for _, vec in recs]}))
+"""
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    import hinesbatch as hb
+    from hinesbatch import mechanisms
+
+    folder = tmp_path_factory.mktemp("mods")
+    for name in FILES:
+        (folder / name).write_text((DATA / name).read_text())
+    lib = nc.compile_mods(sorted(folder.glob("*.mod")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        names = hb.load_mechanisms(folder)
+    yield lib
+    for n in names:
+        mechanisms.unregister(n)
+
+
+def _neuron(lib) -> dict:
+    spec = json.dumps({"cells": CELLS, "netstim": NETSTIM, "netcons": NETCONS,
+                       "tstop": TSTOP})
+    proc = subprocess.run([sys.executable, "-c", _NEURON, lib, spec], capture_output=True,
+                          text=True, check=True, env=dict(os.environ))
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _hinesbatch(backend: str) -> dict:
+    import hinesbatch as hb
+    from hinesbatch.model.sections import SectionCell
+
+    cell = SectionCell(["soma[0]"], [-1], [10.0], [10.0]).insert("hh")
+    syns = [cell.place("ExpSyn", "soma[0](0.5)") for _ in range(2)]
+    sim = hb.Simulation([cell], backend=backend, dt=0.025, celsius=6.3, v_init=-65.0)
+    cells = [sim.artificial_cell(kind, **params) for kind, params in CELLS]
+    ns = sim.net_stim(**NETSTIM)
+
+    def obj(name):
+        if name == "ns":
+            return ns
+        return cells[int(name[1:])] if name[0] == "a" else syns[int(name[1:])]
+
+    for s, t, w, d in NETCONS:
+        sim.connect(obj(s), obj(t), weight=w, delay=d)
+    keys = [sim.record_spikes(a) for a in cells]
+    kv = sim.record("v")
+    res = sim.run(TSTOP)
+    return {"v": res[kv], "spikes": [res.spikes[k] for k in keys]}
+
+
+@pytest.mark.parametrize("backend", ["serial", "multicore"])
+def test_artificial_cells_match_neuron(compiled, backend):
+    ref, got = _neuron(compiled), _hinesbatch(backend)
+    for k, (r, g) in enumerate(zip(ref["spikes"], got["spikes"])):
+        assert len(r) >= 3, f"artificial cell {k} should spike"
+        np.testing.assert_array_equal(g, np.array(r), err_msg=f"spikes of cell {k}")
+    # the draws took effect: the gaps of the first train differ
+    assert np.ptp(np.diff(ref["spikes"][0])) > 0.5
+    v_ref, v_got = np.array(ref["v"]), np.asarray(got["v"])
+    assert v_ref.shape == v_got.shape
+    assert np.ptp(v_ref) > 1.0, "the synapses should move v"
+    dv = float(np.max(np.abs(v_ref - v_got)))
+    assert dv == 0.0, f"max |dV| = {dv} mV"
