@@ -5,7 +5,8 @@ Files (``tests/data/nmodl``, written for these tests): ``artstim.mod``, a spike 
 whose gaps are stretched by ``exprand`` draws (in a FUNCTION that INITIAL's self-event
 and NET_RECEIVE reach), restarted and stopped by NetCon events of positive and negative
 weight; ``artlif.mod``, a leaky integrate-and-fire cell fed by NetCon events, with a
-refractory period ended by a self-event.
+refractory period ended by a self-event; ``vecdelay.mod``, NEURON's vecevent.mod with
+``RANGE delay`` added to every time (the built-in VecStim with a delay stands for it).
 
 Protocol (dt 0.025 ms, 60 ms, celsius 6.3, v_init -65 mV): one soma (L = diam = 10 µm,
 hh) with two ExpSyns; two artstims (one with draws), one artlif, one NetStim; NetCons
@@ -32,7 +33,7 @@ pytestmark = [pytest.mark.neuron,
               pytest.mark.filterwarnings("ignore::UserWarning")]
 
 DATA = Path(__file__).parents[1] / "data" / "nmodl"
-FILES = ("artstim.mod", "artlif.mod")
+FILES = ("artstim.mod", "artlif.mod", "vecdelay.mod")
 
 #: artificial cells (kind, parameters) in creation order
 CELLS = [("artstim", {"start": 1.0, "mean": 3.0, "number": 20, "jitter": 0.6}),
@@ -147,3 +148,69 @@ def test_artificial_cells_match_neuron(compiled, backend):
     assert np.ptp(v_ref) > 1.0, "the synapses should move v"
     dv = float(np.max(np.abs(v_ref - v_got)))
     assert dv == 0.0, f"max |dV| = {dv} mV"
+
+
+#: VecStims (times, delay) onto the ExpSyn of an hh soma (weight, NetCon delay); times
+#: whose sums with the delays round (0.1 + 0.2, 5.2 after 0.762), a repeated time
+VECSTIMS = [([0.762, 5.2, 7.3, 7.3, 12.05, 30.1], 1.3, 0.004, 1.0),
+            ([0.3, 0.7, 2.9, 19.9], 0.1, 0.003, 0.0),
+            ([1.0, 2.0, 3.0], 0.0, 0.002, 0.5)]
+
+_NEURON_VECSTIM = r"""
+import json, sys
+from neuron import h
+h.nrn_load_dll(sys.argv[1])
+spec = json.loads(sys.argv[2])
+soma = h.Section(name="soma")
+soma.L = soma.diam = 10
+soma.insert("hh")
+syn = h.ExpSyn(soma(0.5))
+keep, recs = [], []
+for times, delay, w, d in spec["vecstims"]:
+    vs, tv = h.VecStim(), h.Vector(times)
+    vs.play(tv)
+    vs.delay = delay
+    nc = h.NetCon(vs, syn)
+    nc.weight[0], nc.delay = w, d
+    vec = h.Vector()
+    rec = h.NetCon(vs, None)
+    rec.record(vec)
+    keep += [vs, tv, nc, rec]
+    recs.append(vec)
+v = h.Vector().record(soma(0.5)._ref_v)
+h.dt, h.celsius = 0.025, 6.3
+h.finitialize(-65)
+while h.t < spec["tstop"] - h.dt / 2:
+    h.fadvance()
+print(json.dumps({"v": list(v), "spikes": [list(vec) for vec in recs]}))
+"""
+
+
+def test_vecstim_with_a_delay_matches_neuron(compiled):
+    """Each time ``delay`` ms later, with NEURON's rounding of ``t + delay + etime - t``:
+    identical spike times, max |dV| = 0."""
+    import hinesbatch as hb
+    from hinesbatch.model.sections import SectionCell
+
+    spec = json.dumps({"vecstims": VECSTIMS, "tstop": 40.0})
+    proc = subprocess.run([sys.executable, "-c", _NEURON_VECSTIM, compiled, spec],
+                          capture_output=True, text=True, check=True, env=dict(os.environ))
+    ref = json.loads(proc.stdout.strip().splitlines()[-1])
+    cell = SectionCell(["soma[0]"], [-1], [10.0], [10.0]).insert("hh")
+    syn = cell.place("ExpSyn", "soma[0](0.5)")
+    sim = hb.Simulation([cell], dt=0.025, celsius=6.3, v_init=-65.0)
+    keys = []
+    for times, delay, w, d in VECSTIMS:
+        vs = sim.vec_stim(times, delay=delay)
+        sim.connect(vs, syn, weight=w, delay=d)
+        keys.append(sim.record_spikes(vs))
+    kv = sim.record("v")
+    res = sim.run(40.0)
+    for k, (r, key) in enumerate(zip(ref["spikes"], keys)):
+        np.testing.assert_array_equal(res.spikes[key], np.array(r), err_msg=f"VecStim {k}")
+    # the delay shows: NEURON's times are not the given ones
+    assert ref["spikes"][0][0] == 0.762 + 1.3
+    # ... and NEURON's rounding of ((t + delay) + etime) - t shows too
+    assert ref["spikes"][0][1] != 5.2 + 1.3
+    dv = float(np.max(np.abs(np.array(ref["v"]) - res[kv])))
+    assert np.ptp(ref["v"]) > 1.0 and dv == 0.0, f"max |dV| = {dv} mV"

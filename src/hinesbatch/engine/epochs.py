@@ -78,9 +78,9 @@ class EpochSimulation(Simulation):
         self._generator_gid[id(source)] = int(gid)
         return source
 
-    def vec_stim(self, times, *, gid: int) -> SpikeSource:
-        """A VecStim with global ``gid`` playing ``times`` [ms]."""
-        source = self._stimulator("VecStim", VecStimGenerator(np.ravel(times)))
+    def vec_stim(self, times, *, gid: int, delay: float = 0.0) -> SpikeSource:
+        """A VecStim with global ``gid`` playing ``times`` [ms], each ``delay`` [ms] later."""
+        source = self._stimulator("VecStim", VecStimGenerator(np.ravel(times), delay))
         self._generator_gid[id(source)] = int(gid)
         return source
 

@@ -193,7 +193,7 @@ def _build(net, cell_gids: list[int], generator_gids: list[int], options: dict, 
         if kind == "NetStim":
             sim.net_stim(gid=g, **params)
         else:
-            sim.vec_stim(params["times"], gid=g)
+            sim.vec_stim(params["times"], gid=g, delay=params.get("delay", 0.0))
     conns = net.connections
     for i, (s, t) in enumerate(zip(conns["source"].tolist(), conns["target"].tolist())):
         if t in local:

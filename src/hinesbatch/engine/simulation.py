@@ -199,9 +199,10 @@ class Simulation:
         ``noise > 0`` is not supported."""
         return self._stimulator("NetStim", NetStimGenerator(start, interval, number, noise))
 
-    def vec_stim(self, times) -> SpikeSource:
-        """A VecStim playing ``times`` [ms] (sorted, finite, >= 0)."""
-        return self._stimulator("VecStim", VecStimGenerator(np.ravel(times)))
+    def vec_stim(self, times, *, delay: float = 0.0) -> SpikeSource:
+        """A VecStim playing ``times`` [ms] (sorted, finite, >= 0), each ``delay`` [ms]
+        later (>= 0: the VecStim whose ``RANGE delay`` NEURON adds to every time)."""
+        return self._stimulator("VecStim", VecStimGenerator(np.ravel(times), delay))
 
     def artificial_cell(self, kind: str, **params) -> ArtificialCell:
         """An artificial cell: an instance of a translated NMODL ``ARTIFICIAL_CELL``

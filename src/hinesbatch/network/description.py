@@ -232,11 +232,15 @@ class Network:
         NetStimGenerator(**params)  # checks the parameters now
         return self._add_generator("NetStim", params)
 
-    def vec_stim(self, times) -> int:
-        """Add a VecStim playing ``times`` [ms] (sorted, >= 0); returns its gid."""
+    def vec_stim(self, times, *, delay: float = 0.0) -> int:
+        """Add a VecStim playing ``times`` [ms] (sorted, >= 0), each ``delay`` [ms]
+        later (>= 0, :class:`~.sources.VecStimGenerator`); returns its gid."""
         times = np.array(times, dtype=np.float64)
-        VecStimGenerator(times)
-        return self._add_generator("VecStim", {"times": times})
+        VecStimGenerator(times, delay)
+        params = {"times": times}
+        if delay:
+            params["delay"] = float(delay)
+        return self._add_generator("VecStim", params)
 
     def _add_generator(self, kind: str, params: dict) -> int:
         gid = self.n_gids
