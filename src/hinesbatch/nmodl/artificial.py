@@ -50,6 +50,16 @@ class ArtificialLowering:
             self.fail(f"{CONSTRUCT} TABLE", f"{self.name} has a TABLE: tables are built "
                       "for mechanisms on cells only", r"\bTABLE\b")
 
+    def check_artificial_functions(self) -> None:
+        """Refuse a FUNCTION of an artificial cell that reads ``v`` (FUNCTIONs get the
+        values they read as extra arguments, which no block's name check sees)."""
+        if self.kind != "artificial":
+            return
+        for f in self.functions:
+            if "v" in self.function_extra(f):
+                self.fail(f"{CONSTRUCT} v", f"{self.name} reads v (in FUNCTION {f}): an "
+                          "artificial cell has no membrane potential", r"\bv\b")
+
     def refuse_artificial_v(self, name: str) -> None:
         """Refuse a read of ``v`` in an artificial cell (called for each name read)."""
         if self.kind == "artificial" and name == "v":

@@ -208,6 +208,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         self._variables()
         self.check_artificial()
         self._callables()
+        self.check_artificial_functions()
         self.refuse_variable_functions()
         self.written = self._written_everywhere()
         self.globals_declared = self._expand(self.globals_declared)

@@ -256,6 +256,8 @@ class _Part:
         self.nc_off, chunks, at = {}, [], 0
         for i, t in enumerate(table.targets.tolist()):
             target = targets[t]
+            if target is not None and getattr(target, "cell", None) is None:
+                continue        # an artificial cell: its weight vectors stay on the host
             mech = runner.lay.mechs[runner.mech_index[sim._layout.pp_index[id(target)][0]]]
             if mech.weight_size > 1 and self.c0 <= sim._gid(target.cell) < self.c1:
                 self.nc_off[i] = at

@@ -1,0 +1,228 @@
+"""NMODL ``ARTIFICIAL_CELL``: lowering (and what it refuses), artificial cells in a
+simulation (made without a cell, connected, recorded), the same events on every backend.
+
+Files: ``tests/data/nmodl/artstim.mod`` (a spike train, gaps stretched by exprand draws,
+restarted and stopped by NetCon events) and ``artlif.mod`` (a leaky integrate-and-fire
+cell fed by NetCon events); refused files are written here. NEURON's numbers for the same
+files: ``tests/validation/test_nmodl_artificial_neuron.py``.
+"""
+from __future__ import annotations
+
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("neuron", reason="NMODL files are read with neuron.nmodl")
+
+import hinesbatch as hb  # noqa: E402
+from hinesbatch import mechanisms  # noqa: E402
+from hinesbatch.engine.artificial import ArtificialCell  # noqa: E402
+from hinesbatch.model.sections import SectionCell  # noqa: E402
+from hinesbatch.nmodl import NmodlError, translate_text  # noqa: E402
+
+DATA = Path(__file__).parents[1] / "data" / "nmodl"
+
+
+def marked_line(text: str) -> int:
+    """The 1-based line holding ``<-- here``."""
+    return next(k for k, line in enumerate(text.splitlines(), 1) if "<-- here" in line)
+
+
+@pytest.fixture
+def loaded(tmp_path):
+    """artstim and artlif registered (and removed afterwards)."""
+    for name in ("artstim.mod", "artlif.mod"):
+        shutil.copy(DATA / name, tmp_path / name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        names = hb.load_mechanisms(tmp_path)
+    yield names
+    for n in names:
+        mechanisms.unregister(n)
+
+
+def soma():
+    return SectionCell(["soma[0]"], [-1], [10.0], [10.0]).insert("hh")
+
+
+# --- lowering ----------------------------------------------------------------------------
+
+def test_an_artificial_cell_translates_to_an_artificial_mechanism():
+    mech = translate_text((DATA / "artstim.mod").read_text(), "artstim.mod").mechanism
+    assert mech.kind == "artificial"
+    assert mech.parameter_names == ("start", "mean", "number", "jitter")
+    assert "net_send(start, 1.0)" in mech.initial
+    assert "net_event(t)" in mech.net_receive
+    assert mech.stream_calls          # exprand in gap(), reached from NET_RECEIVE
+    assert not mech.breakpoint and not mech.currents
+
+
+BASE = """
+NEURON {
+    ARTIFICIAL_CELL acell
+    RANGE tau
+}
+PARAMETER { tau = 2 (ms) }
+ASSIGNED { x }
+INITIAL { x = 0 }
+NET_RECEIVE(w) { x = x + w  net_event(t) }
+"""
+
+REFUSED = [
+    ("v in INITIAL", BASE.replace("INITIAL { x = 0 }", "INITIAL { x = v } : <-- here"),
+     "ARTIFICIAL_CELL v", "acell reads v: an artificial cell has no membrane potential"),
+    ("v in NET_RECEIVE", BASE.replace("x = x + w", "x = x + w*v : <-- here\n"),
+     "ARTIFICIAL_CELL v", "acell reads v"),
+    ("v in a FUNCTION", BASE.replace("x = x + w", "x = f(w)") + "FUNCTION f(a) {\n"
+     "    f = a + v : <-- here\n}\n", "ARTIFICIAL_CELL v", "acell reads v"),
+    ("a current", BASE.replace("RANGE tau", "RANGE tau\n NONSPECIFIC_CURRENT i : <-- here")
+     .replace("ASSIGNED { x }", "ASSIGNED { x i (nA) }"), "ARTIFICIAL_CELL NONSPECIFIC_CURRENT",
+     "acell writes the current i: an artificial cell has no membrane"),
+    ("an electrode current", BASE.replace("RANGE tau", "RANGE tau\n ELECTRODE_CURRENT i "
+                                          ": <-- here")
+     .replace("ASSIGNED { x }", "ASSIGNED { x i (nA) }"), "ARTIFICIAL_CELL ELECTRODE_CURRENT",
+     "acell writes the current i"),
+    ("an ion", BASE.replace("RANGE tau", "RANGE tau\n USEION ca READ cai : <-- here"),
+     "ARTIFICIAL_CELL USEION", "acell uses the ion ca: an artificial cell has no membrane"),
+    ("a BREAKPOINT", BASE + "BREAKPOINT { : <-- here\n    x = x + 1\n}\n",
+     "ARTIFICIAL_CELL BREAKPOINT", "acell has a BREAKPOINT block"),
+    ("a TABLE", BASE.replace("x = x + w", "x = x + g(w)") + "FUNCTION g(a) {\n"
+     "    TABLE FROM 0 TO 1 WITH 10 : <-- here\n    g = a*a\n}\n", "ARTIFICIAL_CELL TABLE",
+     "acell has a TABLE"),
+]
+
+
+@pytest.mark.parametrize("what, text, construct, reason", REFUSED,
+                         ids=[r[0] for r in REFUSED])
+def test_what_an_artificial_cell_cannot_have_is_refused(what, text, construct, reason):
+    with pytest.raises(NmodlError) as info:
+        translate_text(text, "acell.mod")
+    err = info.value
+    assert err.construct == construct, str(err)
+    assert err.reason.startswith(reason), str(err)
+    assert err.line == marked_line(text), str(err)
+
+
+def test_a_function_argument_named_v_is_not_the_membrane_potential():
+    text = BASE.replace("x = x + w", "x = f(w)") + "FUNCTION f(v) {\n    f = 2*v\n}\n"
+    assert translate_text(text, "acell.mod").mechanism.kind == "artificial"
+
+
+# --- in a simulation ---------------------------------------------------------------------
+
+def test_a_regular_train_gives_neurons_arithmetic(loaded):
+    """No jitter: INITIAL queues start; each spike queues ``t + mean`` (no 1e-10)."""
+    sim = hb.Simulation(soma())
+    a = sim.artificial_cell("artstim", start=2.0, mean=0.1, number=4)
+    key = sim.record_spikes(a)
+    t, expected = 2.0, []
+    for _ in range(4):
+        expected.append(t)
+        t = t + 0.1
+    res = sim.run(10.0)
+    assert res.spikes[key].tolist() == expected == [2.0, 2.1, 2.2, 2.3000000000000003]
+    assert res.spike_gids[key] == 1      # after the one cell
+    assert sim.run(10.0).spikes[key].tolist() == expected      # finitialize rewinds it
+
+
+def test_artificial_cells_are_sources_and_targets(loaded):
+    """artstim -> artlif (weight 0.6: the second event within tau fires it) -> ExpSyn."""
+    cell = soma()
+    syn = cell.place("ExpSyn", "soma[0](0.5)")
+    sim = hb.Simulation(cell)
+    a = sim.artificial_cell("artstim", start=1.0, mean=1.0, number=3)
+    lif = sim.artificial_cell("artlif", tau=5.0, refrac=10.0)
+    sim.connect(a, lif, weight=0.6, delay=0.5)
+    sim.connect(lif, syn, weight=0.01, delay=1.0)
+    key = sim.record_spikes(lif)
+    kv = sim.record("v")
+    res = sim.run(10.0)
+    assert res.spikes[key].tolist() == [2.5]      # the second event; the third refractory
+    assert np.max(res[kv]) > -60.0                # the synapse moved v
+
+
+@pytest.mark.parametrize("backend", ["multicore", "gpu"])
+def test_every_backend_runs_the_same_events(loaded, backend, monkeypatch):
+    """The events run on the host queue: multicore and the GPU engine (its host build)
+    give the serial engine's spikes and v, draws included."""
+    if backend == "gpu":
+        if shutil.which("g++") is None and shutil.which("c++") is None:
+            pytest.skip("the host build of the GPU kernel needs g++")
+        from hinesbatch.engine.gpu.devices import EMULATION_ENV
+
+        monkeypatch.setenv(EMULATION_ENV, "1")
+
+    def run(backend):
+        cells = [soma(), soma()]
+        syns = [c.place("ExpSyn", "soma[0](0.5)") for c in cells]
+        sim = hb.Simulation(cells, backend=backend)
+        a = sim.artificial_cell("artstim", start=0.5, mean=2.0, number=12, jitter=0.7)
+        lif = sim.artificial_cell("artlif", tau=3.0)
+        sim.connect(a, syns[0], weight=0.004, delay=0.0)
+        sim.connect(a, lif, weight=0.7, delay=1.0)
+        sim.connect(lif, syns[1], weight=0.006, delay=0.5)
+        sim.connect((0, "soma[0](0.5)"), a, weight=-1.0, delay=2.0)   # a spike stops it
+        keys = [sim.record_spikes(x) for x in (a, lif)]
+        kv = [sim.record("v", cell=k) for k in range(2)]
+        res = sim.run(30.0)
+        return [res.spikes[k] for k in keys], [res[k] for k in kv], sim.random_state
+
+    ref, got = run("serial"), run(backend)
+    assert len(ref[0][0]) >= 3 and len(ref[0][1]) >= 1
+    for r, g in zip(ref[0] + ref[1], got[0] + got[1]):
+        np.testing.assert_array_equal(g, r)
+    assert got[2] == ref[2] != 1        # the same draws were taken
+
+
+def test_an_artificial_cell_has_no_location(loaded):
+    cell = soma()
+    with pytest.raises(ValueError, match=r"artstim is an ARTIFICIAL_CELL: it belongs to no "
+                                         r"cell.*Simulation.artificial_cell\('artstim'"):
+        cell.place("artstim", "soma[0](0.5)")
+    with pytest.raises(ValueError, match="artstim is an ARTIFICIAL_CELL"):
+        cell.insert("artstim")
+
+
+@pytest.mark.parametrize("kind, params, message", [
+    ("ExpSyn", {}, "ExpSyn is a point mechanism, not an ARTIFICIAL_CELL: place it"),
+    ("hh", {}, "hh is a density mechanism, not an ARTIFICIAL_CELL: insert it"),
+    ("NetStim", {}, r"NetStim is built in: use net_stim\(...\)"),
+    ("artstim", {"tau": 1.0}, "artstim has no parameter 'tau'; parameters: start, mean"),
+    ("artstim", {"mean": float("nan")}, "artstim.mean must be a finite number"),
+])
+def test_artificial_cell_arguments_are_checked(loaded, kind, params, message):
+    sim = hb.Simulation(soma())
+    with pytest.raises(ValueError, match=message):
+        sim.artificial_cell(kind, **params)
+
+
+def test_connections_of_artificial_cells_are_checked(loaded, tmp_path):
+    text = BASE.replace("x = x + w  net_event(t)", "x = x + w")
+    (tmp_path / "silent.mod").write_text(text.replace("acell", "silent"))
+    names = hb.load_mechanisms(tmp_path / "silent.mod")
+    try:
+        cell = soma()
+        syn = cell.place("ExpSyn", "soma[0](0.5)")
+        sim, other = hb.Simulation(cell), hb.Simulation(soma())
+        quiet = sim.artificial_cell("silent")
+        with pytest.raises(ValueError, match=r"silent\[0\] is not a spike source: the "
+                                             "NET_RECEIVE of silent does not call net_event"):
+            sim.connect(quiet, syn)
+        with pytest.raises(ValueError, match="silent"):
+            sim.record_spikes(quiet)
+        stranger = other.artificial_cell("artstim")
+        with pytest.raises(ValueError, match=r"artstim\[0\] is not an artificial cell of "
+                                             "this simulation"):
+            sim.connect(stranger, syn)
+        with pytest.raises(ValueError, match=r"artstim\[0\] is not an artificial cell of "
+                                             "this simulation"):
+            sim.connect(sim.net_stim(), stranger)
+        assert isinstance(quiet, ArtificialCell) and quiet.name == "silent[0]"
+        sim.connect(sim.net_stim(number=1, start=1.0), quiet, weight=2.0)   # a target
+        sim.run(3.0)
+    finally:
+        for n in names:
+            mechanisms.unregister(n)
