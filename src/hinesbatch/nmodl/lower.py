@@ -109,12 +109,15 @@ class Translation:
     ``builtin`` names the built-in the file is NEURON's own copy of (``"VecStim"`` for
     vecevent.mod, :mod:`.vecstim`): ``mechanism`` is then that built-in, and
     :func:`~hinesbatch.nmodl.load_mechanisms` registers nothing for the file.
+    ``builtin_params`` names the per-instance parameters the file's form gives the
+    built-in (``("delay",)`` for a VecStim with ``RANGE delay``).
     """
 
     mechanism: Mechanism
     notices: list = field(default_factory=list)
     path: str = ""
     builtin: str | None = None
+    builtin_params: tuple = ()
 
 
 def translate(path, *, order: int = 1000) -> Translation:
@@ -198,7 +201,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         blocks = list(self.tree.blocks)
         builtin = builtin_copy(self, blocks)
         if builtin is not None:         # NEURON's own file of a built-in: the built-in
-            return Translation(BUILTINS[builtin], self.notices, self.path, builtin)
+            return Translation(BUILTINS[builtin], self.notices, self.path, builtin,
+                               getattr(self, "builtin_params", ()))
         self._refuse_blocks(blocks)
         self.blocks = {}
         for b in blocks:

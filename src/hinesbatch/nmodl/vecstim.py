@@ -252,6 +252,7 @@ def builtin_copy(lowering, blocks) -> str | None:
     for b in blocks:
         check.block(b, vector, reference)
     check.counts(blocks)
+    lowering.builtin_params = ("delay",) if check.delay else ()
     delay = (" with a delay per instance (Simulation.vec_stim(times, delay=...), 0 by "
              "default)") if check.delay else ""
     lowering.notices.append(f"{lowering.path}:{lowering.line_of(_AT)}: ARTIFICIAL_CELL "
