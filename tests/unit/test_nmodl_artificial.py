@@ -226,3 +226,65 @@ def test_connections_of_artificial_cells_are_checked(loaded, tmp_path):
     finally:
         for n in names:
             mechanisms.unregister(n)
+
+
+def test_artificial_cells_in_a_network_give_the_one_process_engines_spikes(loaded):
+    """A ring of 3 ringtest cells with an artstim (gid 3) onto cell 0 and an artlif
+    (gid 4) fed by cell 0 and the artstim, onto cell 2: run_network (epochs, spike
+    exchange, artificial spikes through the outbox) gives hb.Simulation's spikes."""
+    from hinesbatch import run_network
+    from hinesbatch.network.parallel import SerialCommunicator
+    from hinesbatch.network.ringtest import RingtestParameters, ringtest
+
+    net = ringtest(RingtestParameters(nring=1, ncell=3, npt=2))
+    stim = net.artificial_cell("artstim", start=1.0, mean=2.0, number=10, jitter=0.5)
+    lif = net.artificial_cell("artlif", tau=3.0, refrac=1.0)
+    net.connect(stim, 0, "ExpSyn[0]", weight=0.02, delay=1.0)
+    net.connect(stim, lif, weight=0.6, delay=0.5)
+    net.connect(0, lif, weight=0.6, delay=1.5)
+    net.connect(lif, 2, "ExpSyn[0]", weight=0.02, delay=2.0)
+    assert [net.kind(g) for g in (stim, lif)] == ["artstim", "artlif"]
+    res = run_network(net, 40.0, comm=SerialCommunicator())
+
+    cells = [net.build_cell(int(g)) for g in net.cell_gids]
+    sim = hb.Simulation(cells, backend="serial")
+    sources = {g: sim.spike_source(g, *net.source_of(g)) for g in net.cell_gids.tolist()}
+    for g in net.generator_gids.tolist():     # the ring's NetStim, then ours
+        kind, params = net.generator(g)
+        sources[g] = sim.net_stim(**params) if kind == "NetStim" else \
+            sim.artificial_cell(kind, **params)
+    conns = net.connections
+    for s, t, syn, w, d in zip(conns["source"].tolist(), conns["target"].tolist(),
+                               conns["synapse"], conns["weight"], conns["delay"]):
+        target = sources[t] if t in (stim, lif) else \
+            next(p for p in cells[t].point_processes if p.name == syn)
+        sim.connect(sources[s], target, weight=float(w), delay=float(d))
+    keys = {g: sim.record_spikes(x) for g, x in sources.items()}
+    ref = sim.run(40.0)
+    for g, key in keys.items():
+        np.testing.assert_array_equal(res.spikes[f"spikes@{g}"], ref.spikes[key],
+                                      err_msg=f"gid {g}")
+    assert ref.spikes[keys[lif]].size >= 2 and ref.spikes[keys[stim]].size >= 5
+
+
+def test_a_network_refuses_a_netcon_into_an_artificial_cell_without_net_receive(loaded,
+                                                                                tmp_path):
+    from hinesbatch.network import Network, NetworkCheckError
+
+    (tmp_path / "tick.mod").write_text(
+        "NEURON { ARTIFICIAL_CELL tick }\nINITIAL { }\n")
+    names = hb.load_mechanisms(tmp_path / "tick.mod")
+    try:
+        net = Network()
+        net.add_cells([soma()])
+        quiet = net.artificial_cell("tick")
+        net.connect(0, quiet, weight=1.0, delay=1.0)
+        with pytest.raises(NetworkCheckError, match="connection 0: target gid 1 is an "
+                                                    "artificial cell tick without a "
+                                                    "NET_RECEIVE"):
+            net.check(0.025)
+        with pytest.raises(ValueError, match="NetStim is built in"):
+            net.artificial_cell("NetStim")
+    finally:
+        for n in names:
+            mechanisms.unregister(n)
