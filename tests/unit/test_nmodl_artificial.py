@@ -106,6 +106,17 @@ def test_what_an_artificial_cell_cannot_have_is_refused(what, text, construct, r
     assert err.line == marked_line(text), str(err)
 
 
+def test_check_counts_each_refusal_of_an_artificial_cell_under_its_own_label(tmp_path):
+    from hinesbatch.nmodl.check import coverage
+
+    for what, text, _, _ in REFUSED[:4]:
+        (tmp_path / f"{what.replace(' ', '_')}.mod").write_text(text)
+    (tmp_path / "ok.mod").write_text(BASE)
+    got = coverage(tmp_path)
+    assert got["translated"] == 1
+    assert got["reasons"] == {"ARTIFICIAL_CELL v": 3, "ARTIFICIAL_CELL NONSPECIFIC_CURRENT": 1}
+
+
 def test_a_function_argument_named_v_is_not_the_membrane_potential():
     text = BASE.replace("x = x + w", "x = f(w)") + "FUNCTION f(v) {\n    f = 2*v\n}\n"
     assert translate_text(text, "acell.mod").mechanism.kind == "artificial"

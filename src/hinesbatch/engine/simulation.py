@@ -56,11 +56,13 @@ class Simulation:
         ``"serial"``, ``"multicore"`` (Numba threads over cells), ``"gpu"`` (CUDA through
         CuPy: whole epochs of steps in one launch, :mod:`hinesbatch.engine.gpu`) or
         ``"auto"`` (multicore for more than one cell; serial where a mechanism draws
-        random numbers). A mechanism that draws from NEURON's random-number stream
-        (``normrand``, ``exprand``, ... of an NMODL file) runs on ``serial`` only: the
-        stream is consumed in NEURON's order (:meth:`set_random_seed`);
+        random numbers). A mechanism on a cell that draws from NEURON's random-number
+        stream (``normrand``, ``exprand``, ... of an NMODL file) runs on ``serial`` only:
+        the stream is consumed in NEURON's order (:meth:`set_random_seed`);
         ``multicore`` and ``gpu`` refuse it before the run with
-        :class:`~hinesbatch.sim.RandomStreamError`.
+        :class:`~hinesbatch.sim.RandomStreamError`. Artificial cells
+        (:meth:`artificial_cell`) run on the host for every backend, their draws
+        included.
     tables : bool
         NEURON's ``usetable_hh = 1`` (hh's rates from a 201-row table, the default);
         ``False`` computes the rates exactly.
