@@ -201,7 +201,8 @@ def test_an_artificial_cell_has_no_location(loaded):
     ("ExpSyn", {}, "ExpSyn is a point mechanism, not an ARTIFICIAL_CELL: place it"),
     ("hh", {}, "hh is a density mechanism, not an ARTIFICIAL_CELL: insert it"),
     ("NetStim", {}, r"NetStim is built in: use net_stim\(...\)"),
-    ("artstim", {"tau": 1.0}, "artstim has no parameter 'tau'; parameters: start, mean"),
+    ("artstim", {"tau": 1.0}, "artstim has no parameter or ASSIGNED variable 'tau'; "
+                              "those: start, mean, number, jitter, count, running"),
     ("artstim", {"mean": float("nan")}, "artstim.mean must be a finite number"),
 ])
 def test_artificial_cell_arguments_are_checked(loaded, kind, params, message):
@@ -296,6 +297,28 @@ def test_a_network_refuses_a_netcon_into_an_artificial_cell_without_net_receive(
             net.check(0.025)
         with pytest.raises(ValueError, match="NetStim is built in"):
             net.artificial_cell("NetStim")
+    finally:
+        for n in names:
+            mechanisms.unregister(n)
+
+
+def test_assigned_variables_are_set_per_instance(tmp_path):
+    """NEURON's hoc sets an artificial cell's RANGE ASSIGNED variables before finitialize
+    (integrate-and-fire files keep their constants there): ``lag`` here, which INITIAL
+    reads to time the one spike."""
+    (tmp_path / "lagged.mod").write_text("""
+NEURON { ARTIFICIAL_CELL lagged RANGE lag }
+ASSIGNED { lag (ms) }
+INITIAL { net_send(lag, 1) }
+NET_RECEIVE(w) { if (flag == 1) { net_event(t) } }
+""")
+    names = hb.load_mechanisms(tmp_path / "lagged.mod")
+    try:
+        sim = hb.Simulation(soma())
+        keys = [sim.record_spikes(sim.artificial_cell("lagged", lag=lag)) for lag in (1.5, 3.25)]
+        keys.append(sim.record_spikes(sim.artificial_cell("lagged")))    # lag 0
+        res = sim.run(5.0)
+        assert [res.spikes[k].tolist() for k in keys] == [[1.5], [3.25], [0.0]]
     finally:
         for n in names:
             mechanisms.unregister(n)

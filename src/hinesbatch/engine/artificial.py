@@ -48,8 +48,8 @@ class ArtificialCell:
     kind : str
         Mechanism name (``"NetStimm"``).
     params : dict
-        Parameter values set at creation (NEURON's names); the others keep the file's
-        defaults.
+        Values set at creation (NEURON's names: PARAMETERs and ASSIGNED variables,
+        :func:`check_params`); the others keep the file's defaults.
     kind_index : int
         Creation index among the artificial cells of this kind.
     source : SpikeSource
@@ -90,21 +90,31 @@ def artificial_mechanism(kind: str):
     return mech
 
 
+def settable(mech) -> tuple:
+    """Names an artificial cell's instance may be given: its PARAMETERs and ASSIGNED
+    variables. NEURON's hoc sets any RANGE variable of an ``h.IntFire()``-like instance
+    before ``finitialize``, and integrate-and-fire files often keep their constants
+    (``taum``, ``Cm``) in RANGE ASSIGNED variables; INITIAL may overwrite them, as in
+    NEURON."""
+    return tuple(mech.parameter_names) + tuple(a.name for a in mech.assigned)
+
+
 def check_params(mech, params: dict) -> dict:
-    """``params`` of an instance of ``mech`` by NEURON's names, each a finite number.
+    """``params`` of an instance of ``mech`` by NEURON's names (:func:`settable`), each a
+    finite number.
 
     Raises
     ------
     ValueError
-        An unknown parameter (listing the valid ones) or a value that is not a finite
-        number.
+        An unknown name (listing the valid ones) or a value that is not a finite number.
     """
+    names = settable(mech)
     values = {}
     for k, v in params.items():
         key = mech.aliases.get(k, k)
-        if key not in mech.parameter_names:
-            raise ValueError(f"{mech.name} has no parameter {k!r}; parameters: "
-                             f"{', '.join(mech.parameter_names) or '(none)'}")
+        if key not in names:
+            raise ValueError(f"{mech.name} has no parameter or ASSIGNED variable {k!r}; "
+                             f"those: {', '.join(names) or '(none)'}")
         if isinstance(v, bool) or not isinstance(v, Real) or not math.isfinite(v):
             raise ValueError(f"{mech.name}.{k} must be a finite number, got {v!r}")
         values[key] = float(v)

@@ -215,8 +215,9 @@ class Simulation:
         kind : str
             The mechanism's name (``hb.load_mechanisms`` registers it).
         **params
-            Its PARAMETERs for this instance (NEURON's names, the file's units); the
-            others keep the file's values.
+            Its PARAMETERs and ASSIGNED variables for this instance (NEURON's names, the
+            file's units; NEURON's ``cell.taum = 10`` for a RANGE variable); the others
+            keep the file's values, and INITIAL may overwrite them, as in NEURON.
 
         Returns
         -------
