@@ -389,8 +389,8 @@ def renamed(path, name: str, new: str, out) -> Path:
     import re
 
     text = Path(path).read_text(errors="replace")
-    text = re.sub(rf"\b(SUFFIX|POINT_PROCESS|ARTIFICIAL_CELL)(\s+){name}\b", rf"\g<1>\g<2>{new}", text,
-                  count=1)
+    text = re.sub(rf"\b(SUFFIX|POINT_PROCESS|ARTIFICIAL_CELL)(\s+){name}\b",
+                  rf"\g<1>\g<2>{new}", text, count=1)
     Path(out).write_text(text)
     return Path(out)
 
@@ -416,10 +416,6 @@ def standard_model(mech, swc) -> dict:
     if mech.net_receive:
         model["netstim"] = [2.0, 5.0, 4, [[0, 0.005, 1.0]]]
     return model
-
-
-#: Names of the artificial cells met by :func:`main` (compared alone, spikes included).
-ARTIFICIAL: set = set()
 
 
 def _compare_one(hb, path, name, lib, swc):
@@ -494,8 +490,7 @@ def _compare_batch(hb, items, libs, swc) -> dict:
     lib = {libs[p] for p, _ in items}
     if len(lib) != 1 or None in lib:
         return {}
-    items = [(p, n) for p, n in items if n not in ARTIFICIAL]     # each alone, with spikes
-    loaded, models = [], []
+    loaded, batched, models = [], [], []
     try:
         for path, name in items:
             hb.mechanisms.unregister(name)
@@ -503,10 +498,15 @@ def _compare_batch(hb, items, libs, swc) -> dict:
                 warnings.simplefilter("ignore")
                 hb.load_mechanisms(path)
             loaded.append((path, name))
+            if hb.mechanisms.get(name).kind == "artificial":
+                continue            # each alone (_compare_one), its spikes compared too
+            batched.append((path, name))
             models.append(standard_model(hb.mechanisms.get(name), swc))
+        if not models:
+            return {}
         ref, got = run_batch(models, lib.pop(), swc)
         return {path: (path, name, "compared", float(np.max(np.abs(r - g))))
-                for (path, name), r, g in zip(loaded, ref, got)}
+                for (path, name), r, g in zip(batched, ref, got)}
     except Exception:  # noqa: BLE001 - then each file runs alone, reporting its error
         return {}
     finally:
@@ -549,8 +549,6 @@ def main(argv=None) -> int:
             vecstims.append((path, tr))
             continue
         mech = tr.mechanism
-        if mech.kind == "artificial":
-            ARTIFICIAL.add(mech.name)
         if mech.name in hb.mechanisms.names() and hb.mechanisms.registered(mech.name) is None \
                 or mech.name in NEURON_NAMES:
             path = renamed(path, mech.name, f"{mech.name}_t",

@@ -674,9 +674,9 @@ class Simulation:
         the generators' first spikes queued (``finitialize``).
 
         Source ids are the positions in ``sources`` (threshold sources) followed by the
-        NetStims and VecStims in creation order, then the point processes' sources
-        (:meth:`point_source`); target ids number the synapses in the order their first
-        NetCon was made."""
+        NetStims, VecStims and artificial cells in creation order, then the point
+        processes' sources (:meth:`point_source`); target ids number the synapses and
+        artificial cells in the order their first NetCon was made."""
         self._all_sources = sources + self._stimulators + self._point_sources
         ids = {id(s): k for k, s in enumerate(self._all_sources)}
         self._source_ids = ids
