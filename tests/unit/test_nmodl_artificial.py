@@ -322,3 +322,26 @@ NET_RECEIVE(w) { if (flag == 1) { net_event(t) } }
     finally:
         for n in names:
             mechanisms.unregister(n)
+
+
+@pytest.mark.parametrize("backend", ["serial", "multicore"])
+def test_a_simulation_of_artificial_cells_only(loaded, backend):
+    """No cell at all (NEURON's networks of IntFire-like cells): the events run alone;
+    artstim every 1 ms into artlif (0.6 a spike, tau 5 ms: every second one fires it)."""
+    sim = hb.Simulation([], backend=backend)
+    a = sim.artificial_cell("artstim", start=2.0, mean=1.0, number=6)
+    lif = sim.artificial_cell("artlif", refrac=0.1)
+    sim.connect(a, lif, weight=0.6, delay=0.5)
+    keys = [sim.record_spikes(x) for x in (a, lif)]
+    res = sim.run(10.0)
+    assert res.spikes[keys[0]].tolist() == [2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    assert res.spikes[keys[1]].tolist() == [3.5, 5.5, 7.5]
+    assert res.spike_gids[keys[0]] == 0
+
+
+def test_the_gpu_backend_refuses_a_simulation_without_cells(loaded):
+    sim = hb.Simulation([], backend="gpu")
+    sim.artificial_cell("artstim")
+    with pytest.raises(ValueError, match="backend 'gpu' steps cells on the device, and this "
+                                         "simulation has none"):
+        sim.run(5.0)

@@ -460,6 +460,9 @@ class Simulation:
         for ``gpu`` also the runner with the state on the devices. Returns
         ``(layout, run arrays)``."""
         self._check_stream(self._current_layout().mechs)
+        if self.backend == "gpu" and not self.cells:
+            raise ValueError("backend 'gpu' steps cells on the device, and this simulation "
+                             "has none (artificial cells only): use backend 'serial'")
         gpu = self._gpu_options() if self.backend == "gpu" else None
         lay = self._prepare()
         km, dt, celsius = self._km, self.dt, self.celsius
