@@ -14,7 +14,8 @@ from the artificial cells to the synapses and to each other (artstim -> artlif, 
 -> artlif, artlif -> artstim to restart it, NetStim -> artstim with a negative weight to
 stop it), delays 0 to 2 ms; ``NetCon.record`` on every artificial cell. Acceptance:
 identical spike times, and max |ΔV| = 0 (one event out of order or one draw out of
-NEURON's order changes every spike after it).
+NEURON's order changes every spike after it). Also: VecStims with delays onto the soma,
+and a network of artificial cells without any section (``Simulation([])``).
 """
 from __future__ import annotations
 
@@ -214,3 +215,56 @@ def test_vecstim_with_a_delay_matches_neuron(compiled):
     assert ref["spikes"][0][1] != 5.2 + 1.3
     dv = float(np.max(np.abs(np.array(ref["v"]) - res[kv])))
     assert np.ptp(ref["v"]) > 1.0 and dv == 0.0, f"max |dV| = {dv} mV"
+
+
+_NEURON_NO_CELLS = r"""
+import json, sys
+from neuron import h
+h.nrn_load_dll(sys.argv[1])
+spec = json.loads(sys.argv[2])
+cells = []
+for kind, params in spec["cells"]:
+    a = getattr(h, kind)()
+    for k, x in params.items():
+        setattr(a, k, x)
+    cells.append(a)
+ncs = [h.NetCon(cells[s], cells[t]) for s, t, _, _ in spec["netcons"]]
+for nc, (_, _, w, d) in zip(ncs, spec["netcons"]):
+    nc.weight[0], nc.delay = w, d
+recs = []
+for a in cells:
+    vec = h.Vector()
+    nc = h.NetCon(a, None)
+    nc.record(vec)
+    recs.append((nc, vec))
+h.dt = 0.025
+h.finitialize(-65)
+while h.t < spec["tstop"] - h.dt / 2:
+    h.fadvance()
+print(json.dumps([list(vec) for _, vec in recs]))
+"""
+
+
+def test_artificial_cells_without_any_section_match_neuron(compiled):
+    """A network of artificial cells only (no section in NEURON, ``Simulation([])``):
+    two drawing trains into two integrate-and-fire cells that excite each other."""
+    import hinesbatch as hb
+
+    cells = [("artstim", {"start": 0.5, "mean": 1.5, "number": 30, "jitter": 0.8}),
+             ("artstim", {"start": 3.0, "mean": 2.0, "number": 20, "jitter": 0.3}),
+             ("artlif", {"tau": 3.0, "refrac": 1.0}), ("artlif", {"tau": 6.0})]
+    netcons = [(0, 2, 0.55, 0.3), (1, 2, 0.4, 0.0), (1, 3, 0.35, 1.2), (2, 3, 0.5, 0.5),
+               (3, 2, 0.3, 0.7), (3, 0, -1.0, 2.0)]
+    spec = json.dumps({"cells": cells, "netcons": netcons, "tstop": 50.0})
+    proc = subprocess.run([sys.executable, "-c", _NEURON_NO_CELLS, compiled, spec],
+                          capture_output=True, text=True, check=True, env=dict(os.environ))
+    ref = json.loads(proc.stdout.strip().splitlines()[-1])
+    sim = hb.Simulation([])
+    made = [sim.artificial_cell(kind, **params) for kind, params in cells]
+    for s, t, w, d in netcons:
+        sim.connect(made[s], made[t], weight=w, delay=d)
+    keys = [sim.record_spikes(a) for a in made]
+    res = sim.run(50.0)
+    for k, (r, key) in enumerate(zip(ref, keys)):
+        assert len(r) >= 2, f"artificial cell {k} should spike"
+        np.testing.assert_array_equal(res.spikes[key], np.array(r), err_msg=f"cell {k}")
