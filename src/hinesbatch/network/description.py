@@ -249,9 +249,17 @@ class Network:
 
     def artificial_cell(self, kind: str, **params) -> int:
         """Add an instance of the translated ARTIFICIAL_CELL ``kind`` (``hb.load_mechanisms``
-        registers it; on every rank) with its PARAMETERs ``params``; returns its gid. It
-        is a source of connections where its NET_RECEIVE calls ``net_event``, and a
-        target where it has a NET_RECEIVE (``Simulation.artificial_cell``)."""
+        registers it, on every rank) with ``params``, its PARAMETERs and ASSIGNED
+        variables by NEURON's names; returns its gid. It is a source of connections where
+        its NET_RECEIVE calls ``net_event``, and a target where it has a NET_RECEIVE
+        (``Simulation.artificial_cell``).
+
+        Raises
+        ------
+        ValueError
+            ``kind`` is not a registered ARTIFICIAL_CELL, or a name is unknown or a value
+            not finite.
+        """
         from ..engine.artificial import artificial_mechanism, check_params
 
         mech = artificial_mechanism(kind)
