@@ -234,6 +234,9 @@ def test_connections_of_artificial_cells_are_checked(loaded, tmp_path):
             sim.connect(sim.net_stim(), stranger)
         assert isinstance(quiet, ArtificialCell) and quiet.name == "silent[0]"
         sim.connect(sim.net_stim(number=1, start=1.0), quiet, weight=2.0)   # a target
+        with pytest.raises(ValueError, match=r"silent\[0\] is an artificial cell: its "
+                                             "variables are not recorded"):
+            sim.record("x", target=quiet)
         sim.run(3.0)
     finally:
         for n in names:

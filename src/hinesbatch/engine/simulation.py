@@ -325,6 +325,10 @@ class Simulation:
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ValueError(f"every must be a positive integer, got {every!r}")
         suffix = "" if every == 1 else f"|every={every}"
+        if isinstance(target, ArtificialCell):
+            raise ValueError(f"{target.name} is an artificial cell: its variables are not "
+                             "recorded (its events run on the host, not in the steps); "
+                             "record its spikes with record_spikes")
         if target is not None:
             mech = _mechanisms.get(target.kind)
             if variable not in mech.field_names:
