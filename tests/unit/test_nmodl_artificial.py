@@ -158,7 +158,7 @@ def test_artificial_cells_are_sources_and_targets(loaded):
 @pytest.mark.parametrize("backend", ["multicore", "gpu"])
 def test_every_backend_runs_the_same_events(loaded, backend, monkeypatch):
     """The events run on the host queue: multicore and the GPU engine (its host build)
-    give the serial engine's spikes and v, draws included."""
+    give the serial engine's spikes, v and artlif's recorded m, draws included."""
     if backend == "gpu":
         if shutil.which("g++") is None and shutil.which("c++") is None:
             pytest.skip("the host build of the GPU kernel needs g++")
@@ -177,7 +177,7 @@ def test_every_backend_runs_the_same_events(loaded, backend, monkeypatch):
         sim.connect(lif, syns[1], weight=0.006, delay=0.5)
         sim.connect((0, "soma[0](0.5)"), a, weight=-1.0, delay=2.0)   # a spike stops it
         keys = [sim.record_spikes(x) for x in (a, lif)]
-        kv = [sim.record("v", cell=k) for k in range(2)]
+        kv = [sim.record("v", cell=k) for k in range(2)] + [sim.record("m", target=lif)]
         res = sim.run(30.0)
         return [res.spikes[k] for k in keys], [res[k] for k in kv], sim.random_state
 
@@ -234,9 +234,12 @@ def test_connections_of_artificial_cells_are_checked(loaded, tmp_path):
             sim.connect(sim.net_stim(), stranger)
         assert isinstance(quiet, ArtificialCell) and quiet.name == "silent[0]"
         sim.connect(sim.net_stim(number=1, start=1.0), quiet, weight=2.0)   # a target
-        with pytest.raises(ValueError, match=r"silent\[0\] is an artificial cell: its "
-                                             "variables are not recorded"):
-            sim.record("x", target=quiet)
+        with pytest.raises(ValueError, match="silent has no variable 'y'; variables: "
+                                             "tau, x"):
+            sim.record("y", target=quiet)
+        with pytest.raises(ValueError, match=r"artstim\[0\] is not an artificial cell of "
+                                             "this simulation"):
+            sim.record("count", target=stranger)
         sim.run(3.0)
     finally:
         for n in names:
@@ -348,3 +351,33 @@ def test_the_gpu_backend_refuses_a_simulation_without_cells(loaded):
     with pytest.raises(ValueError, match="backend 'gpu' steps cells on the device, and this "
                                          "simulation has none"):
         sim.run(5.0)
+
+
+def test_a_variables_history_is_sampled_as_neuron_records():
+    """NEURON records at the end of a step, before the events due by then: the sample at
+    t_{n+1} holds the events with te <= t_n + dt/2. dt 0.5: grid 0, 0.5, 1, 1.5, 2."""
+    from hinesbatch.engine.artificial import sampled
+
+    tgrid = np.array([0.0, 0.5, 1.0, 1.5, 2.0])
+    te = [-np.inf, 0.0, 0.25, 0.5, 1.25]       # INITIAL, then four events
+    values = [1.0, 2.0, 3.0, 4.0, 5.0]
+    # t0: te <= 0; t1: te <= 0.25; t2: te <= 0.75; t3: te <= 1.25; t4: te <= 1.75
+    assert sampled(te, values, tgrid, 0.5).tolist() == [2.0, 3.0, 4.0, 5.0, 5.0]
+    assert sampled(te, values, tgrid, 0.5, every=2).tolist() == [2.0, 4.0, 5.0]
+    assert sampled([-np.inf], [7.0], tgrid, 0.5).tolist() == [7.0] * 5
+
+
+def test_an_artificial_cells_variable_is_recorded(loaded):
+    """artlif's m: 0.4 after the event at 2.5 ms (delay 0.5 from 2.0), shown from the
+    sample at t_{n+1} with t_n + dt/2 >= 2.5, and decayed-then-summed after the next."""
+    sim = hb.Simulation([])
+    a = sim.artificial_cell("artstim", start=2.0, mean=1.0, number=2)
+    lif = sim.artificial_cell("artlif", tau=5.0)
+    sim.connect(a, lif, weight=0.4, delay=0.5)
+    key = sim.record("m", target=lif)
+    res = sim.run(5.0)
+    assert key == "m@artlif[0]" and res.units[key] == "1"
+    m, t = res[key], res.time(key)
+    first = int(np.argmax(m > 0))
+    assert m[first] == 0.4 and t[first - 1] + 0.0125 >= 2.5 > t[first - 2] + 0.0125
+    assert m[-1] == 0.4 * np.exp(-(3.5 - 2.5) / 5.0) + 0.4 < 1.0

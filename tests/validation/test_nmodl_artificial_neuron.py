@@ -12,8 +12,9 @@ Protocol (dt 0.025 ms, 60 ms, celsius 6.3, v_init -65 mV): one soma (L = diam = 
 hh) with two ExpSyns; two artstims (one with draws), one artlif, one NetStim; NetCons
 from the artificial cells to the synapses and to each other (artstim -> artlif, NetStim
 -> artlif, artlif -> artstim to restart it, NetStim -> artstim with a negative weight to
-stop it), delays 0 to 2 ms; ``NetCon.record`` on every artificial cell. Acceptance:
-identical spike times, and max |ΔV| = 0 (one event out of order or one draw out of
+stop it), delays 0 to 2 ms; ``NetCon.record`` on every artificial cell, and
+``Vector.record`` of artlif's ``m`` and the artstims' ``count``. Acceptance:
+identical spike times and recorded variables, and max |ΔV| = 0 (one event out of order or one draw out of
 NEURON's order changes every spike after it). Also: VecStims with delays onto the soma,
 and a network of artificial cells without any section (``Simulation([])``).
 """
@@ -80,12 +81,18 @@ for a in cells:
     nc.record(vec)
     recs.append((nc, vec))
 v = h.Vector().record(soma(0.5)._ref_v)
+variables = [h.Vector().record(getattr(cells[k], f"_ref_{name}"))
+             for k, name in spec["variables"]]
 h.dt, h.celsius = 0.025, 6.3
 h.finitialize(-65)
 while h.t < spec["tstop"] - h.dt / 2:
     h.fadvance()
-print(json.dumps({"v": list(v), "spikes": [list(vec) for _, vec in recs]}))
+print(json.dumps({"v": list(v), "spikes": [list(vec) for _, vec in recs],
+                  "variables": [list(vec) for vec in variables]}))
 """
+
+#: variables of artificial cells recorded (cell, name): artlif's m, artstim's count
+VARIABLES = [(2, "m"), (0, "count"), (1, "count")]
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +114,7 @@ def compiled(tmp_path_factory):
 
 def _neuron(lib) -> dict:
     spec = json.dumps({"cells": CELLS, "netstim": NETSTIM, "netcons": NETCONS,
-                       "tstop": TSTOP})
+                       "tstop": TSTOP, "variables": VARIABLES})
     proc = subprocess.run([sys.executable, "-c", _NEURON, lib, spec], capture_output=True,
                           text=True, check=True, env=dict(os.environ))
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -132,8 +139,10 @@ def _hinesbatch(backend: str) -> dict:
         sim.connect(obj(s), obj(t), weight=w, delay=d)
     keys = [sim.record_spikes(a) for a in cells]
     kv = sim.record("v")
+    kvars = [sim.record(name, target=cells[k]) for k, name in VARIABLES]
     res = sim.run(TSTOP)
-    return {"v": res[kv], "spikes": [res.spikes[k] for k in keys]}
+    return {"v": res[kv], "spikes": [res.spikes[k] for k in keys],
+            "variables": [res[k] for k in kvars]}
 
 
 @pytest.mark.parametrize("backend", ["serial", "multicore"])
@@ -149,6 +158,10 @@ def test_artificial_cells_match_neuron(compiled, backend):
     assert np.ptp(v_ref) > 1.0, "the synapses should move v"
     dv = float(np.max(np.abs(v_ref - v_got)))
     assert dv == 0.0, f"max |dV| = {dv} mV"
+    # the artificial cells' variables, sampled as NEURON's Vector.record samples them
+    for (k, name), r, g in zip(VARIABLES, ref["variables"], got["variables"]):
+        assert len(set(r)) >= 3, f"{name} of cell {k} should change"
+        np.testing.assert_array_equal(g, np.array(r), err_msg=f"{name} of cell {k}")
 
 
 #: VecStims (times, delay) onto the ExpSyn of an hh soma (weight, NetCon delay); times

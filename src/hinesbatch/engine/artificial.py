@@ -23,6 +23,14 @@ NEURON's order
     INITIAL blocks run by mechanism type order (:attr:`Mechanism.order`, the order
     nrnivmodl registers the files in) interleaved with the mechanisms on cells, instances in
     creation order; so do the random draws they make and the self-events they queue.
+
+Recording a variable (NEURON's ``Vector.record(art._ref_m)``)
+    Its value changes only at events, so the engine keeps the value after INITIAL and
+    after each event (with the event's time ``te``) and samples that history afterwards
+    with NEURON's rule (:func:`sampled`): the sample at ``t_0`` holds the events with
+    ``te <= 0``; the one at ``t_{n+1}`` those with ``te <= t_n + dt/2``, delivered at the
+    start of step ``n`` or before (NEURON records at the end of a step before it delivers
+    the events due by then).
 """
 from __future__ import annotations
 
@@ -36,7 +44,7 @@ from .. import mechanisms as _mechanisms
 from ..mechanisms.codegen import MechanismCode, count_net_sends, hoc_exp_source
 from ..mechanisms.scoprand import numba_source as scoprand_source
 
-__all__ = ["ArtificialCell", "ArtificialCells", "ArtificialModule"]
+__all__ = ["ArtificialCell", "ArtificialCells", "ArtificialModule", "sampled"]
 
 
 @dataclass(eq=False)
@@ -204,6 +212,33 @@ class ArtificialCells:
         """The MechanismCode of each mechanism with instances (empty before
         :meth:`build`)."""
         return self.module.codes if self.module is not None else []
+
+
+def sampled(te, values, tgrid, dt: float, every: int = 1) -> np.ndarray:
+    """A variable's samples from its history (module docstring).
+
+    Parameters
+    ----------
+    te : (k,) float64
+        Times [ms] of the changes, non-decreasing; the first is ``-inf`` (the value after
+        INITIAL).
+    values : (k,) float64
+        The value after each change.
+    tgrid : (N + 1,) float64
+        The run's accumulated times [ms].
+    dt : float
+        [ms].
+    every : int
+        Sample every ``every`` steps (t = 0 included).
+
+    Returns
+    -------
+    (N // every + 1,) float64
+    """
+    steps = np.arange(0, tgrid.size, every)
+    limits = np.where(steps == 0, 0.0, tgrid[np.maximum(steps - 1, 0)] + 0.5 * dt)
+    last = np.searchsorted(np.asarray(te), limits, side="right") - 1
+    return np.asarray(values, dtype=np.float64)[last]
 
 
 def is_spike_source(mech) -> bool:

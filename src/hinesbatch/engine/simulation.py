@@ -26,7 +26,7 @@ from ..network import (
     prime_generators,
 )
 from ..sim.errors import NonFiniteStateError, RandomStreamError
-from .artificial import ArtificialCell, ArtificialCells, is_spike_source
+from .artificial import ArtificialCell, ArtificialCells, is_spike_source, sampled
 from .events import SPIKE_OFFSET, EventQueue, NetCon, SpikeSource
 from .kernels import CHUNK_NODES, COMMON_ARRAYS, chunk_order, chunks, kernel_module
 from .layout import Layout
@@ -326,9 +326,7 @@ class Simulation:
             raise ValueError(f"every must be a positive integer, got {every!r}")
         suffix = "" if every == 1 else f"|every={every}"
         if isinstance(target, ArtificialCell):
-            raise ValueError(f"{target.name} is an artificial cell: its variables are not "
-                             "recorded (its events run on the host, not in the steps); "
-                             "record its spikes with record_spikes")
+            return self._record_artificial(variable, target, every, suffix)
         if target is not None:
             mech = _mechanisms.get(target.kind)
             if variable not in mech.field_names:
@@ -345,6 +343,20 @@ class Simulation:
         unit = "mV" if mech is None else _mechanisms.get(mech).unit(field)
         key = f"{variable}@{gid}:{format_location(sec, x)}{suffix}"
         self._recordings[key] = ("range", (gid, sec, x), (mech, field), every, unit)
+        return key
+
+    def _record_artificial(self, variable: str, cell: ArtificialCell, every: int,
+                           suffix: str) -> str:
+        """Record ``variable`` of the artificial cell ``cell``: key
+        ``"m@artlif[0]"`` (sampled from its history, :func:`.artificial.sampled`)."""
+        if not any(c is cell for c in self._artificial.cells):
+            raise ValueError(f"{cell.name} is not an artificial cell of this simulation")
+        mech = _mechanisms.get(cell.kind)
+        if variable not in mech.field_names:
+            raise ValueError(f"{cell.kind} has no variable {variable!r}; variables: "
+                             f"{', '.join(mech.field_names)}")
+        key = f"{variable}@{cell.name}{suffix}"
+        self._recordings[key] = ("art", cell, variable, every, mech.unit(variable))
         return key
 
     def record_spikes(self, source: SpikeSource) -> str:
@@ -413,6 +425,8 @@ class Simulation:
         mech_pos = {m.name: k for k, m in enumerate(lay.mechs)}
         rows = []
         for key, (what, where, var, every, unit) in self._recordings.items():
+            if what == "art":       # sampled from its history on the host (_results)
+                continue
             if what == "pp":
                 m, j = lay.pp_index[id(where)]
                 rows.append((key, mech_pos[m], _mechanisms.get(m).field_names.index(var), j,
@@ -544,6 +558,7 @@ class Simulation:
         self._receive_table = self._receiving()[0]
         self._receiver.initialize_weights(self._receive_table, self._target_instance)
         self._receiver.initial_sends(self._queue, sends)
+        self._start_histories()
         self._deliver(INIT_LIMIT)
         model = self._model_args(lay, tables)
         km.assemble_all(len(lay.cells), 0.0, dt, celsius, *model)
@@ -740,6 +755,23 @@ class Simulation:
         else:
             m, j = self._instance_of(self._event_target(event))
         self._receiver.receive(event, m, j, self._receive_table, self._queue)
+        for field, te, values in self._histories.get((m, j), ()):
+            te.append(event.te)
+            values.append(float(self._artificial.data[m][field, j]))
+
+    def _start_histories(self) -> None:
+        """The recorded artificial cells' values after initialization (before the events
+        due at t = 0), each history keyed by its recording."""
+        self._histories: dict = {}       # (mechanism, instance) -> [(field, te, values)]
+        self._history_of: dict = {}      # recording key -> (te, values)
+        for key, (what, cell, var, _, _) in self._recordings.items():
+            if what != "art":
+                continue
+            m, j = self._artificial.instance(cell)
+            field = _mechanisms.get(m).field_names.index(var)
+            te, values = [-math.inf], [float(self._artificial.data[m][field, j])]
+            self._histories.setdefault((m, j), []).append((field, te, values))
+            self._history_of[key] = (te, values)
 
     def _host_event(self, event) -> bool:
         """Run ``event`` now, on the host, where it is for an artificial cell (whose
@@ -777,6 +809,12 @@ class Simulation:
         row_of = {row[0]: r for r, row in enumerate(rows)}
         traces, times, units = {}, {}, {}
         for key in self._recordings:  # in the order of the record() calls
+            if key in self._history_of:
+                every = self._recordings[key][3]
+                traces[key] = sampled(*self._history_of[key], tgrid, self.dt, every)
+                times[key] = tgrid[::every].copy()
+                units[key] = self._recordings[key][4]
+                continue
             r = row_of[key]
             every, unit = rows[r][4], rows[r][5]
             k = n_steps // every + 1
