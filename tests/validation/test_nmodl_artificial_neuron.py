@@ -6,7 +6,9 @@ whose gaps are stretched by ``exprand`` draws (in a FUNCTION that INITIAL's self
 and NET_RECEIVE reach), restarted and stopped by NetCon events of positive and negative
 weight; ``artlif.mod``, a leaky integrate-and-fire cell fed by NetCon events, with a
 refractory period ended by a self-event; ``vecdelay.mod``, NEURON's vecevent.mod with
-``RANGE delay`` added to every time (the built-in VecStim with a delay stands for it).
+``RANGE delay`` added to every time (the built-in VecStim with a delay stands for it);
+``noisyg.mod``, a leak drawing its conductance every step (the stream shared with the
+artificial cells' draws).
 
 Protocol (dt 0.025 ms, 60 ms, celsius 6.3, v_init -65 mV): one soma (L = diam = 10 µm,
 hh) with two ExpSyns; two artstims (one with draws), one artlif, one NetStim; NetCons
@@ -35,7 +37,7 @@ pytestmark = [pytest.mark.neuron,
               pytest.mark.filterwarnings("ignore::UserWarning")]
 
 DATA = Path(__file__).parents[1] / "data" / "nmodl"
-FILES = ("artstim.mod", "artlif.mod", "vecdelay.mod")
+FILES = ("artstim.mod", "artlif.mod", "vecdelay.mod", "noisyg.mod")
 
 #: artificial cells (kind, parameters) in creation order
 CELLS = [("artstim", {"start": 1.0, "mean": 3.0, "number": 20, "jitter": 0.6}),
@@ -57,6 +59,8 @@ spec = json.loads(sys.argv[2])
 soma = h.Section(name="soma")
 soma.L = soma.diam = 10
 soma.insert("hh")
+for name in spec.get("insert", []):
+    soma.insert(name)
 cells = []
 for kind, params in spec["cells"]:
     a = getattr(h, kind)()
@@ -112,19 +116,21 @@ def compiled(tmp_path_factory):
         mechanisms.unregister(n)
 
 
-def _neuron(lib) -> dict:
+def _neuron(lib, insert=()) -> dict:
     spec = json.dumps({"cells": CELLS, "netstim": NETSTIM, "netcons": NETCONS,
-                       "tstop": TSTOP, "variables": VARIABLES})
+                       "tstop": TSTOP, "variables": VARIABLES, "insert": list(insert)})
     proc = subprocess.run([sys.executable, "-c", _NEURON, lib, spec], capture_output=True,
                           text=True, check=True, env=dict(os.environ))
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _hinesbatch(backend: str) -> dict:
+def _hinesbatch(backend: str, insert=()) -> dict:
     import hinesbatch as hb
     from hinesbatch.model.sections import SectionCell
 
     cell = SectionCell(["soma[0]"], [-1], [10.0], [10.0]).insert("hh")
+    for name in insert:
+        cell.insert(name)
     syns = [cell.place("ExpSyn", "soma[0](0.5)") for _ in range(2)]
     sim = hb.Simulation([cell], backend=backend, dt=0.025, celsius=6.3, v_init=-65.0)
     cells = [sim.artificial_cell(kind, **params) for kind, params in CELLS]
@@ -162,6 +168,20 @@ def test_artificial_cells_match_neuron(compiled, backend):
     for (k, name), r, g in zip(VARIABLES, ref["variables"], got["variables"]):
         assert len(set(r)) >= 3, f"{name} of cell {k} should change"
         np.testing.assert_array_equal(g, np.array(r), err_msg=f"{name} of cell {k}")
+
+
+def test_draws_of_artificial_cells_and_of_a_channel_share_neurons_stream(compiled):
+    """noisyg (tests/data/nmodl: a leak drawing its conductance with normrand every step)
+    on the soma besides the network above: the artstim's exprand draws at its events and
+    the channel's draws in each step's state update come from one stream, in NEURON's
+    order (events due at a step's start before its update)."""
+    ref, got = _neuron(compiled, ["noisyg"]), _hinesbatch("auto", ["noisyg"])
+    for k, (r, g) in enumerate(zip(ref["spikes"], got["spikes"])):
+        np.testing.assert_array_equal(g, np.array(r), err_msg=f"spikes of cell {k}")
+    dv = float(np.max(np.abs(np.array(ref["v"]) - np.asarray(got["v"]))))
+    assert dv == 0.0, f"max |dV| = {dv} mV"
+    alone = _neuron(compiled)      # without the channel's draws the trains differ
+    assert alone["spikes"][0] != ref["spikes"][0]
 
 
 #: VecStims (times, delay) onto the ExpSyn of an hh soma (weight, NetCon delay); times
