@@ -139,3 +139,37 @@ def test_weight_vectors_fp64(translated, seed):
     assert worst <= FP64_MV and same, (worst, same)
     for x, y in zip(wa, wb):
         np.testing.assert_allclose(y, x, rtol=1e-12, atol=1e-12)
+
+
+def test_artificial_cells_fp64(translated):
+    """Artificial cells (tests/data/nmodl artstim, with exprand draws, and artlif) run on
+    the host queue beside the device's cells: an artstim onto cell 0's ExpSyn and into an
+    artlif, the artlif onto cell 1's, cell 0's spikes stopping the artstim. The CPU's
+    traces within 1e-6 mV and its spike times, the same draws taken."""
+    names = hb.load_mechanisms(DATA / "nmodl" / "artstim.mod")
+    names += hb.load_mechanisms(DATA / "nmodl" / "artlif.mod")
+
+    def run(backend):
+        cells = [hb.Cell(SWC / "ko20x-07.CNG.swc", nseg=1).insert("hh") for _ in range(2)]
+        syns = [c.place("ExpSyn", "soma[0](0.5)") for c in cells]
+        sim = hb.Simulation(cells, backend=backend)
+        a = sim.artificial_cell("artstim", start=0.5, mean=2.0, number=15, jitter=0.7)
+        lif = sim.artificial_cell("artlif", tau=3.0)
+        sim.connect(a, syns[0], weight=0.05, delay=0.0)
+        sim.connect(a, lif, weight=0.7, delay=1.0)
+        sim.connect(lif, syns[1], weight=0.05, delay=0.5)
+        sim.connect((0, "soma[0](0.5)"), a, weight=-1.0, delay=2.0)
+        spikes = [sim.record_spikes(x) for x in (a, lif, sim.spike_source(0),
+                                                 sim.spike_source(1))]
+        keys = [sim.record("v", cell=k) for k in range(2)]
+        return sim.run(30.0), keys, spikes, sim.random_state
+
+    try:
+        (a, keys, spikes, ra), (b, _, _, rb) = run("serial"), run("gpu")
+    finally:
+        for n in names:
+            mechanisms.unregister(n)
+    worst, same = compare(a, b, keys, spikes)
+    assert a.spikes[spikes[0]].size >= 3 and a.spikes[spikes[1]].size >= 1
+    assert worst <= FP64_MV and same, (worst, same)
+    assert ra == rb != 1

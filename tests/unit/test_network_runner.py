@@ -156,3 +156,20 @@ def test_the_epoch_engine_refuses_late_events_and_bad_epochs():
         sim.advance(100)
     with pytest.raises(RuntimeError, match="stopped at step 40 of 120"):
         sim.finish()
+
+
+def test_a_vecstim_delay_reaches_the_ranks():
+    """``Network.vec_stim(times, delay=)``: each rank's VecStim plays the times ``delay``
+    ms later, with NEURON's rounding (``VecStimGenerator``), and drives its target."""
+    from hinesbatch.network import VecStimGenerator
+
+    net = ringtest(RingtestParameters(nring=1, ncell=3, npt=2))
+    vec = net.vec_stim([0.762, 5.2, 7.3], delay=1.3)
+    assert net.generator(vec)[1]["delay"] == 1.3
+    net.connect(vec, 1, "ExpSyn[0]", weight=0.02, delay=1.0)
+    res = run_network(net, 20.0, comm=SerialCommunicator())
+    want = VecStimGenerator([0.762, 5.2, 7.3], delay=1.3).spike_times(20.0)
+    assert res.spikes[f"spikes@{vec}"].tolist() == want.tolist() == \
+        [2.0620000000000003, 6.500000000000001, 8.600000000000001]
+    with pytest.raises(ValueError, match="VecStim delay = -1.0 ms is negative"):
+        net.vec_stim([1.0], delay=-1.0)

@@ -200,6 +200,27 @@ def test_vecstim_validation(times, message):
         VecStimGenerator(times)
 
 
+def test_vecstim_delay_follows_nocmodls_rounding():  # NEURON 9.0.2, vecevent.mod + delay
+    """``net_send(delay + etime - t, 1)`` queues at ``((t + delay) + e) - t``: NEURON
+    records 2.0620000000000003, 6.500000000000001, 8.600000000000001 for times 0.762, 5.2,
+    7.3 and delay 1.3 (not 6.5, 8.6: ``e + delay``)."""
+    got = VecStimGenerator([0.762, 5.2, 7.3], delay=1.3).spike_times(100.0).tolist()
+    assert got == [2.0620000000000003, 6.500000000000001, 8.600000000000001]
+    # delay 0 gives the times of vecevent.mod without a delay
+    assert VecStimGenerator([0.762, 5.2], delay=0.0).spike_times(10.0).tolist() == \
+        VecStimGenerator([0.762, 5.2]).spike_times(10.0).tolist()
+
+
+@pytest.mark.parametrize("delay, error, message", [
+    (-0.1, ValueError, "delay = -0.1 ms is negative"),
+    (math.nan, ValueError, "VecStim delay"),
+    ("1", TypeError, "VecStim delay"),
+])
+def test_vecstim_delay_validation(delay, error, message):
+    with pytest.raises(error, match=message):
+        VecStimGenerator([1.0], delay=delay)
+
+
 def test_vecstim_copies_its_input():
     times = np.array([1.0, 2.0])
     vs = VecStimGenerator(times)

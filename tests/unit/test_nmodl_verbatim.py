@@ -279,11 +279,33 @@ def test_neurons_vecstim_stands_for_the_builtin(text):
     assert "the built-in VecStim is used" in tr.notices[0]
 
 
+def with_delay(text: str, default: str = "0", send: str = "delay + etime - t") -> str:
+    """vecevent.mod with ``RANGE delay``, ``PARAMETER { delay = default }`` and every
+    ``net_send(etime - t, 1)`` made ``net_send(send, 1)``."""
+    return (text.replace("ARTIFICIAL_CELL VecStim", "ARTIFICIAL_CELL VecStim\n\tRANGE delay")
+            .replace("ASSIGNED {", f"PARAMETER {{\n\tdelay = {default} (ms)\n}}\n\nASSIGNED {{")
+            .replace("net_send(etime - t, 1)", f"net_send({send}, 1)"))
+
+
+def test_neurons_vecstim_with_a_delay_stands_for_the_builtin_with_a_delay():
+    tr = translate_text(with_delay(vecevent()), "vs.mod")
+    assert tr.builtin == "VecStim" and tr.mechanism is BUILTINS["VecStim"]
+    assert "with a delay per instance" in tr.notices[0]
+
+
 VARIANTS = [
-    ("delay", lambda s: s.replace("ARTIFICIAL_CELL VecStim", "ARTIFICIAL_CELL VecStim\n"
-                                  "\tRANGE delay : <-- here").replace(
-        "net_send(etime - t, 1)", "net_send(delay + etime - t, 1)"),
-     "its NEURON block declares RANGE delay"),
+    ("delay without a PARAMETER", lambda s: s.replace(
+        "ARTIFICIAL_CELL VecStim", "ARTIFICIAL_CELL VecStim\n\tRANGE delay").replace(
+        "net_send(etime - t, 1)", "net_send(delay + etime - t, 1)").replace(
+        "ARTIFICIAL_CELL VecStim", "ARTIFICIAL_CELL VecStim : <-- here"),
+     "0 PARAMETER blocks"),
+    ("delay of 2 ms by default", lambda s: with_delay(s, "2").replace(
+        "delay = 2 (ms)", "delay = 2 (ms) : <-- here"), "its delay is 2 ms by default"),
+    ("delay added last", lambda s: with_delay(s, send="etime - t + delay").replace(
+        "INITIAL {", "INITIAL { : <-- here"), "its INITIAL block is not vecevent.mod's"),
+    ("delay without RANGE delay", lambda s: s.replace(
+        "net_send(etime - t, 1)", "net_send(delay + etime - t, 1)").replace(
+        "INITIAL {", "INITIAL { : <-- here"), "its INITIAL block is not vecevent.mod's"),
     ("late times skipped", lambda s: s.replace(
         "INITIAL {\n\tindex = 0\n\telement()\n\tif (index > 0) {",
         "INITIAL { : <-- here\n\tindex = 0\n\telement()\n\tif (index > 0 && etime >= t) {"),

@@ -11,18 +11,34 @@ child process (:func:`run_neuron`) given the model as JSON. A model::
                                                             # [point, weight, delay];
                                                             # weight: a number or a
                                                             # weight vector (a list)
-     "vecstim": [[0.5, 4.25], [[0, 0.01, 1.0]]],           # times, [point, weight,
-                                                            # delay]: NEURON's VecStim
+     "vecstim": [[0.5, 4.25], [[0, 0.01, 1.0]], 0.0],      # times, [point, weight,
+                                                            # delay], the VecStim's delay
+                                                            # (optional): NEURON's VecStim
                                                             # (from a compiled
                                                             # vecevent.mod), hinesbatch's
                                                             # built-in
+     "artificial": [["NetStimm", {"start": 5}]],            # artificial cells (NMODL
+                                                            # ARTIFICIAL_CELL): kind,
+                                                            # parameters
+     "artificial_netcons": [["a0", "p0", 0.005, 1.0],       # NetCons source -> target:
+                            ["ns", "a0", 1.0, 0.5]],        # "a<k>" artificial cell k,
+                                                            # "ns" the netstim, "p<k>"
+                                                            # point k; weight, delay
      "record": [["soma[0]", 0.5]],          # or [sec, x, "n_kdr"]: a RANGE variable
      "tstop": 30.0, "dt": 0.025, "celsius": 6.3,
      "v_init": -65.0, "tables": True}       # False: usetable_<name> = 0 for every
                                             # mechanism, Simulation(tables=False)
 
-Run as a script, it compares every translated density mechanism and synapse of a folder
-(``python tests/validation/nmodl_compare.py DIR``): one line per file with max |ΔV|.
+Run as a script, it compares every translated density mechanism, synapse and artificial
+cell of a folder, and each copy of NEURON's VecStim (vecevent.mod, with or without a
+delay) that stands for the built-in (``python tests/validation/nmodl_compare.py DIR``): one
+line per file with max |ΔV|, and for artificial cells and VecStims whether their spike
+times (``NetCon.record``) are identical to NEURON's.
+
+The protocol of an artificial cell (:func:`standard_model`): one instance with the
+file's parameters, driven by a NetStim (its NetCon events, flag 0) and driving an ExpSyn
+on the hh soma, 150 ms (artificial cells' defaults often start at 50 ms). A VecStim plays
+times that round when added, with a delay of 1.3 ms where the file has one.
 
 Files that draw NEURON's random numbers (``normrand``, ``exprand``, ...) compare as the
 others: each NEURON run is a fresh process and each hinesbatch run a fresh
@@ -84,15 +100,40 @@ if spec.get("netstim"):
             nc.weight[i] = x
         nc.delay = d
         keep.append(nc)
+sources = []
 if spec.get("vecstim"):
-    times, targets = spec["vecstim"]
+    times, targets, *delay = spec["vecstim"]
     vs, tvec = h.VecStim(), h.Vector(times)
     vs.play(tvec)
+    if delay and delay[0]:
+        vs.delay = delay[0]
     keep += [vs, tvec]
+    sources.append(vs)
     for k, w, d in targets:
         nc = h.NetCon(vs, points[k])
         nc.weight[0], nc.delay = w, d
         keep.append(nc)
+cells = []
+for kind, params in spec.get("artificial") or []:
+    a = getattr(h, kind)()
+    for k, x in params.items():
+        setattr(a, k, x)
+    cells.append(a)
+    sources.append(a)
+def _obj(name):
+    return ns if name == "ns" else cells[int(name[1:])] if name[0] == "a" \
+        else points[int(name[1:])]
+for src, tgt, w, d in spec.get("artificial_netcons") or []:
+    nc = h.NetCon(_obj(src), _obj(tgt))
+    nc.weight[0], nc.delay = w, d
+    keep.append(nc)
+spike_vecs = []
+for src in sources:
+    vec = h.Vector()
+    nc = h.NetCon(src, None)
+    nc.record(vec)
+    keep.append(nc)
+    spike_vecs.append(vec)
 if not spec["tables"]:
     for name in [m[0] for m in spec["insert"] + spec["point"]] + ["hh"]:
         if hasattr(h, f"usetable_{name}"):
@@ -107,6 +148,8 @@ h.steps_per_ms = 1.0 / spec["dt"]
 h.finitialize(spec["v_init"])
 h.continuerun(spec["tstop"])
 np.save(spec["out"], np.array([np.array(v) for v in vecs]))
+with open(spec["out"] + ".spikes.json", "w") as f:
+    json.dump([list(v) for v in spike_vecs], f)
 """
 
 
@@ -215,15 +258,17 @@ def run_batch(models: list, lib, swc, *, tstop=30.0, dt=0.025, celsius=6.3,
 
 def _defaults(model: dict) -> dict:
     out = {"nseg": 1, "d_lambda": None, "insert": [], "point": [], "iclamp": None,
-           "netstim": None, "vecstim": None, "record": [["soma[0]", 0.5]], "tstop": 30.0, "dt": 0.025,
+           "netstim": None, "vecstim": None, "artificial": [], "artificial_netcons": [],
+           "record": [["soma[0]", 0.5]], "tstop": 30.0, "dt": 0.025,
            "celsius": 6.3, "v_init": -65.0, "tables": True}
     out.update(model)
     return out
 
 
-def run_neuron(model: dict, lib: str | None) -> np.ndarray:
+def run_neuron(model: dict, lib: str | None, *, spikes: bool = False):
     """NEURON's traces of ``model``'s records (voltages [mV] or RANGE variables),
-    records × steps + 1."""
+    records × steps + 1; with ``spikes``, also the spike times [ms] of the VecStim and
+    the artificial cells, in that order (a list of lists)."""
     spec = _defaults(model)
     with tempfile.TemporaryDirectory() as tmp:
         spec.update(lib=lib, out=os.path.join(tmp, "v.npy"), swc=str(spec["swc"]))
@@ -232,11 +277,16 @@ def run_neuron(model: dict, lib: str | None) -> np.ndarray:
                               capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise RuntimeError(f"NEURON run failed:\n{proc.stderr[-3000:]}")
-        return np.load(spec["out"])
+        traces = np.load(spec["out"])
+        if not spikes:
+            return traces
+        with open(spec["out"] + ".spikes.json") as f:
+            return traces, json.load(f)
 
 
-def run_hinesbatch(model: dict) -> np.ndarray:
-    """hinesbatch's traces of ``model``'s records (mechanisms must be loaded)."""
+def run_hinesbatch(model: dict, *, spikes: bool = False):
+    """hinesbatch's traces of ``model``'s records (mechanisms must be loaded); with
+    ``spikes``, also the spike times as :func:`run_neuron` gives them."""
     import hinesbatch as hb
 
     spec = _defaults(model)
@@ -251,20 +301,35 @@ def run_hinesbatch(model: dict) -> np.ndarray:
         cell.place("IClamp", "soma[0](0.5)", delay=delay, dur=dur, amp=amp)
     sim = hb.Simulation(cell, dt=spec["dt"], celsius=spec["celsius"], v_init=spec["v_init"],
                         tables=spec["tables"])
+    ns, sources = None, []
     if spec["netstim"]:
         start, interval, number, targets = spec["netstim"]
         ns = sim.net_stim(start=start, interval=interval, number=number)
         for k, w, d in targets:
             sim.connect(ns, points[k], weight=w, delay=d)
     if spec["vecstim"]:
-        times, targets = spec["vecstim"]
-        vs = sim.vec_stim(times)
+        times, targets, *delay = spec["vecstim"]
+        vs = sim.vec_stim(times, delay=delay[0] if delay else 0.0)
+        sources.append(vs)
         for k, w, d in targets:
             sim.connect(vs, points[k], weight=w, delay=d)
+    cells = [sim.artificial_cell(kind, **params) for kind, params in spec["artificial"]]
+    sources += cells
+
+    def obj(name):
+        return ns if name == "ns" else cells[int(name[1:])] if name[0] == "a" \
+            else points[int(name[1:])]
+
+    for src, tgt, w, d in spec["artificial_netcons"]:
+        sim.connect(obj(src), obj(tgt), weight=w, delay=d)
+    spike_keys = [sim.record_spikes(s) for s in sources] if spikes else []
     keys = [sim.record(var[0] if var else "v", location=f"{sec}({x})")
             for sec, x, *var in spec["record"]]
     res = sim.run(spec["tstop"])
-    return np.array([res[k] for k in keys])
+    traces = np.array([res[k] for k in keys])
+    if not spikes:
+        return traces
+    return traces, [res.spikes[k].tolist() for k in spike_keys]
 
 
 #: Mechanisms NEURON 9.0.2 has built in besides hinesbatch's built-ins.
@@ -319,12 +384,13 @@ def compare(model: dict, lib: str | None) -> tuple[float, np.ndarray]:
     return float(np.max(np.abs(ref - got))), ref
 
 def renamed(path, name: str, new: str, out) -> Path:
-    """A copy of ``path`` at ``out`` whose SUFFIX or POINT_PROCESS ``name`` is ``new``."""
+    """A copy of ``path`` at ``out`` whose SUFFIX, POINT_PROCESS or ARTIFICIAL_CELL
+    ``name`` is ``new``."""
     import re
 
     text = Path(path).read_text(errors="replace")
-    text = re.sub(rf"\b(SUFFIX|POINT_PROCESS)(\s+){name}\b", rf"\g<1>\g<2>{new}", text,
-                  count=1)
+    text = re.sub(rf"\b(SUFFIX|POINT_PROCESS|ARTIFICIAL_CELL)(\s+){name}\b",
+                  rf"\g<1>\g<2>{new}", text, count=1)
     Path(out).write_text(text)
     return Path(out)
 
@@ -332,7 +398,16 @@ def renamed(path, name: str, new: str, out) -> Path:
 def standard_model(mech, swc) -> dict:
     """The standard protocol for one translated mechanism: a density mechanism with hh
     everywhere and a current clamp at the soma; a point process on the soma with hh (a
-    synapse driven by a NetStim)."""
+    synapse driven by a NetStim); an artificial cell (the file's parameters) driven by a
+    NetStim and driving an ExpSyn on the soma with hh (module docstring)."""
+    if mech.kind == "artificial":
+        nets = [["ns", "a0", 1.0, 0.5]] if mech.net_receive else []
+        if "net_event(" in mech.net_receive:
+            nets.append(["a0", "p0", 0.005, 1.0])
+        return {"swc": swc, "insert": [["hh", {}]],
+                "point": [["ExpSyn", "soma[0]", 0.5, {"tau": 2.0}]],
+                "netstim": [2.0, 5.0, 4, []], "artificial": [[mech.name, {}]],
+                "artificial_netcons": nets, "tstop": 150.0}
     if mech.kind == "density":
         return {"swc": swc, "insert": [["hh", {}], [mech.name, {}]],
                 "iclamp": [1.0, 20.0, 0.3], "tstop": 30.0}
@@ -357,6 +432,8 @@ def _compare_one(hb, path, name, lib, swc):
             warnings.simplefilter("ignore")
             hb.load_mechanisms(path)
         model = standard_model(hb.mechanisms.get(name), swc)
+        if hb.mechanisms.get(name).kind == "artificial":
+            return (path, name, *_compare_spikes(model, lib))
         ref = run_neuron(model, lib)
         try:
             got = run_hinesbatch(model)
@@ -373,6 +450,38 @@ def _compare_one(hb, path, name, lib, swc):
         hb.mechanisms.unregister(name)
 
 
+#: The VecStim protocol: times whose sums with the delay round, onto an ExpSyn on the soma.
+VECSTIM_TIMES = [0.762, 5.2, 7.3, 7.3, 12.05, 30.1, 44.9]
+
+
+def _compare_spikes(model, lib) -> tuple:
+    """``(status, max |dV|)`` of a model whose sources' spike times are compared too."""
+    ref, ref_spikes = run_neuron(model, lib, spikes=True)
+    got, got_spikes = run_hinesbatch(model, spikes=True)
+    dv = float(np.max(np.abs(ref - got))) if ref.shape == got.shape else np.inf
+    n = sum(len(s) for s in ref_spikes)
+    same = ref_spikes == got_spikes
+    return (f"compared; spike times {'identical' if same else 'DIFFER'} ({n} spikes)", dv)
+
+
+def _compare_vecstim(path, tr, lib, swc):
+    """A copy of NEURON's VecStim, compiled, against the built-in VecStim (with the
+    file's delay where it has one)."""
+    if lib is None:
+        return (path, "VecStim", "nrnivmodl fails", None)
+    delay = 1.3 if "delay" in tr.builtin_params else 0.0
+    model = {"swc": swc, "insert": [["hh", {}]],
+             "point": [["ExpSyn", "soma[0]", 0.5, {"tau": 2.0}]],
+             "vecstim": [VECSTIM_TIMES, [[0, 0.005, 1.0]], delay], "tstop": 60.0}
+    try:
+        status, dv = _compare_spikes(model, lib)
+        return (path, "VecStim", f"the built-in VecStim{' with a delay' if delay else ''}, "
+                + status, dv)
+    except Exception as err:  # noqa: BLE001 - report and go on: this is a survey
+        return (path, "VecStim", f"error: {type(err).__name__}: {err}"[:300]
+                .replace("\n", " "), None)
+
+
 def _compare_batch(hb, items, libs, swc) -> dict:
     """The files of one library compared in one NEURON run and one hinesbatch run ({} when
     that fails: then each file runs alone)."""
@@ -381,7 +490,7 @@ def _compare_batch(hb, items, libs, swc) -> dict:
     lib = {libs[p] for p, _ in items}
     if len(lib) != 1 or None in lib:
         return {}
-    loaded, models = [], []
+    loaded, batched, models = [], [], []
     try:
         for path, name in items:
             hb.mechanisms.unregister(name)
@@ -389,10 +498,15 @@ def _compare_batch(hb, items, libs, swc) -> dict:
                 warnings.simplefilter("ignore")
                 hb.load_mechanisms(path)
             loaded.append((path, name))
+            if hb.mechanisms.get(name).kind == "artificial":
+                continue            # each alone (_compare_one), its spikes compared too
+            batched.append((path, name))
             models.append(standard_model(hb.mechanisms.get(name), swc))
+        if not models:
+            return {}
         ref, got = run_batch(models, lib.pop(), swc)
         return {path: (path, name, "compared", float(np.max(np.abs(r - g))))
-                for (path, name), r, g in zip(loaded, ref, got)}
+                for (path, name), r, g in zip(batched, ref, got)}
     except Exception:  # noqa: BLE001 - then each file runs alone, reporting its error
         return {}
     finally:
@@ -423,6 +537,7 @@ def main(argv=None) -> int:
     swc = args.swc if args.swc is not None else one_point_soma(work)
     rows = []
     folders: dict = {}
+    vecstims: list = []
     for path in sorted(root.rglob("*.mod")):
         if str(path) in skip:
             continue
@@ -431,8 +546,7 @@ def main(argv=None) -> int:
         except NmodlError:
             continue
         if tr.builtin is not None:
-            print(f"{path}: {tr.builtin}: NEURON's own file of the built-in {tr.builtin}, "
-                  "which hinesbatch uses (not compared)", flush=True)
+            vecstims.append((path, tr))
             continue
         mech = tr.mechanism
         if mech.name in hb.mechanisms.names() and hb.mechanisms.registered(mech.name) is None \
@@ -458,10 +572,21 @@ def main(argv=None) -> int:
             rows.append(r)
             print(f"{r[0]}: {r[1]}: {r[2]}"
                   + ("" if r[3] is None else f" max|dV| = {r[3]:.3g} mV"), flush=True)
+    for path, tr in vecstims:     # the built-in VecStim against each compiled copy
+        try:
+            lib = compile_mods([path])
+        except RuntimeError:
+            lib = None
+        r = _compare_vecstim(path, tr, lib, swc)
+        rows.append(r)
+        print(f"{r[0]}: {r[1]}: {r[2]}" + ("" if r[3] is None else f" max|dV| = {r[3]:.3g} mV"),
+              flush=True)
     dvs = [r[3] for r in rows if r[3] is not None]
     within = sum(1 for d in dvs if d <= 1e-9)
+    differ = sum(1 for r in rows if "DIFFER" in r[2])
     print(f"\n{len(rows)} translated files; {len(dvs)} compared with NEURON; "
-          f"{within} within 1e-9 mV; worst {max(dvs) if dvs else float('nan'):.3g} mV")
+          f"{within} within 1e-9 mV; worst {max(dvs) if dvs else float('nan'):.3g} mV"
+          + (f"; spike times differ in {differ}" if differ else ""))
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -36,6 +36,7 @@ from ..model.cell import format_location
 from ..network import NetConTable, NetStimGenerator, VecStimGenerator
 from ..network.parallel import deliver_remote
 from ..sim.errors import NonFiniteStateError
+from .artificial import ArtificialCell
 from .events import SpikeSource
 from .simulation import Simulation, _finite
 
@@ -78,11 +79,18 @@ class EpochSimulation(Simulation):
         self._generator_gid[id(source)] = int(gid)
         return source
 
-    def vec_stim(self, times, *, gid: int) -> SpikeSource:
-        """A VecStim with global ``gid`` playing ``times`` [ms]."""
-        source = self._stimulator("VecStim", VecStimGenerator(np.ravel(times)))
+    def vec_stim(self, times, *, gid: int, delay: float = 0.0) -> SpikeSource:
+        """A VecStim with global ``gid`` playing ``times`` [ms], each ``delay`` [ms] later."""
+        source = self._stimulator("VecStim", VecStimGenerator(np.ravel(times), delay))
         self._generator_gid[id(source)] = int(gid)
         return source
+
+    def artificial_cell(self, kind: str, *, gid: int, **params) -> ArtificialCell:
+        """An artificial cell with global ``gid`` (as :meth:`Simulation.artificial_cell`);
+        its ``net_event`` spikes go to the outbox."""
+        cell = super().artificial_cell(kind, **params)
+        self._generator_gid[id(cell.source)] = int(gid)
+        return cell
 
     def cell_source(self, cell: int, location: str, threshold: float) -> SpikeSource:
         """The one threshold source of local cell ``cell`` (its gid's, as NEURON's
@@ -102,8 +110,13 @@ class EpochSimulation(Simulation):
     def add_input(self, source_gid: int, target, *, weight, delay: float) -> int:
         """A NetCon from ``source_gid`` (anywhere in the network) to the synapse
         ``target`` of a local cell; returns its index among this rank's inputs.
-        ``weight`` is a number or a weight vector, as for :meth:`Simulation.connect`."""
-        self._gid(target.cell)
+        ``weight`` is a number or a weight vector, as for :meth:`Simulation.connect`;
+        ``target`` may be a local artificial cell (:meth:`artificial_cell`)."""
+        if isinstance(target, ArtificialCell):
+            if not any(c is target for c in self._artificial.cells):
+                raise ValueError(f"{target.name} is not an artificial cell of this rank")
+        else:
+            self._gid(target.cell)
         if id(target) not in self._input_ids:
             self._input_ids[id(target)] = len(self._input_targets)
             self._input_targets.append(target)
@@ -186,6 +199,17 @@ class EpochSimulation(Simulation):
         self._outbox_times.append(ts)
 
     def _generator_spike(self, source: int, te: float) -> None:
+        s = self._all_sources[source]
+        self._spikes[id(s)].append(te)
+        self._outbox_gids.append(self._generator_gid[id(s)])
+        self._outbox_times.append(te)
+
+    def _point_spike(self, m: str, j: int, te: float) -> None:
+        """An artificial cell's ``net_event(te)``: recorded, and to the outbox with its
+        gid (its NetCons may live on any rank)."""
+        source = self._event_sources.get((m, j))
+        if source is None:
+            return
         s = self._all_sources[source]
         self._spikes[id(s)].append(te)
         self._outbox_gids.append(self._generator_gid[id(s)])

@@ -18,7 +18,8 @@ class SpikeSource:
     Attributes
     ----------
     kind : str
-        ``"threshold"``, ``"NetStim"``, ``"VecStim"`` or ``"net_event"``.
+        ``"threshold"``, ``"NetStim"``, ``"VecStim"``, ``"net_event"`` (a point process
+        on a cell) or ``"artificial"`` (an artificial cell).
     gid : int
         The cell's gid (threshold and net_event sources), or N, N+1, ... for stimulators
         in creation order.
@@ -33,8 +34,8 @@ class SpikeSource:
         The spike train of a NetStim or VecStim (:mod:`hinesbatch.network.sources`).
     netcons : list of NetCon
         The NetCons leaving this source, in creation order.
-    point : PointProcess or None
-        The point process (net_event sources).
+    point : PointProcess or ArtificialCell or None
+        The point process (net_event sources) or the artificial cell.
     """
 
     kind: str
@@ -73,5 +74,7 @@ class NetCon:
     index: int = 0
 
     def __repr__(self) -> str:
-        return (f"NetCon[{self.index}]({self.source.name} -> {self.target.name} of cell "
-                f"{self.target.cell.name or ''}, weight={self.weight}, delay={self.delay})")
+        cell = getattr(self.target, "cell", None)
+        where = f" of cell {cell.name or ''}" if cell is not None else ""
+        return (f"NetCon[{self.index}]({self.source.name} -> {self.target.name}{where}, "
+                f"weight={self.weight}, delay={self.delay})")

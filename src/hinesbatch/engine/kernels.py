@@ -376,6 +376,15 @@ def kernel_module(mechs: list, *, tables: bool, parallel: bool,
     if vector_exp is None:
         vector_exp = vector_exp_enabled(cache_dir())
     source = generate_source(mechs, tables=tables, parallel=parallel, vector_exp=vector_exp)
+    kept = kept_per_node(mechs)
+    return KernelModule(load_source(source), [MechanismCode(m, tables=tables,
+                                                            vector_exp=vector_exp, kept=kept)
+                                              for m in mechs], tables, kept)
+
+
+def load_source(source: str):
+    """Import generated ``source`` as a module, written once per content to
+    :func:`cache_dir` (so that Numba caches its compiled functions beside it)."""
     digest = hashlib.sha256((_FORMAT_VERSION + source).encode()).hexdigest()[:20]
     name = f"hb_kernel_{digest}"
     if name not in _LOADED:
@@ -392,6 +401,4 @@ def kernel_module(mechs: list, *, tables: bool, parallel: bool,
         spec.loader.exec_module(module)
         light_cache_loads_in(module)
         _LOADED[name] = module
-    kept = kept_per_node(mechs)
-    return KernelModule(_LOADED[name], [MechanismCode(m, tables=tables, vector_exp=vector_exp,
-                                                      kept=kept) for m in mechs], tables, kept)
+    return _LOADED[name]

@@ -95,6 +95,12 @@ class CellLayout:
         return f"{g.section_names[int(g.section[old])]}({float(g.x[old]):g})"
 
 
+def _joined(parts: list, dtype=np.float64) -> np.ndarray:
+    """The cells' arrays end to end; empty for a batch without cells (a simulation of
+    artificial cells only)."""
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+
 class Layout:
     """Arrays of a batch (built once per set of cells)."""
 
@@ -119,14 +125,14 @@ class Layout:
             self.cells.append(CellLayout(gid, offset, offset + perm.size, perm, inv, geo))
             offset += perm.size
         self.n_nodes = offset
-        self.parent = np.concatenate(parents).astype(np.int64)
-        self.area = np.concatenate(areas)
+        self.parent = _joined(parents, np.int64).astype(np.int64)
+        self.area = _joined(areas)
         #: NEURON's seg.diam of each node [µm] (NaN where the node has no segment)
-        self.diam = np.concatenate(diams)
+        self.diam = _joined(diams)
         #: each node's distance from its cell's root, in nodes
-        self.depth = np.concatenate(depths)
-        g = np.concatenate(gs)
-        self.capd = np.concatenate(capds)
+        self.depth = _joined(depths, np.int64)
+        g = _joined(gs)
+        self.capd = _joined(capds)
         self.node_off = np.array([c.start for c in self.cells] + [offset], dtype=np.int64)
         a = np.zeros(offset)
         b = np.zeros(offset)

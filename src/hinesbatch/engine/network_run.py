@@ -188,16 +188,20 @@ def _build(net, cell_gids: list[int], generator_gids: list[int], options: dict, 
     for i, g in enumerate(cell_gids):
         location, threshold = net.source_of(g)
         sim.cell_source(i, location, threshold)
+    artificial = {}
     for g in generator_gids:
         kind, params = net.generator(g)
         if kind == "NetStim":
             sim.net_stim(gid=g, **params)
+        elif kind == "VecStim":
+            sim.vec_stim(params["times"], gid=g, delay=params.get("delay", 0.0))
         else:
-            sim.vec_stim(params["times"], gid=g)
+            artificial[g] = sim.artificial_cell(kind, gid=g, **params)
     conns = net.connections
     for i, (s, t) in enumerate(zip(conns["source"].tolist(), conns["target"].tolist())):
-        if t in local:
-            target = _synapse(cells[local[t]], conns["synapse"][i], i, t)
+        if t in local or t in artificial:
+            target = artificial[t] if t in artificial else \
+                _synapse(cells[local[t]], conns["synapse"][i], i, t)
             sim.add_input(s, target, weight=conns["weight_vectors"].get(
                 i, float(conns["weight"][i])),
                           delay=float(conns["delay"][i]))

@@ -42,8 +42,10 @@ class Receiver:
 
     Parameters
     ----------
-    km : KernelModule
-        The run's generated module (``codes``: one MechanismCode per mechanism).
+    km : KernelModule or sequence of them
+        The run's generated modules (each with ``module`` and ``codes``: one
+        MechanismCode per mechanism), the artificial cells' (:mod:`.artificial`)
+        included.
     data : dict of str to ndarray
         Each mechanism's ``fields × instances`` array, updated in place.
     dt, celsius : float
@@ -60,17 +62,19 @@ class Receiver:
                  on_event=None):
         self.data, self.dt, self.celsius = data, float(dt), float(celsius)
         self.on_event = on_event
-        self.mechs = {code.mech.name: code.mech for code in km.codes}
+        modules = list(km) if isinstance(km, (list, tuple)) else [km]
+        self.mechs = {code.mech.name: code.mech for k in modules for code in k.codes}
         self._receive = {}
         self._init = {}
-        for code in km.codes:
-            m = code.mech.name
-            if code.mech.net_receive:
-                rs = (stream,) if code.receive_stream else ()
-                self._receive[m] = (getattr(km.module, f"_net_receive_{m}"),
-                                    np.empty((max(code.receive_sends, 1), 3)), rs)
-            if code.mech.net_receive_initial:
-                self._init[m] = getattr(km.module, f"_net_init_{m}")
+        for k in modules:
+            for code in k.codes:
+                m = code.mech.name
+                if code.mech.net_receive:
+                    rs = (stream,) if code.receive_stream else ()
+                    self._receive[m] = (getattr(k.module, f"_net_receive_{m}"),
+                                        np.empty((max(code.receive_sends, 1), 3)), rs)
+                if code.mech.net_receive_initial:
+                    self._init[m] = getattr(k.module, f"_net_init_{m}")
 
     def initialize_weights(self, table: NetConTable, where) -> None:
         """Size every NetCon's weight vector to its target's and run NET_RECEIVE's

@@ -26,6 +26,7 @@ from ..network import (
     prime_generators,
 )
 from ..sim.errors import NonFiniteStateError, RandomStreamError
+from .artificial import ArtificialCell, ArtificialCells, is_spike_source, sampled
 from .events import SPIKE_OFFSET, EventQueue, NetCon, SpikeSource
 from .kernels import CHUNK_NODES, COMMON_ARRAYS, chunk_order, chunks, kernel_module
 from .layout import Layout
@@ -55,11 +56,13 @@ class Simulation:
         ``"serial"``, ``"multicore"`` (Numba threads over cells), ``"gpu"`` (CUDA through
         CuPy: whole epochs of steps in one launch, :mod:`hinesbatch.engine.gpu`) or
         ``"auto"`` (multicore for more than one cell; serial where a mechanism draws
-        random numbers). A mechanism that draws from NEURON's random-number stream
-        (``normrand``, ``exprand``, ... of an NMODL file) runs on ``serial`` only: the
-        stream is consumed in NEURON's order (:meth:`set_random_seed`);
+        random numbers). A mechanism on a cell that draws from NEURON's random-number
+        stream (``normrand``, ``exprand``, ... of an NMODL file) runs on ``serial`` only:
+        the stream is consumed in NEURON's order (:meth:`set_random_seed`);
         ``multicore`` and ``gpu`` refuse it before the run with
-        :class:`~hinesbatch.sim.RandomStreamError`.
+        :class:`~hinesbatch.sim.RandomStreamError`. Artificial cells
+        (:meth:`artificial_cell`) run on the host for every backend, their draws
+        included.
     tables : bool
         NEURON's ``usetable_hh = 1`` (hh's rates from a 201-row table, the default);
         ``False`` computes the rates exactly.
@@ -115,6 +118,7 @@ class Simulation:
         self.netcons: list[NetCon] = []
         self._stimulators: list[SpikeSource] = []
         self._point_sources: list[SpikeSource] = []
+        self._artificial = ArtificialCells()
         self._event_sources: dict = {}     # (mechanism, instance) -> source id in a run
         self._recordings: dict = {}
         self._spike_records: dict = {}
@@ -197,9 +201,51 @@ class Simulation:
         ``noise > 0`` is not supported."""
         return self._stimulator("NetStim", NetStimGenerator(start, interval, number, noise))
 
-    def vec_stim(self, times) -> SpikeSource:
-        """A VecStim playing ``times`` [ms] (sorted, finite, >= 0)."""
-        return self._stimulator("VecStim", VecStimGenerator(np.ravel(times)))
+    def vec_stim(self, times, *, delay: float = 0.0) -> SpikeSource:
+        """A VecStim playing ``times`` [ms] (sorted, finite, >= 0), each ``delay`` [ms]
+        later (>= 0: the VecStim whose ``RANGE delay`` NEURON adds to every time)."""
+        return self._stimulator("VecStim", VecStimGenerator(np.ravel(times), delay))
+
+    def artificial_cell(self, kind: str, **params) -> ArtificialCell:
+        """An artificial cell: an instance of a translated NMODL ``ARTIFICIAL_CELL``
+        (NEURON's ``h.NetStimm()``), belonging to no cell (:mod:`.artificial`).
+
+        Parameters
+        ----------
+        kind : str
+            The mechanism's name (``hb.load_mechanisms`` registers it).
+        **params
+            Its PARAMETERs and ASSIGNED variables for this instance (NEURON's names, the
+            file's units; NEURON's ``cell.taum = 10`` for a RANGE variable); the others
+            keep the file's values, and INITIAL may overwrite them, as in NEURON.
+
+        Returns
+        -------
+        ArtificialCell
+            A spike source where its NET_RECEIVE calls ``net_event``, with the next
+            stimulator gid (N, N+1, ... after the N cells, in creation order with the
+            NetStims and VecStims), and a NetCon target where it has a NET_RECEIVE:
+            ``connect`` and ``record_spikes`` take it.
+
+        Raises
+        ------
+        ValueError
+            ``kind`` is not an ARTIFICIAL_CELL, or a parameter is unknown or not finite.
+        """
+        cell = self._artificial.add(kind, params)
+        cell.source = SpikeSource("artificial", len(self.cells) + len(self._stimulators),
+                                  cell.name, point=cell, index=len(self._artificial) - 1)
+        self._stimulators.append(cell.source)
+        return cell
+
+    def _artificial_source(self, cell: ArtificialCell) -> SpikeSource:
+        """The spike source of the artificial cell ``cell`` of this simulation."""
+        if not any(c is cell for c in self._artificial.cells):
+            raise ValueError(f"{cell.name} is not an artificial cell of this simulation")
+        if not is_spike_source(_mechanisms.get(cell.kind)):
+            raise ValueError(f"{cell.name} is not a spike source: the NET_RECEIVE of "
+                             f"{cell.kind} does not call net_event")
+        return cell.source
 
     def point_source(self, target: PointProcess) -> SpikeSource:
         """The spike source of a point process whose NET_RECEIVE calls ``net_event(te)``
@@ -239,14 +285,20 @@ class Simulation:
             source = self.spike_source(*source)
         if isinstance(source, PointProcess):
             source = self.point_source(source)
+        if isinstance(source, ArtificialCell):
+            source = self._artificial_source(source)
         if not isinstance(source, SpikeSource):
-            raise TypeError(f"source must be a SpikeSource, (cell, location) or a point "
-                            f"process that calls net_event, got "
+            raise TypeError(f"source must be a SpikeSource, (cell, location), an artificial "
+                            f"cell or a point process that calls net_event, got "
                             f"{type(source).__name__}")
-        if not isinstance(target, PointProcess) or not _mechanisms.get(target.kind).net_receive:
-            raise ValueError(f"target must be a synapse placed on a cell (ExpSyn, Exp2Syn), "
-                             f"got {target!r}")
-        self._gid(target.cell)
+        if not isinstance(target, (PointProcess, ArtificialCell)) \
+                or not _mechanisms.get(target.kind).net_receive:
+            raise ValueError(f"target must be a synapse placed on a cell (ExpSyn, Exp2Syn) "
+                             f"or an artificial cell with a NET_RECEIVE, got {target!r}")
+        if isinstance(target, PointProcess):
+            self._gid(target.cell)
+        elif not any(c is target for c in self._artificial.cells):
+            raise ValueError(f"{target.name} is not an artificial cell of this simulation")
         name = f"NetCon[{len(self.netcons)}] ({source.name} -> {target.name})"
         if isinstance(delay, bool) or not isinstance(delay, Real) or not math.isfinite(delay) \
                 or delay < 0:
@@ -273,6 +325,8 @@ class Simulation:
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ValueError(f"every must be a positive integer, got {every!r}")
         suffix = "" if every == 1 else f"|every={every}"
+        if isinstance(target, ArtificialCell):
+            return self._record_artificial(variable, target, every, suffix)
         if target is not None:
             mech = _mechanisms.get(target.kind)
             if variable not in mech.field_names:
@@ -291,11 +345,28 @@ class Simulation:
         self._recordings[key] = ("range", (gid, sec, x), (mech, field), every, unit)
         return key
 
+    def _record_artificial(self, variable: str, cell: ArtificialCell, every: int,
+                           suffix: str) -> str:
+        """Record ``variable`` of the artificial cell ``cell``: key
+        ``"m@artlif[0]"`` (sampled from its history, :func:`.artificial.sampled`)."""
+        if not any(c is cell for c in self._artificial.cells):
+            raise ValueError(f"{cell.name} is not an artificial cell of this simulation")
+        mech = _mechanisms.get(cell.kind)
+        if variable not in mech.field_names:
+            raise ValueError(f"{cell.kind} has no variable {variable!r}; variables: "
+                             f"{', '.join(mech.field_names)}")
+        key = f"{variable}@{cell.name}{suffix}"
+        self._recordings[key] = ("art", cell, variable, every, mech.unit(variable))
+        return key
+
     def record_spikes(self, source: SpikeSource) -> str:
         """Record the spike times of ``source`` (NEURON's ``NetCon.record``): a
-        SpikeSource or a point process that calls ``net_event`` (:meth:`point_source`)."""
+        SpikeSource, a point process that calls ``net_event`` (:meth:`point_source`) or
+        an artificial cell that does (:meth:`artificial_cell`)."""
         if isinstance(source, PointProcess):
             source = self.point_source(source)
+        if isinstance(source, ArtificialCell):
+            source = self._artificial_source(source)
         if not isinstance(source, SpikeSource):
             raise TypeError(f"source must be a SpikeSource, got {type(source).__name__}")
         key = f"spikes@{source.name}"
@@ -354,6 +425,8 @@ class Simulation:
         mech_pos = {m.name: k for k, m in enumerate(lay.mechs)}
         rows = []
         for key, (what, where, var, every, unit) in self._recordings.items():
+            if what == "art":       # sampled from its history on the host (_results)
+                continue
             if what == "pp":
                 m, j = lay.pp_index[id(where)]
                 rows.append((key, mech_pos[m], _mechanisms.get(m).field_names.index(var), j,
@@ -405,6 +478,9 @@ class Simulation:
         for ``gpu`` also the runner with the state on the devices. Returns
         ``(layout, run arrays)``."""
         self._check_stream(self._current_layout().mechs)
+        if self.backend == "gpu" and not self.cells:
+            raise ValueError("backend 'gpu' steps cells on the device, and this simulation "
+                             "has none (artificial cells only): use backend 'serial'")
         gpu = self._gpu_options() if self.backend == "gpu" else None
         lay = self._prepare()
         km, dt, celsius = self._km, self.dt, self.celsius
@@ -449,9 +525,16 @@ class Simulation:
             tables += own
         built = {id(t): self._first_values(code, p) for code in km.codes
                  for p, t in zip(code.table_procedures, mech_tables[code.mech.name])}
+        self._artificial.build()
+        art_codes = {id(c) for c in self._artificial.codes()}
         sends = []
-        for code in km.codes:
+        for code in sorted(km.codes + self._artificial.codes(), key=lambda c: c.mech.order):
             m = code.mech.name
+            if id(code) in art_codes:       # an artificial cell: no cell, no node
+                rows = self._artificial.initial(code, dt, celsius, self._stream)
+                if rows is not None:
+                    sends.append((m, rows))
+                continue
             ions = [self._ions[a[len("_I_"):]] for a in code.ion_args()]
             rows = [np.empty((lay.nodes[m].size * code.initial_sends, 3))] \
                 if code.initial_sends else []
@@ -469,11 +552,13 @@ class Simulation:
         src_off = np.searchsorted(np.array([s.gid for s in sources], dtype=np.int64),
                                   np.arange(len(lay.cells) + 1)).astype(np.int64)
         self._events(sources)
-        self._receiver = Receiver(km, self._data, dt, celsius, self._stream,
-                                  self._point_spike)
+        modules = [km] + ([self._artificial.module] if self._artificial.module else [])
+        self._receiver = Receiver(modules, {**self._data, **self._artificial.data}, dt,
+                                  celsius, self._stream, self._point_spike)
         self._receive_table = self._receiving()[0]
         self._receiver.initialize_weights(self._receive_table, self._target_instance)
         self._receiver.initial_sends(self._queue, sends)
+        self._start_histories()
         self._deliver(INIT_LIMIT)
         model = self._model_args(lay, tables)
         km.assemble_all(len(lay.cells), 0.0, dt, celsius, *model)
@@ -611,9 +696,9 @@ class Simulation:
         the generators' first spikes queued (``finitialize``).
 
         Source ids are the positions in ``sources`` (threshold sources) followed by the
-        NetStims and VecStims in creation order, then the point processes' sources
-        (:meth:`point_source`); target ids number the synapses in the order their first
-        NetCon was made."""
+        NetStims, VecStims and artificial cells in creation order, then the point
+        processes' sources (:meth:`point_source`); target ids number the synapses and
+        artificial cells in the order their first NetCon was made."""
         self._all_sources = sources + self._stimulators + self._point_sources
         ids = {id(s): k for k, s in enumerate(self._all_sources)}
         self._source_ids = ids
@@ -626,9 +711,12 @@ class Simulation:
                 self._targets.append(nc.target)
             self._netcon_table.add(ids[id(nc.source)], target_ids[id(nc.target)],
                                    weight=nc.weight, delay=nc.delay)
-        self._generators = {ids[id(s)]: s.generator for s in self._stimulators}
+        self._generators = {ids[id(s)]: s.generator for s in self._stimulators
+                            if s.generator is not None}
         self._event_sources = {self._layout.pp_index[id(s.point)]: ids[id(s)]
                                for s in self._point_sources}
+        self._event_sources.update({self._artificial.instance(s.point): ids[id(s)]
+                                    for s in self._stimulators if s.kind == "artificial"})
         self._queue = EventQueue()
         prime_generators(self._queue, self._generators)
 
@@ -652,15 +740,49 @@ class Simulation:
 
     def _target_instance(self, target: int) -> tuple:
         """``(mechanism name, instance)`` of the target id ``target``."""
-        return self._layout.pp_index[id(self._receiving()[1][target])]
+        return self._instance_of(self._receiving()[1][target])
+
+    def _instance_of(self, target) -> tuple:
+        """``(mechanism name, instance)`` of a point process or an artificial cell."""
+        if isinstance(target, ArtificialCell):
+            return self._artificial.instance(target)
+        return self._layout.pp_index[id(target)]
 
     def _net_receive(self, event) -> None:
         """NET_RECEIVE for a ``"net"`` or ``"self"`` event (:mod:`.receive`)."""
         if event.kind == "self":
             m, j = event.target
         else:
-            m, j = self._layout.pp_index[id(self._event_target(event))]
+            m, j = self._instance_of(self._event_target(event))
         self._receiver.receive(event, m, j, self._receive_table, self._queue)
+        for field, te, values in self._histories.get((m, j), ()):
+            te.append(event.te)
+            values.append(float(self._artificial.data[m][field, j]))
+
+    def _start_histories(self) -> None:
+        """The recorded artificial cells' values after initialization (before the events
+        due at t = 0), each history keyed by its recording."""
+        self._histories: dict = {}       # (mechanism, instance) -> [(field, te, values)]
+        self._history_of: dict = {}      # recording key -> (te, values)
+        for key, (what, cell, var, _, _) in self._recordings.items():
+            if what != "art":
+                continue
+            m, j = self._artificial.instance(cell)
+            field = _mechanisms.get(m).field_names.index(var)
+            te, values = [-math.inf], [float(self._artificial.data[m][field, j])]
+            self._histories.setdefault((m, j), []).append((field, te, values))
+            self._history_of[key] = (te, values)
+
+    def _host_event(self, event) -> bool:
+        """Run ``event`` now, on the host, where it is for an artificial cell (whose
+        NET_RECEIVE runs on the host for every backend); whether it was."""
+        if event.kind == "self":
+            art = event.target[0] in self._artificial.data
+        else:
+            art = isinstance(self._event_target(event), ArtificialCell)
+        if art:
+            self._net_receive(event)
+        return art
 
     def _point_spike(self, m: str, j: int, te: float) -> None:
         """Instance ``j`` of mechanism ``m`` called ``net_event(te)``: record the spike
@@ -687,6 +809,12 @@ class Simulation:
         row_of = {row[0]: r for r, row in enumerate(rows)}
         traces, times, units = {}, {}, {}
         for key in self._recordings:  # in the order of the record() calls
+            if key in self._history_of:
+                every = self._recordings[key][3]
+                traces[key] = sampled(*self._history_of[key], tgrid, self.dt, every)
+                times[key] = tgrid[::every].copy()
+                units[key] = self._recordings[key][4]
+                continue
             r = row_of[key]
             every, unit = rows[r][4], rows[r][5]
             k = n_steps // every + 1

@@ -95,6 +95,16 @@ class PointProcess:
         return f"{self.kind}({self.location!r}{', ' if ps else ''}{ps})"
 
 
+def _not_artificial(mech) -> None:
+    """Refuse an artificial cell (NEURON's ARTIFICIAL_CELL) where a cell's mechanism is
+    expected: it belongs to no cell and has no location."""
+    if mech.kind == "artificial":
+        make = ("net_stim(...)" if mech.name == "NetStim" else "vec_stim(...)"
+                if mech.name == "VecStim" else f"artificial_cell({mech.name!r}, ...)")
+        raise ValueError(f"{mech.name} is an ARTIFICIAL_CELL: it belongs to no cell and has "
+                         f"no location; make one with Simulation.{make}")
+
+
 class Cell:
     """One cell: morphology + discretization policy + decor.
 
@@ -237,6 +247,7 @@ class Cell:
         (``gnabar=0.2``). Returns the cell (chainable).
         """
         mech = _mechanisms.get(mechanism)
+        _not_artificial(mech)
         if mech.kind != "density":
             raise ValueError(f"{mech.name} is a {mech.kind} mechanism: use cell.place(...) "
                              f"for point processes; density mechanisms: "
@@ -264,6 +275,7 @@ class Cell:
             Unknown kind or parameter (listing the valid ones), a location outside the cell.
         """
         mech = _mechanisms.get(kind)
+        _not_artificial(mech)
         if mech.kind != "point":
             raise ValueError(f"{mech.name} is not a point process; point processes: "
                              f"{', '.join(m for m in _mechanisms.names() if _mechanisms.get(m).kind == 'point')}")

@@ -26,18 +26,20 @@ What each part means
         default at ``soma[0](0.5)`` with 10 mV; :meth:`spike_source` moves it. Every
         source's spikes are recorded.
     Generators
-        :meth:`net_stim` and :meth:`vec_stim` add a NetStim or VecStim with the next gid;
-        their spikes are recorded too.
+        :meth:`net_stim` and :meth:`vec_stim` add a NetStim or VecStim with the next gid,
+        :meth:`artificial_cell` an instance of a translated NMODL ARTIFICIAL_CELL; their
+        spikes are recorded too.
     Connections
         ``connect(source_gid, target_gid, synapse, weight=, delay=)``: a NetCon from the
         source's spike source to the synapse named ``synapse`` of the target cell
         (``"ExpSyn[0]"``: kind and index among that kind, as ``PointProcess.name``, or
-        the position in ``cell.point_processes``). Weight in µS, delay in ms.
+        the position in ``cell.point_processes``), or to the artificial cell
+        ``target_gid`` itself (``synapse`` is then not used). Weight in µS, delay in ms.
 
 Checks before a run (:meth:`check`): every connection names known gids, its target a
-cell, and a delay ``>= dt`` (spikes cross ranks once per epoch of at least one step);
-:class:`~.distribution.NetworkCheckError` otherwise. A synapse name is checked where the
-target cell is built.
+cell or an artificial cell with a NET_RECEIVE, and a delay ``>= dt`` (spikes cross ranks
+once per epoch of at least one step); :class:`~.distribution.NetworkCheckError`
+otherwise. A synapse name is checked where the target cell is built.
 """
 from __future__ import annotations
 
@@ -65,7 +67,8 @@ class Network:
     def __init__(self):
         self._builders: list[tuple[int, int, Callable]] = []   # (first gid, n, build)
         self._compartments: list = []     # per population: int array or None
-        self._kinds: list[str] = []       # per gid: "cell", "NetStim" or "VecStim"
+        self._kinds: list[str] = []       # per gid: "cell", "NetStim", "VecStim" or an
+        #                                   ARTIFICIAL_CELL's name
         self._generators: dict[int, tuple[str, dict]] = {}
         self._sources: dict[int, tuple[str, float]] = {}
         self._src: list[int] = []
@@ -89,7 +92,8 @@ class Network:
 
     @property
     def generator_gids(self) -> np.ndarray:
-        """(n_generators,) int64: the gids of the NetStims and VecStims, ascending."""
+        """(n_generators,) int64: the gids of the NetStims, VecStims and artificial cells,
+        ascending."""
         return np.array(sorted(self._generators), dtype=np.int64)
 
     def __len__(self) -> int:
@@ -100,7 +104,8 @@ class Network:
                 f"{len(self._src)} connections)")
 
     def kind(self, gid: int) -> str:
-        """``"cell"``, ``"NetStim"`` or ``"VecStim"``."""
+        """``"cell"``, ``"NetStim"``, ``"VecStim"`` or the name of an artificial cell's
+        mechanism."""
         return self._kinds[self._check_gid(gid, "gid")]
 
     # ---- cells ------------------------------------------------------------------------
@@ -232,11 +237,33 @@ class Network:
         NetStimGenerator(**params)  # checks the parameters now
         return self._add_generator("NetStim", params)
 
-    def vec_stim(self, times) -> int:
-        """Add a VecStim playing ``times`` [ms] (sorted, >= 0); returns its gid."""
+    def vec_stim(self, times, *, delay: float = 0.0) -> int:
+        """Add a VecStim playing ``times`` [ms] (sorted, >= 0), each ``delay`` [ms]
+        later (>= 0, :class:`~.sources.VecStimGenerator`); returns its gid."""
         times = np.array(times, dtype=np.float64)
-        VecStimGenerator(times)
-        return self._add_generator("VecStim", {"times": times})
+        VecStimGenerator(times, delay)
+        params = {"times": times}
+        if delay:
+            params["delay"] = float(delay)
+        return self._add_generator("VecStim", params)
+
+    def artificial_cell(self, kind: str, **params) -> int:
+        """Add an instance of the translated ARTIFICIAL_CELL ``kind`` (``hb.load_mechanisms``
+        registers it, on every rank) with ``params``, its PARAMETERs and ASSIGNED
+        variables by NEURON's names; returns its gid. It is a source of connections where
+        its NET_RECEIVE calls ``net_event``, and a target where it has a NET_RECEIVE
+        (``Simulation.artificial_cell``).
+
+        Raises
+        ------
+        ValueError
+            ``kind`` is not a registered ARTIFICIAL_CELL, or a name is unknown or a value
+            not finite.
+        """
+        from ..engine.artificial import artificial_mechanism, check_params
+
+        mech = artificial_mechanism(kind)
+        return self._add_generator(mech.name, check_params(mech, params))
 
     def _add_generator(self, kind: str, params: dict) -> int:
         gid = self.n_gids
@@ -348,9 +375,13 @@ class Network:
                                                "target": conns["target"],
                                                "delay": conns["delay"]}, dt)
         for i, g in enumerate(self._tgt):
-            if self._kinds[g] != "cell":
+            if self._kinds[g] in ("NetStim", "VecStim"):
                 raise NetworkCheckError(f"connection {i}: target gid {g} is a "
-                                        f"{self._kinds[g]}; NetCons end on a cell's synapse")
+                                        f"{self._kinds[g]}; NetCons end on a cell's synapse "
+                                        "or an artificial cell")
+            if self._kinds[g] != "cell" and not _receives(self._kinds[g]):
+                raise NetworkCheckError(f"connection {i}: target gid {g} is an artificial "
+                                        f"cell {self._kinds[g]} without a NET_RECEIVE")
 
     def distribute(self, n_ranks: int) -> Distribution:
         """Which rank owns each gid.
@@ -381,6 +412,13 @@ class Network:
             raise ValueError(f"{what} {gid} is not a gid of the network (0 .. "
                              f"{self.n_gids - 1})")
         return int(gid)
+
+
+def _receives(kind: str) -> bool:
+    """Whether the mechanism ``kind`` has a NET_RECEIVE block."""
+    from .. import mechanisms
+
+    return bool(mechanisms.get(kind).net_receive)
 
 
 def _gid_list(gids) -> list:

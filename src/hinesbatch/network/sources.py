@@ -269,6 +269,9 @@ class VecStimGenerator:
     ----------
     times : sequence of float
         Spike times [ms]: finite, ``>= 0``, sorted non-decreasing.
+    delay : float
+        Added to every time [ms], finite and ``>= 0``: the VecStim variant whose
+        ``RANGE delay`` queues each time with ``net_send(delay + etime - t, 1)``.
 
     Notes
     -----
@@ -276,12 +279,17 @@ class VecStimGenerator:
     ``net_send(etime - t)``, which nocmodl writes out as ``t + etime - t`` and C evaluates
     as ``(t + e) - t``; this class does the same, so a time can come out one bit off the
     given value (times 0.762, 5.2 give 0.762, 5.199999999999999 in NEURON 9.0.2). The first
-    time is reached from ``t = 0`` and is exact.
+    time is reached from ``t = 0`` and is exact. With a delay ``d`` nocmodl writes
+    ``t + d + etime - t``, evaluated as ``((t + d) + e) - t``, and so does this class
+    (with ``d = 0`` the same numbers as without).
     """
 
     two_stage_start = False
 
-    def __init__(self, times):
+    def __init__(self, times, delay: float = 0.0):
+        self.delay = finite_number(delay, "VecStim delay [ms]")
+        if self.delay < 0:
+            raise ValueError(f"VecStim delay = {self.delay} ms is negative")
         if np.ndim(times) != 1:
             raise ValueError(f"VecStim times must be 1-D, got shape {np.shape(times)}")
         arr = np.array(times, dtype=np.float64)
@@ -301,7 +309,8 @@ class VecStimGenerator:
         self.reset()
 
     def __repr__(self) -> str:
-        return f"VecStimGenerator({self.times.size} times)"
+        delay = f", delay={self.delay!r}" if self.delay else ""
+        return f"VecStimGenerator({self.times.size} times{delay})"
 
     def reset(self) -> None:
         """Rewind to the first time (``finitialize``)."""
@@ -314,12 +323,13 @@ class VecStimGenerator:
             return None
         e = float(self.times[self._index])
         self._index += 1
-        self._t = (self._t + e) - self._t  # vecevent.mod's t + etime - t
+        # vecevent.mod's t + etime - t, or t + delay + etime - t
+        self._t = ((self._t + self.delay) + e) - self._t
         return self._t
 
     def spike_times(self, t_end: float) -> np.ndarray:
         """Every spike time ``<= t_end`` [ms] (float64); see :meth:`NetStimGenerator.spike_times`."""
-        return _train_until(VecStimGenerator(self.times), t_end)
+        return _train_until(VecStimGenerator(self.times, self.delay), t_end)
 
 
 def _train_until(gen, t_end: float) -> np.ndarray:

@@ -25,6 +25,8 @@ The lowering keeps nocmodl's semantics where the engine runs them bit for bit:
   :mod:`.constructs`;
 - NEURON's random numbers (``normrand``, ``exprand``, ``poisrand``, ``scop_random``,
   ``set_seed``) on the simulation's one stream: :mod:`.scoprand`;
+- ARTIFICIAL_CELL: a mechanism of kind ``"artificial"``, run by its events
+  (:mod:`.artificial`);
 - VERBATIM blocks whose C changes nothing (empty, standard headers, a ``return`` ending a
   PROCEDURE): :mod:`.verbatim`; a copy of NEURON's vecevent.mod stands for the built-in
   VecStim: :mod:`.vecstim`.
@@ -41,6 +43,7 @@ from ..mechanisms.builtins import BUILTINS
 from ..mechanisms.description import Ion, Mechanism, Variable
 from ..mechanisms.ions import concentration_names
 from . import expressions as ex
+from .artificial import ArtificialLowering
 from .callables import CallableLowering
 from .constructs import STATEMENT_CALLS, ConstructLowering
 from .derivatives import DerivativeLowering
@@ -106,12 +109,15 @@ class Translation:
     ``builtin`` names the built-in the file is NEURON's own copy of (``"VecStim"`` for
     vecevent.mod, :mod:`.vecstim`): ``mechanism`` is then that built-in, and
     :func:`~hinesbatch.nmodl.load_mechanisms` registers nothing for the file.
+    ``builtin_params`` names the per-instance parameters the file's form gives the
+    built-in (``("delay",)`` for a VecStim with ``RANGE delay``).
     """
 
     mechanism: Mechanism
     notices: list = field(default_factory=list)
     path: str = ""
     builtin: str | None = None
+    builtin_params: tuple = ()
 
 
 def translate(path, *, order: int = 1000) -> Translation:
@@ -144,7 +150,8 @@ def translate_text(text: str, path: str = "<string>", *, order: int = 1000) -> T
 
 # ---- source positions -------------------------------------------------------------------
 class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, KineticLowering,
-                NewtonLowering, NetReceiveLowering, VerbatimLowering, StreamLowering):
+                NewtonLowering, NetReceiveLowering, VerbatimLowering, StreamLowering,
+                ArtificialLowering):
     def __init__(self, text: str, path: str):
         self.path, self.text = path, text
         self.lines = code_lines(text)
@@ -194,7 +201,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         blocks = list(self.tree.blocks)
         builtin = builtin_copy(self, blocks)
         if builtin is not None:         # NEURON's own file of a built-in: the built-in
-            return Translation(BUILTINS[builtin], self.notices, self.path, builtin)
+            return Translation(BUILTINS[builtin], self.notices, self.path, builtin,
+                               getattr(self, "builtin_params", ()))
         self._refuse_blocks(blocks)
         self.blocks = {}
         for b in blocks:
@@ -202,7 +210,9 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         self._neuron_block()
         self._constants()
         self._variables()
+        self.check_artificial()
         self._callables()
+        self.check_artificial_functions()
         self.refuse_variable_functions()
         self.written = self._written_everywhere()
         self.globals_declared = self._expand(self.globals_declared)
@@ -265,7 +275,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
                 elif typ == "POINT_PROCESS":
                     self.kind = "point"
                 else:
-                    self.fail(typ, "artificial cells are not translated", re.escape(typ))
+                    self.kind = "artificial"     # :mod:`.artificial`
             elif k == "Range":
                 self.range_names |= {v.get_node_name() for v in st.variables}
             elif k == "Global":
@@ -286,7 +296,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             elif k == "RandomVarList":
                 self.fail("RANDOM", "random streams are not translated", r"\bRANDOM\b")
         if self.name is None:
-            self.fail("NEURON", "no SUFFIX or POINT_PROCESS", r"\bNEURON\b")
+            self.fail("NEURON", "no SUFFIX, POINT_PROCESS or ARTIFICIAL_CELL", r"\bNEURON\b")
         if self.electrode and self.kind == "density" and len(self.currents) > 1:
             self.fail("ELECTRODE_CURRENT", "mixed with transmembrane currents",
                       r"ELECTRODE_CURRENT")
@@ -532,8 +542,10 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         return out
 
     def _check_name(self, n, ctx):
-        if n in ctx.locals or n in ctx.args or n in SPECIALS or n in self.field_names \
-                or n in ctx.extra:
+        if n in ctx.locals or n in ctx.args:
+            return
+        self.refuse_artificial_v(n)
+        if n in SPECIALS or n in self.field_names or n in ctx.extra:
             return
         if n in UNPROVIDED:
             self.fail(n, f"{UNPROVIDED[n]} is not provided to mechanisms",
@@ -811,7 +823,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         if not blocks:
             return ""
         ctx = Context(where, [pattern], fields=True)
-        ctx.net_send = where == "INITIAL" and self.kind == "point"
+        ctx.net_send = where == "INITIAL" and self.kind in ("point", "artificial")
         stmts = blocks[0].statement_block.statements
         if where == "INITIAL":
             ctx.return_tail = self.return_tail(stmts)

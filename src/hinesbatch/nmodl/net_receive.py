@@ -5,7 +5,7 @@ first argument named ``weight`` (read only) and the others as ``net_receive_args
 (``("a", "b")``): entries 1, 2 of each NetCon's weight vector, which the block reads and
 writes. An ``INITIAL { ... }`` inside NET_RECEIVE becomes ``net_receive_initial`` (run for
 each NetCon at initialization). ``flag`` reads the event's flag. ``net_send(delay, flag)``
-in NET_RECEIVE, or in a point process's INITIAL, stays a statement of the description
+in NET_RECEIVE, or in the INITIAL of a point process or an artificial cell, stays a statement of the description
 (:mod:`hinesbatch.mechanisms.description`); anywhere else it is refused. So does
 ``net_event(te)`` in NET_RECEIVE: a spike of the instance at ``te`` [ms], sent through the
 NetCons whose source is the point process (refused elsewhere).
@@ -28,7 +28,7 @@ class NetReceiveLowering:
         blocks = self.blocks.get("NetReceiveBlock", [])
         if not blocks:
             return "", (), ""
-        if self.kind != "point":
+        if self.kind == "density":
             self.fail("NET_RECEIVE", "in a density mechanism", r"NET_RECEIVE")
         b = blocks[0]
         if "flag" in self.field_names:

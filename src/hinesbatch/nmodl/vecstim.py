@@ -5,19 +5,24 @@ hinesbatch's built-in ``VecStim`` (:class:`~hinesbatch.network.VecStimGenerator`
 a train with its semantics. A file is taken for NEURON's VecStim, and not translated,
 when all of these hold (comments and layout aside):
 
-1. the NEURON block declares ``ARTIFICIAL_CELL VecStim``, optionally ``THREADSAFE`` and
-   ``POINTER ptr`` or ``BBCOREPOINTER ptr``, and nothing else;
+1. the NEURON block declares ``ARTIFICIAL_CELL VecStim``, optionally ``THREADSAFE``,
+   ``POINTER ptr`` or ``BBCOREPOINTER ptr``, and ``RANGE delay``, and nothing else;
 2. the other blocks are one ASSIGNED block declaring ``index``, ``etime`` and ``space``
    (the vector's address, in vecevent.mod up to NEURON 7) or ``ptr`` (later versions),
    INITIAL, ``NET_RECEIVE (w)``, ``PROCEDURE element()``, ``PROCEDURE play()``, and
-   optionally a DESTRUCTOR and VERBATIM blocks at the top level;
-3. INITIAL and NET_RECEIVE are vecevent.mod's statement for statement (:data:`NMODL`);
+   optionally a DESTRUCTOR and VERBATIM blocks at the top level; with ``RANGE delay``,
+   also one PARAMETER block declaring ``delay = 0`` and nothing else;
+3. INITIAL and NET_RECEIVE are vecevent.mod's statement for statement (:data:`NMODL`),
+   or, with ``RANGE delay``, its form that queues each time ``delay`` ms later
+   (:data:`NMODL_DELAY`: ``net_send(delay + etime - t, 1)``), which the built-in plays
+   with a per-instance delay (``Simulation.vec_stim(times, delay=...)``,
+   :class:`~hinesbatch.network.VecStimGenerator`);
 4. the C of ``element()``, ``play()``, the DESTRUCTOR and each top-level VERBATIM is, once
    comments, layout, ``#if !NRNBBCORE``/``#endif`` lines and one pair of braces around the
    whole are set aside, one of vecevent.mod's versions (:data:`C_FORMS`).
 
 A file declaring ``ARTIFICIAL_CELL VecStim`` that breaks a rule is refused with the rule
-(a VecStim with a delay, or skipping late times, is another mechanism).
+(a VecStim skipping late times, for example, is another mechanism).
 
 The NMODL and C texts below are those of NEURON's vecevent.mod (neuronsimulator/nrn,
 ``share/examples/nrniv/netcon/vecevent.mod`` and its older versions; BSD-3-Clause,
@@ -29,7 +34,7 @@ import re
 
 from .verbatim import c_code
 
-__all__ = ["C_FORMS", "NMODL", "builtin_copy"]
+__all__ = ["C_FORMS", "NMODL", "NMODL_DELAY", "builtin_copy"]
 
 #: vecevent.mod's INITIAL and NET_RECEIVE blocks.
 NMODL = """
@@ -50,6 +55,9 @@ NET_RECEIVE (w) {
     }
 }
 """
+
+#: The INITIAL and NET_RECEIVE blocks of vecevent.mod with a delay added to every time.
+NMODL_DELAY = NMODL.replace("net_send(etime - t, 1)", "net_send(delay + etime - t, 1)")
 
 _ELEMENT = """
 { void* vv; int i, size; double* px;
@@ -207,9 +215,9 @@ def _nmodl_key(block) -> str:
     return " ".join(dsl.to_nmodl(block).split())
 
 
-def _reference_blocks() -> dict:
+def _reference_blocks(delay: bool = False) -> dict:
     from neuron.nmodl import dsl
-    tree = dsl.NmodlDriver().parse_string(NMODL)
+    tree = dsl.NmodlDriver().parse_string(NMODL_DELAY if delay else NMODL)
     return {type(b).__name__: _nmodl_key(b) for b in tree.blocks}
 
 
@@ -240,13 +248,16 @@ def builtin_copy(lowering, blocks) -> str | None:
         return None
     check = _Rules(lowering)
     vector = check.neuron_block(neuron[0])
-    reference = _reference_blocks()
+    reference = _reference_blocks(check.delay)
     for b in blocks:
         check.block(b, vector, reference)
     check.counts(blocks)
+    lowering.builtin_params = ("delay",) if check.delay else ()
+    delay = (" with a delay per instance (Simulation.vec_stim(times, delay=...), 0 by "
+             "default)") if check.delay else ""
     lowering.notices.append(f"{lowering.path}:{lowering.line_of(_AT)}: ARTIFICIAL_CELL "
                             "VecStim: NEURON's VecStim (vecevent.mod), not translated: the "
-                            "built-in VecStim is used")
+                            f"built-in VecStim is used{delay}")
     return _NAME
 
 
@@ -258,11 +269,14 @@ class _Rules:
 
     def __init__(self, lowering):
         self.lowering = lowering
+        #: the NEURON block declares ``RANGE delay`` (the form of :data:`NMODL_DELAY`)
+        self.delay = False
 
     def differs(self, why: str, *patterns: str, line: int | None = None):
         construct = f"ARTIFICIAL_CELL {_NAME}"
         reason = (f"not NEURON's VecStim (vecevent.mod): {why}; only a copy of vecevent.mod "
-                  "stands for the built-in VecStim, and artificial cells are not translated")
+                  "(or its form with a delay) stands for the built-in VecStim, and the "
+                  "C reading the hoc Vector is not translated")
         if line is not None:
             raise self.lowering.error_at(line, construct, reason)
         self.lowering.fail(construct, reason, *patterns, _AT)
@@ -277,6 +291,9 @@ class _Rules:
             names = [v.get_node_name() for v in getattr(st, "variables", [])]
             if k in ("Pointer", "BbcorePointer") and names == ["ptr"] and pointer is None:
                 pointer = "ptr"
+                continue
+            if k == "Range" and names == ["delay"] and not self.delay:
+                self.delay = True
                 continue
             self.differs(f"its NEURON block declares {' '.join(_text(st).split())}",
                          r"\b(RANGE|GLOBAL|USEION|NONSPECIFIC_CURRENT|POINTER|BBCOREPOINTER|"
@@ -293,6 +310,8 @@ class _Rules:
             if names != sorted(["index", "etime", vector]):
                 self.differs(f"ASSIGNED declares {', '.join(names)} (vecevent.mod: index, "
                              f"etime, {vector})", r"\bASSIGNED\b")
+        elif k == "ParamBlock" and self.delay:
+            self.delay_parameter(b)
         elif k in ("InitialBlock", "NetReceiveBlock"):
             if _nmodl_key(b) != reference[k]:
                 word = "INITIAL" if k == "InitialBlock" else "NET_RECEIVE"
@@ -323,11 +342,25 @@ class _Rules:
         if _c_key(text) not in {_c_key(f) for f in forms}:
             self.differs(f"the C of {what} is not vecevent.mod's", *patterns, line=line)
 
+    def delay_parameter(self, block) -> None:
+        """``PARAMETER { delay = 0 }`` (units aside), where the file declares ``RANGE
+        delay``: the built-in's delay starts at 0."""
+        params = [st for st in block.statements if type(st).__name__ == "ParamAssign"]
+        names = [st.get_node_name() for st in params]
+        if names != ["delay"]:
+            self.differs(f"PARAMETER declares {', '.join(names) or 'nothing'} (a VecStim "
+                         "with a delay: delay)", r"\bPARAMETER\b")
+        value = float(params[0].value.eval()) if params[0].value is not None else 0.0
+        if value != 0.0:
+            self.differs(f"its delay is {value:g} ms by default (the built-in VecStim's "
+                         "delay is 0 unless given)", r"\bdelay\s*=")
+
     def counts(self, blocks) -> None:
         """One ASSIGNED, INITIAL and NET_RECEIVE block, and PROCEDUREs element and play."""
         kinds = [type(b).__name__ for b in blocks]
         for k, word in (("AssignedBlock", "ASSIGNED"), ("InitialBlock", "INITIAL"),
-                        ("NetReceiveBlock", "NET_RECEIVE")):
+                        ("NetReceiveBlock", "NET_RECEIVE")) \
+                + ((("ParamBlock", "PARAMETER"),) if self.delay else ()):
             if kinds.count(k) != 1:
                 self.differs(f"{kinds.count(k)} {word} blocks (vecevent.mod: 1)",
                              rf"\b{word}\b")

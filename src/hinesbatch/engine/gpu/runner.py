@@ -28,6 +28,7 @@ import numpy as np
 
 from ...errors import DeviceMemoryError
 from ...network import SPIKE_OFFSET, deliver
+from ..artificial import ArtificialCell
 from .source import field_roles, kernel_args, kernel_source
 
 __all__ = ["MAX_EPOCH", "META", "GpuRunner", "structures"]
@@ -262,6 +263,8 @@ class _Part:
         self.nc_off, chunks, at = {}, [], 0
         for i, t in enumerate(table.targets.tolist()):
             target = targets[t]
+            if isinstance(target, ArtificialCell):
+                continue        # its NET_RECEIVE runs on the host, with the host's vectors
             mech = runner.lay.mechs[runner.mech_index[sim._layout.pp_index[id(target)][0]]]
             if mech.weight_size > 1 and self.c0 <= sim._gid(target.cell) < self.c1:
                 self.nc_off[i] = at
@@ -469,6 +472,8 @@ class GpuRunner:
 
     def _collect_event(self, event, step: int, found: dict) -> None:
         sim, lay = self.sim, self.lay
+        if sim._host_event(event):        # an artificial cell's: run on the host now
+            return
         target = sim._event_target(event)
         m, j = lay.pp_index[id(target)]
         gid = sim._gid(target.cell)
