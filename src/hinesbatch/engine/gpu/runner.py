@@ -513,10 +513,12 @@ class GpuRunner:
             counts = p.device.get(p.arrays["spike_n"])[:p.n_src]
             if not counts.any():
                 continue
-            times = p.device.get(p.arrays["spike_t"]).reshape(-1, p.spike_cap)
-            for q in np.flatnonzero(counts):
+            fired = np.flatnonzero(counts)     # only their rows come back
+            rows = p.arrays["spike_t"].reshape(-1, p.spike_cap)[p.device.put(fired)]
+            times = p.device.get(rows)
+            for k, q in enumerate(fired.tolist()):
                 for i in range(int(counts[q])):
-                    spikes.append((times[q, i], p.q0 + int(q)))
+                    spikes.append((times[k, i], p.q0 + q))
         for ts, k in sorted(spikes):
             sim._fire(self.run_arrays.sources[k], ts)
 
