@@ -1,8 +1,8 @@
 """Where the epoch kernel runs: a CUDA device through CuPy, or the host.
 
 Both offer the same small interface to :class:`.runner.GpuRunner`: ``put`` (a NumPy array
-onto the device), ``zeros``, ``get`` (back to NumPy), ``compile`` (the kernel source of
-:mod:`.source`), ``launch`` and ``sync``.
+onto the device), ``zeros``, ``get`` (back to NumPy), ``get_rows`` (some rows back),
+``compile`` (the kernel source of :mod:`.source`), ``launch`` and ``sync``.
 
 :class:`HostDevice` compiles the same source as host C++ (``g++ -DHB_HOST``, no FMA
 contraction) and runs the blocks one after another with one thread each, so that every
@@ -78,6 +78,12 @@ class CupyDevice:
         with self.device:
             return self.cp.asnumpy(array)
 
+    def get_rows(self, array, rows) -> np.ndarray:
+        """Rows ``rows`` (a NumPy index array) of the 2-D ``array``, gathered on the
+        device, back to NumPy."""
+        with self.device:
+            return self.cp.asnumpy(array[self.cp.asarray(rows)])
+
     def free_bytes(self) -> int:
         with self.device:
             return int(self.cp.cuda.runtime.memGetInfo()[0])
@@ -126,6 +132,9 @@ class HostDevice:
 
     def get(self, array) -> np.ndarray:
         return np.array(array, copy=True)
+
+    def get_rows(self, array, rows) -> np.ndarray:
+        return np.array(array[rows], copy=True)
 
     def free_bytes(self) -> int:
         return 1 << 40

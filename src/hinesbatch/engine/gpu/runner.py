@@ -514,8 +514,7 @@ class GpuRunner:
             if not counts.any():
                 continue
             fired = np.flatnonzero(counts)     # only their rows come back
-            rows = p.arrays["spike_t"].reshape(-1, p.spike_cap)[p.device.put(fired)]
-            times = p.device.get(rows)
+            times = p.device.get_rows(p.arrays["spike_t"].reshape(-1, p.spike_cap), fired)
             for k, q in enumerate(fired.tolist()):
                 for i in range(int(counts[q])):
                     spikes.append((times[k, i], p.q0 + q))
