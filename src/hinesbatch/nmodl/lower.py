@@ -47,6 +47,7 @@ from .derivatives import DerivativeLowering
 from .kinetic import KineticLowering
 from .net_receive import NetReceiveLowering
 from .newton import NewtonLowering
+from .pointers import PointerLowering
 from .scoprand import DRAWS, SEED_CALL, StreamLowering
 from .syntax import (
     Context,
@@ -144,7 +145,8 @@ def translate_text(text: str, path: str = "<string>", *, order: int = 1000) -> T
 
 # ---- source positions -------------------------------------------------------------------
 class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, KineticLowering,
-                NewtonLowering, NetReceiveLowering, VerbatimLowering, StreamLowering):
+                NewtonLowering, NetReceiveLowering, VerbatimLowering, StreamLowering,
+                PointerLowering):
     def __init__(self, text: str, path: str):
         self.path, self.text = path, text
         self.lines = code_lines(text)
@@ -205,6 +207,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         self._callables()
         self.refuse_variable_functions()
         self.written = self._written_everywhere()
+        self.refuse_pointer_writes()
         self.globals_declared = self._expand(self.globals_declared)
         globals_written = sorted(n for n in self.globals_declared & self.written
                                  if n in self.param_names | self.assigned_names)
@@ -213,6 +216,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             self.notices.append(f"{self.path}:{line}: GLOBAL {n} is written by a block: "
                                 "stored per instance")
         mech = self._build(order)
+        self.refuse_pointer_events(mech)
         return Translation(mech, self.notices, self.path)
 
     def _refuse_blocks(self, blocks):
@@ -255,6 +259,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         self.currents: list[str] = []
         self.electrode = False
         self.ion_read, self.ion_write = set(), set()
+        self.pointers: list[str] = []
         for st in nb[0].statement_block.statements:
             k = type(st).__name__
             if k == "Suffix":
@@ -277,9 +282,11 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             elif k == "ElectrodeCurrent":
                 self.currents += [c.get_node_name() for c in st.currents]
                 self.electrode = True
-            elif k == "Pointer" or k == "BbcorePointer":
-                self.fail("POINTER", "pointers to other mechanisms' variables are not "
-                          "translated", r"\b(BBCORE)?POINTER\b")
+            elif k == "Pointer":
+                self.pointer_declaration(st)
+            elif k == "BbcorePointer":
+                self.fail("BBCOREPOINTER", "opaque pointers for VERBATIM code are not "
+                          "translated", r"\bBBCOREPOINTER\b")
             elif k == "External":
                 self.fail("EXTERNAL", "variables of other mechanisms are not translated",
                           r"\bEXTERNAL\b")
@@ -341,7 +348,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             u = getattr(d, "unit", None)
             return u.name.eval() if u is not None and u.name is not None else "1"
 
-        skip = SPECIALS | set(UNPROVIDED) | self.ion_read | self.ion_write
+        skip = SPECIALS | set(UNPROVIDED) | self.ion_read | self.ion_write | set(self.pointers)
         self.params: list[Variable] = []
         for b in self.blocks.get("ParamBlock", []):
             for st in b.statements:
@@ -378,6 +385,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
                     self.ion_states.add(n)
                     continue
                 self.states.append(Variable(n, 0.0, unit_of(d)))
+        self.refuse_pointer_states(self.states)
         self.assigned: list[Variable] = []
         self.arrays: dict = {}
         for b in self.blocks.get("AssignedBlock", []):
@@ -404,7 +412,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         self.assigned_names = {a.name for a in self.assigned}
         self.state_names = {s.name for s in self.states} | self.ion_states
         self.field_names = (self.param_names | self.assigned_names | self.state_names
-                            | self.ion_read | self.ion_write)
+                            | self.ion_read | self.ion_write | set(self.pointers))
         for n in self.field_names:
             if n.startswith("_"):
                 self.fail(n, "names starting with '_' are not translated",
@@ -804,7 +812,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             net_receive_initial=net_receive_initial, aliases={ex.py_name(p.name): p.name for p in params
                      if ex.py_name(p.name) != p.name},
             doc=f"Translated from {Path(self.path).name}.", geometry=self.geometry,
-            stream_calls=tuple(self.__dict__.get("stream_calls", ())))
+            stream_calls=tuple(self.__dict__.get("stream_calls", ())),
+            pointers=tuple(self.pointers))
 
     def _simple_block(self, kind, where, pattern) -> str:
         blocks = self.blocks.get(kind, [])
