@@ -17,12 +17,24 @@ child process (:func:`run_neuron`) given the model as JSON. A model::
                                                             # vecevent.mod), hinesbatch's
                                                             # built-in
      "record": [["soma[0]", 0.5]],          # or [sec, x, "n_kdr"]: a RANGE variable
+     "partner": [3.0, 20.0, 0.2],           # a second cell (the same SWC, one segment,
+                                            # hh) with an IClamp at its soma(0.5): del,
+                                            # dur, amp; POINTERs read its soma(0.5)
+     "pointer": [[["point", 0], "vgap", "v"],   # owner, POINTER, target: "v" or a
+                 [["insert", "ican"], "C", "m_hh"]],  # RANGE variable of the partner;
+                                            # ["insert", mech]: every segment's instance
      "tstop": 30.0, "dt": 0.025, "celsius": 6.3,
      "v_init": -65.0, "tables": True}       # False: usetable_<name> = 0 for every
                                             # mechanism, Simulation(tables=False)
 
 Run as a script, it compares every translated density mechanism and synapse of a folder
 (``python tests/validation/nmodl_compare.py DIR``): one line per file with max |ΔV|.
+
+Files whose blocks read a POINTER run with a partner cell (``"partner"``) and each
+POINTER set to the partner's soma: its ``v`` where the file declares the POINTER in mV or
+without a unit (a presynaptic voltage, a gap junction's other side), else its ``m_hh``
+(a value in [0, 1] that rises with each of its spikes, standing for a transmitter
+concentration): :func:`pointer_protocol`.
 
 Files that draw NEURON's random numbers (``normrand``, ``exprand``, ...) compare as the
 others: each NEURON run is a fresh process and each hinesbatch run a fresh
@@ -97,6 +109,28 @@ if not spec["tables"]:
     for name in [m[0] for m in spec["insert"] + spec["point"]] + ["hh"]:
         if hasattr(h, f"usetable_{name}"):
             setattr(h, f"usetable_{name}", 0)
+if spec.get("partner"):
+    src = secs["soma[0]"]
+    partner = h.Section(name="partner")
+    for i in range(src.n3d()):
+        h.pt3dadd(src.x3d(i), src.y3d(i), src.z3d(i), src.diam3d(i), sec=partner)
+    partner.Ra, partner.cm, partner.nseg = 35.4, 1.0, 1
+    partner.insert("hh")
+    pstim = h.IClamp(partner(0.5))
+    pstim.delay, pstim.dur, pstim.amp = spec["partner"]
+    keep += [partner, pstim]
+for owner, name, target in spec.get("pointer") or []:
+    if target == "v":
+        ref = partner(0.5)._ref_v
+    else:
+        var, mech = target.rsplit("_", 1)
+        ref = getattr(getattr(partner(0.5), mech), f"_ref_{var}")
+    if owner[0] == "point":
+        h.setpointer(ref, name, points[owner[1]])
+    else:
+        for sec in secs.values():
+            for seg in sec:
+                h.setpointer(ref, name, getattr(seg, owner[1]))
 vecs = []
 for sec, x, *var in spec["record"]:
     vec = h.Vector()
@@ -213,10 +247,39 @@ def run_batch(models: list, lib, swc, *, tstop=30.0, dt=0.025, celsius=6.3,
     return ref, np.array([res[k] for k in keys])
 
 
+def segment_locations(cell) -> list[str]:
+    """``"sec(x)"`` of every segment of a hinesbatch ``cell`` (the nodes with membrane)."""
+    geo = cell.geometry
+    return [f"{geo.section_names[int(geo.section[k])]}({float(geo.x[k])!r})"
+            for k in range(len(geo.x)) if geo.has_membrane[k]]
+
+
+def pointer_protocol(mech, path) -> tuple:
+    """``(partner, pointer)`` entries of a model for ``mech`` (translated from ``path``):
+    none where its blocks read no POINTER; else a partner cell driven by its own clamp and
+    each POINTER read set to the partner's soma(0.5): ``v`` where the file declares it in
+    mV (or without a unit), else ``m_hh``."""
+    import re
+
+    from hinesbatch.mechanisms.codegen import pointers_read
+
+    names = pointers_read(mech)
+    if not names:
+        return None, []
+    text = Path(path).read_text(errors="replace")
+    owner = ["point", 0] if mech.kind == "point" else ["insert", mech.name]
+    out = []
+    for n in names:
+        unit = re.search(rf"^\s*{re.escape(n)}\s*\(([^)]*)\)", text, re.M)
+        volts = unit is None or unit.group(1).strip() in ("mV", "millivolt")
+        out.append([owner, n, "v" if volts else "m_hh"])
+    return [3.0, 20.0, 0.2], out
+
+
 def _defaults(model: dict) -> dict:
     out = {"nseg": 1, "d_lambda": None, "insert": [], "point": [], "iclamp": None,
            "netstim": None, "vecstim": None, "record": [["soma[0]", 0.5]], "tstop": 30.0, "dt": 0.025,
-           "celsius": 6.3, "v_init": -65.0, "tables": True}
+           "celsius": 6.3, "v_init": -65.0, "tables": True, "partner": None, "pointer": []}
     out.update(model)
     return out
 
@@ -249,8 +312,19 @@ def run_hinesbatch(model: dict) -> np.ndarray:
     if spec["iclamp"]:
         delay, dur, amp = spec["iclamp"]
         cell.place("IClamp", "soma[0](0.5)", delay=delay, dur=dur, amp=amp)
-    sim = hb.Simulation(cell, dt=spec["dt"], celsius=spec["celsius"], v_init=spec["v_init"],
-                        tables=spec["tables"])
+    cells = [cell]
+    if spec["partner"]:
+        partner = hb.Cell(str(spec["swc"]), nseg=1, ra=35.4, cm=1.0).insert("hh")
+        delay, dur, amp = spec["partner"]
+        partner.place("IClamp", "soma[0](0.5)", delay=delay, dur=dur, amp=amp)
+        cells.append(partner)
+    sim = hb.Simulation(cells, dt=spec["dt"], celsius=spec["celsius"],
+                        v_init=spec["v_init"], tables=spec["tables"])
+    for owner, name, target in spec["pointer"]:
+        owners = [points[owner[1]]] if owner[0] == "point" else [
+            (0, location, owner[1]) for location in segment_locations(cell)]
+        for o in owners:
+            sim.set_pointer(o, name, target, cell=1)
     if spec["netstim"]:
         start, interval, number, targets = spec["netstim"]
         ns = sim.net_stim(start=start, interval=interval, number=number)
@@ -329,17 +403,23 @@ def renamed(path, name: str, new: str, out) -> Path:
     return Path(out)
 
 
-def standard_model(mech, swc) -> dict:
+def standard_model(mech, swc, path=None) -> dict:
     """The standard protocol for one translated mechanism: a density mechanism with hh
     everywhere and a current clamp at the soma; a point process on the soma with hh (a
-    synapse driven by a NetStim)."""
+    synapse driven by a NetStim); where the blocks read a POINTER, a partner cell that
+    it points at (:func:`pointer_protocol`; ``path`` the file)."""
     if mech.kind == "density":
-        return {"swc": swc, "insert": [["hh", {}], [mech.name, {}]],
-                "iclamp": [1.0, 20.0, 0.3], "tstop": 30.0}
-    model = {"swc": swc, "insert": [["hh", {}]], "point": [[mech.name, "soma[0]", 0.5, {}]],
-             "iclamp": [1.0, 20.0, 0.1], "tstop": 30.0}
-    if mech.net_receive:
-        model["netstim"] = [2.0, 5.0, 4, [[0, 0.005, 1.0]]]
+        model = {"swc": swc, "insert": [["hh", {}], [mech.name, {}]],
+                 "iclamp": [1.0, 20.0, 0.3], "tstop": 30.0}
+    else:
+        model = {"swc": swc, "insert": [["hh", {}]],
+                 "point": [[mech.name, "soma[0]", 0.5, {}]],
+                 "iclamp": [1.0, 20.0, 0.1], "tstop": 30.0}
+        if mech.net_receive:
+            model["netstim"] = [2.0, 5.0, 4, [[0, 0.005, 1.0]]]
+    partner, pointer = pointer_protocol(mech, path) if path is not None else (None, [])
+    if pointer:
+        model.update(partner=partner, pointer=pointer)
     return model
 
 
@@ -356,8 +436,19 @@ def _compare_one(hb, path, name, lib, swc):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             hb.load_mechanisms(path)
-        model = standard_model(hb.mechanisms.get(name), swc)
-        ref = run_neuron(model, lib)
+        model = standard_model(hb.mechanisms.get(name), swc, path)
+        try:
+            ref = run_neuron(model, lib)
+        except RuntimeError as err:
+            if "scopmath library error" not in str(err):
+                raise
+            try:   # NEURON's Newton iteration failed: does hinesbatch's stop too?
+                run_hinesbatch(model)
+            except NonFiniteStateError as stop:
+                return (path, name, "both stop: NEURON with a scopmath error (its Newton "
+                        "iteration failed), hinesbatch with non-finite states at "
+                        f"t = {stop.t_ms:g} ms", None)
+            raise
         try:
             got = run_hinesbatch(model)
         except NonFiniteStateError:
@@ -388,8 +479,12 @@ def _compare_batch(hb, items, libs, swc) -> dict:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 hb.load_mechanisms(path)
+            model = standard_model(hb.mechanisms.get(name), swc, path)
+            if model.get("pointer"):     # a partner cell: compared alone
+                hb.mechanisms.unregister(name)
+                continue
             loaded.append((path, name))
-            models.append(standard_model(hb.mechanisms.get(name), swc))
+            models.append(model)
         ref, got = run_batch(models, lib.pop(), swc)
         return {path: (path, name, "compared", float(np.max(np.abs(r - g))))
                 for (path, name), r, g in zip(loaded, ref, got)}
@@ -444,6 +539,8 @@ def main(argv=None) -> int:
     rows = []
     for items in folders.values():
         try:       # one build per folder; per file where names clash
+            if len({n for _, n in items}) != len(items):
+                raise RuntimeError("two files of the folder define one mechanism")
             libs = dict.fromkeys((p for p, _ in items), compile_mods([p for p, _ in items]))
         except RuntimeError:
             libs = {}
