@@ -16,7 +16,8 @@ child process (:func:`run_neuron`) given the model as JSON. A model::
                                                             # (from a compiled
                                                             # vecevent.mod), hinesbatch's
                                                             # built-in
-     "record": [["soma[0]", 0.5]],          # or [sec, x, "n_kdr"]: a RANGE variable
+     "record": [["soma[0]", 0.5]],          # or [sec, x, "n_kdr"]: a RANGE variable,
+                                            # ["point", k, "g"]: a point's variable
      "partner": [3.0, 20.0, 0.2],           # a second cell (the same SWC, one segment,
                                             # hh) with an IClamp at its soma(0.5): del,
                                             # dur, amp; POINTERs read its soma(0.5)
@@ -134,12 +135,19 @@ for owner, name, target in spec.get("pointer") or []:
 vecs = []
 for sec, x, *var in spec["record"]:
     vec = h.Vector()
-    vec.record(getattr(secs[sec](x), f"_ref_{var[0] if var else 'v'}"))
+    if sec == "point":
+        vec.record(getattr(points[x], f"_ref_{var[0]}"))
+    else:
+        vec.record(getattr(secs[sec](x), f"_ref_{var[0] if var else 'v'}"))
     vecs.append(vec)
 h.dt, h.celsius = spec["dt"], spec["celsius"]
 h.steps_per_ms = 1.0 / spec["dt"]
 h.finitialize(spec["v_init"])
-h.continuerun(spec["tstop"])
+try:
+    h.continuerun(spec["tstop"])
+except RuntimeError:
+    sys.stderr.write(f"stopped at t = {h.t!r} ms\n")
+    raise
 np.save(spec["out"], np.array([np.array(v) for v in vecs]))
 """
 
@@ -254,6 +262,19 @@ def segment_locations(cell) -> list[str]:
             for k in range(len(geo.x)) if geo.has_membrane[k]]
 
 
+def range_variables(mech, path) -> list[str]:
+    """The STATEs of ``mech`` and the ASSIGNED variables its file (``path``) declares
+    RANGE: what NEURON lets a point process's variables be recorded by."""
+    import re
+
+    text = Path(path).read_text(errors="replace")
+    ranges = set()
+    for line in re.findall(r"^\s*RANGE\b([^:\n]*)", text, re.M):
+        ranges |= set(re.findall(r"[A-Za-z_]\w*", line))
+    return [f.name for f in mech.states] + [f.name for f in mech.assigned
+                                            if f.name in ranges]
+
+
 def pointer_protocol(mech, path) -> tuple:
     """``(partner, pointer)`` entries of a model for ``mech`` (translated from ``path``):
     none where its blocks read no POINTER; else a partner cell driven by its own clamp and
@@ -335,7 +356,8 @@ def run_hinesbatch(model: dict) -> np.ndarray:
         vs = sim.vec_stim(times)
         for k, w, d in targets:
             sim.connect(vs, points[k], weight=w, delay=d)
-    keys = [sim.record(var[0] if var else "v", location=f"{sec}({x})")
+    keys = [sim.record(var[0], target=points[x]) if sec == "point" else
+            sim.record(var[0] if var else "v", location=f"{sec}({x})")
             for sec, x, *var in spec["record"]]
     res = sim.run(spec["tstop"])
     return np.array([res[k] for k in keys])
@@ -407,7 +429,9 @@ def standard_model(mech, swc, path=None) -> dict:
     """The standard protocol for one translated mechanism: a density mechanism with hh
     everywhere and a current clamp at the soma; a point process on the soma with hh (a
     synapse driven by a NetStim); where the blocks read a POINTER, a partner cell that
-    it points at (:func:`pointer_protocol`; ``path`` the file)."""
+    it points at (:func:`pointer_protocol`; ``path`` the file), and for a point process
+    STATEs and RANGE variables recorded besides v (:func:`range_variables`; max |ΔV| is
+    then the largest difference of them all)."""
     if mech.kind == "density":
         model = {"swc": swc, "insert": [["hh", {}], [mech.name, {}]],
                  "iclamp": [1.0, 20.0, 0.3], "tstop": 30.0}
@@ -420,11 +444,15 @@ def standard_model(mech, swc, path=None) -> dict:
     partner, pointer = pointer_protocol(mech, path) if path is not None else (None, [])
     if pointer:
         model.update(partner=partner, pointer=pointer)
+        if mech.kind == "point":     # also what the POINTER drives
+            model["record"] = [["soma[0]", 0.5]] + [
+                ["point", 0, n] for n in range_variables(mech, path)]
     return model
 
 
 def _compare_one(hb, path, name, lib, swc):
     """(path, name, status, max |dV| or None) of one file under the standard protocol."""
+    import re
     import warnings
 
     from hinesbatch.sim import NonFiniteStateError
@@ -445,9 +473,11 @@ def _compare_one(hb, path, name, lib, swc):
             try:   # NEURON's Newton iteration failed: does hinesbatch's stop too?
                 run_hinesbatch(model)
             except NonFiniteStateError as stop:
+                at = re.search(r"stopped at t = (\S+) ms", str(err))
                 return (path, name, "both stop: NEURON with a scopmath error (its Newton "
-                        "iteration failed), hinesbatch with non-finite states at "
-                        f"t = {stop.t_ms:g} ms", None)
+                        f"iteration failed) at t = {float(at.group(1)) if at else '?':g} "
+                        f"ms, hinesbatch with non-finite states at t = {stop.t_ms:g} ms",
+                        None)
             raise
         try:
             got = run_hinesbatch(model)
