@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("neuron", reason="NMODL files are read with neuron.nmodl")
 
 import hinesbatch as hb  # noqa: E402
-import hinesbatch.engine.simulation as simulation  # noqa: E402
 from hinesbatch import mechanisms  # noqa: E402
+from hinesbatch.engine import simulation  # noqa: E402
 from hinesbatch.engine.gpu.devices import EMULATION_ENV  # noqa: E402
 from hinesbatch.engine.kernels import join_linked  # noqa: E402
 from hinesbatch.mechanisms.codegen import pointers_read  # noqa: E402

@@ -269,7 +269,7 @@ def range_variables(mech, path) -> list[str]:
 
     text = Path(path).read_text(errors="replace")
     ranges = set()
-    for line in re.findall(r"^\s*RANGE\b([^:\n]*)", text, re.M):
+    for line in re.findall(r"^\s*RANGE\b([^:\n]*)", text, re.MULTILINE):
         ranges |= set(re.findall(r"[A-Za-z_]\w*", line))
     return [f.name for f in mech.states] + [f.name for f in mech.assigned
                                             if f.name in ranges]
@@ -291,7 +291,7 @@ def pointer_protocol(mech, path) -> tuple:
     owner = ["point", 0] if mech.kind == "point" else ["insert", mech.name]
     out = []
     for n in names:
-        unit = re.search(rf"^\s*{re.escape(n)}\s*\(([^)]*)\)", text, re.M)
+        unit = re.search(rf"^\s*{re.escape(n)}\s*\(([^)]*)\)", text, re.MULTILINE)
         volts = unit is None or unit.group(1).strip() in ("mV", "millivolt")
         out.append([owner, n, "v" if volts else "m_hh"])
     return [3.0, 20.0, 0.2], out
@@ -474,10 +474,11 @@ def _compare_one(hb, path, name, lib, swc):
                 run_hinesbatch(model)
             except NonFiniteStateError as stop:
                 at = re.search(r"stopped at t = (\S+) ms", str(err))
-                return (path, name, "both stop: NEURON with a scopmath error (its Newton "
-                        f"iteration failed) at t = {float(at.group(1)) if at else '?':g} "
-                        f"ms, hinesbatch with non-finite states at t = {stop.t_ms:g} ms",
-                        None)
+                when = f"{float(at.group(1)):g} ms" if at else "an unknown time"
+                status = ("both stop: NEURON with a scopmath error (its Newton iteration "
+                          f"failed) at t = {when}, hinesbatch with non-finite states at "
+                          f"t = {stop.t_ms:g} ms")
+                return (path, name, status, None)
             raise
         try:
             got = run_hinesbatch(model)
