@@ -260,3 +260,24 @@ def test_gpu_backend_refuses_pointers_before_the_run(swc, monkeypatch):
     assert err.value.mechanism == "ptgap"
     assert not hasattr(sim, "_gpu")
 
+
+
+def test_the_stepping_with_short_delays_steps_linked_cells_together(swc):
+    """A NetCon delay below dt/2 makes the engine stop at every threshold crossing
+    (``advance``); it steps the linked cells as one chunk too, so a NetCon of weight 0
+    changes nothing."""
+    traces = []
+    for delay in (None, 0.01):
+        cells = _cells(swc)
+        g0 = cells[0].place("ptgap", "soma[0](0.5)", g=0.01)
+        g1 = cells[1].place("ptgap", "soma[0](0.5)", g=0.01)
+        syn = cells[1].place("ExpSyn", "soma[0](0.5)")
+        sim = hb.Simulation(cells, backend="serial")
+        sim.set_pointer(g0, "vgap", "v", cell=1)
+        sim.set_pointer(g1, "vgap", "v", cell=0)
+        if delay is not None:
+            sim.connect((0, "soma[0](0.5)"), syn, weight=0.0, delay=delay)
+        keys = [sim.record("v", cell=k) for k in (0, 1)]
+        r = sim.run(15.0)
+        traces.append(np.array([r[k] for k in keys]))
+    np.testing.assert_array_equal(traces[0], traces[1])

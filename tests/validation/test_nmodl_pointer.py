@@ -4,12 +4,16 @@ set with ``h.setpointer``.
 Files (``tests/data/nmodl``, written for these tests): ``ptgap`` (a gap junction half,
 ``i = g*(v - vgap)``), ``ptdgap`` (the same per area, a density mechanism), ``ptrel`` (a
 transmitter concentration ``T`` following the local voltage, cnexp) and ``ptsyn`` (a
-synapse reading ``C`` in INITIAL, the BREAKPOINT, a FUNCTION and its cnexp state).
+synapse reading ``C`` in INITIAL, the BREAKPOINT, a FUNCTION and its cnexp state), and a
+copy of ``ptsyn`` named ``ptasyn``, which comes before ``ptrel`` in the type order (both
+simulators number a folder's files in name order): it reads the ``T`` of the step before,
+``ptsyn`` the ``T`` that ``ptrel``'s state update of the step just wrote.
 
 Protocol: two one-compartment somas (L = diam = 20 µm) with hh; a current clamp on cell 0
 (del 1 ms, dur 20 ms, 0.3 nA), a weaker one on cell 1 (del 8 ms, dur 10 ms, 0.05 nA);
 a gap junction pair (``ptgap`` on each, each reading the other's v), ``ptdgap`` on cell 1
-reading cell 0's v, ``ptrel`` on cell 0 and ``ptsyn`` on cell 1 reading its ``T``;
+reading cell 0's v, ``ptrel`` on cell 0, ``ptsyn`` and ``ptasyn`` on cell 1 reading its
+``T``;
 dt 0.025 ms, 40 ms; serial and multicore. Then each file alone under the standard protocol
 of ``nmodl_compare`` (a partner cell the POINTER reads). Acceptance: max |ΔV| <= 1e-9 mV
 at every step (explicit methods), the synapse's R the same, identical spike times.
@@ -63,7 +67,11 @@ soma0.insert("ptrel")
 syn = h.ptsyn(soma1(0.5))
 syn.gmax = spec["gmax"]
 h.setpointer(soma0(0.5).ptrel._ref_T, "C", syn)
-vecs = [h.Vector().record(s(0.5)._ref_v) for s in somas] + [h.Vector().record(syn._ref_R)]
+early = h.ptasyn(soma1(0.5))
+early.gmax = spec["gmax"]
+h.setpointer(soma0(0.5).ptrel._ref_T, "C", early)
+vecs = [h.Vector().record(s(0.5)._ref_v) for s in somas] + [
+    h.Vector().record(syn._ref_R), h.Vector().record(early._ref_R)]
 spikes = []
 for s in somas:
     nc = h.NetCon(s(0.5)._ref_v, None, sec=s)
@@ -87,6 +95,7 @@ SPEC = {"clamps": [[1.0, 20.0, 0.3], [8.0, 10.0, 0.05]], "g_gap": 0.004, "gmax":
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     folder = tmp_path_factory.mktemp("pointer_mods")
+    nc.renamed(nc.DATA_NMODL / "ptsyn.mod", "ptsyn", "ptasyn", folder / "ptasyn.mod")
     lib, names = nc.compiled_folder(folder, FILES)
     yield lib, folder
     nc.unregister(names)
@@ -119,12 +128,15 @@ def _hinesbatch(swc, backend) -> tuple:
     cells[1].insert("ptdgap")
     cells[0].insert("ptrel")
     syn = cells[1].place("ptsyn", "soma[0](0.5)", gmax=SPEC["gmax"])
+    early = cells[1].place("ptasyn", "soma[0](0.5)", gmax=SPEC["gmax"])
     sim = hb.Simulation(cells, dt=SPEC["dt"], backend=backend)
     sim.set_pointer(g0, "vgap", "v", cell=1)
     sim.set_pointer(g1, "vgap", "v", cell=0)
     sim.set_pointer((1, "soma[0](0.5)", "ptdgap"), "vgap", "v", cell=0)
     sim.set_pointer(syn, "C", "T_ptrel", cell=0)
-    keys = [sim.record("v", cell=0), sim.record("v", cell=1), sim.record("R", target=syn)]
+    sim.set_pointer(early, "C", "T_ptrel", cell=0)
+    keys = [sim.record("v", cell=0), sim.record("v", cell=1), sim.record("R", target=syn),
+            sim.record("R", target=early)]
     spikes = [sim.record_spikes(sim.spike_source(k, "soma[0](0.5)", 10.0)) for k in (0, 1)]
     res = sim.run(SPEC["tstop"])
     return np.array([res[k] for k in keys]), [res.spikes[k].tolist() for k in spikes]
@@ -141,6 +153,7 @@ def test_gap_junction_pair_and_transmitter_pointer_match_neuron(compiled, tmp_pa
     assert len(ref_spikes[1]) >= 1 and len(ref_spikes[0]) >= 2   # the pair interacts
     assert got_spikes == ref_spikes
     assert np.max(ref[2]) > 0.1          # the synapse opened: it read T through C
+    assert np.max(np.abs(ref[2] - ref[3])) > 1e-6   # the type order shows
 
 
 @pytest.mark.parametrize("name", ["ptgap", "ptdgap", "ptsyn"])
