@@ -147,6 +147,8 @@ try:
     h.continuerun(spec["tstop"])
 except RuntimeError:
     sys.stderr.write(f"stopped at t = {h.t!r} ms\n")
+    n = min(len(v) for v in vecs)     # what was recorded before the stop
+    np.save(spec["out"], np.array([np.array(v)[:n] for v in vecs]))
     raise
 np.save(spec["out"], np.array([np.array(v) for v in vecs]))
 """
@@ -315,8 +317,18 @@ def run_neuron(model: dict, lib: str | None) -> np.ndarray:
         proc = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(spec)], env=env,
                               capture_output=True, text=True, check=False)
         if proc.returncode != 0:
-            raise RuntimeError(f"NEURON run failed:\n{proc.stderr[-3000:]}")
+            err = NeuronStopped(f"NEURON run failed:\n{proc.stderr[-3000:]}")
+            if os.path.exists(spec["out"]):
+                err.partial = np.load(spec["out"])
+            raise err
         return np.load(spec["out"])
+
+
+class NeuronStopped(RuntimeError):
+    """NEURON's run failed; ``partial`` holds the traces recorded before it stopped
+    (records × samples), where it stopped during the run."""
+
+    partial = None
 
 
 def run_hinesbatch(model: dict) -> np.ndarray:
@@ -452,7 +464,6 @@ def standard_model(mech, swc, path=None) -> dict:
 
 def _compare_one(hb, path, name, lib, swc):
     """(path, name, status, max |dV| or None) of one file under the standard protocol."""
-    import re
     import warnings
 
     from hinesbatch.sim import NonFiniteStateError
@@ -467,19 +478,10 @@ def _compare_one(hb, path, name, lib, swc):
         model = standard_model(hb.mechanisms.get(name), swc, path)
         try:
             ref = run_neuron(model, lib)
-        except RuntimeError as err:
-            if "scopmath library error" not in str(err):
+        except NeuronStopped as err:
+            if "scopmath library error" not in str(err) or err.partial is None:
                 raise
-            try:   # NEURON's Newton iteration failed: does hinesbatch's stop too?
-                run_hinesbatch(model)
-            except NonFiniteStateError as stop:
-                at = re.search(r"stopped at t = (\S+) ms", str(err))
-                when = f"{float(at.group(1)):g} ms" if at else "an unknown time"
-                status = ("both stop: NEURON with a scopmath error (its Newton iteration "
-                          f"failed) at t = {when}, hinesbatch with non-finite states at "
-                          f"t = {stop.t_ms:g} ms")
-                return (path, name, status, None)
-            raise
+            return (path, name, _stopped(model, err), None)
         try:
             got = run_hinesbatch(model)
         except NonFiniteStateError:
@@ -493,6 +495,30 @@ def _compare_one(hb, path, name, lib, swc):
                 None)
     finally:
         hb.mechanisms.unregister(name)
+
+
+def _stopped(model: dict, err: NeuronStopped) -> str:
+    """The status of a file whose NEURON run stopped with a scopmath error (its Newton
+    iteration failed): hinesbatch's traces over the steps NEURON recorded, and where
+    hinesbatch stops."""
+    import re
+
+    from hinesbatch.sim import NonFiniteStateError
+
+    at = re.search(r"stopped at t = (\S+) ms", str(err))
+    when = f"{float(at.group(1)):g} ms" if at else "an unknown time"
+    n = err.partial.shape[1]
+    spec = _defaults(model)
+    got = run_hinesbatch(dict(model, tstop=(n - 1) * spec["dt"]))[:, :n]
+    dv = float(np.max(np.abs(err.partial - got))) if got.shape == err.partial.shape \
+        else np.inf
+    try:
+        run_hinesbatch(model)
+        after = "hinesbatch runs on"
+    except NonFiniteStateError as stop:
+        after = f"hinesbatch's states become non-finite at t = {stop.t_ms:g} ms"
+    return (f"NEURON stops with a scopmath error (its Newton iteration failed) at "
+            f"t = {when}; before, max|dV| = {dv:.3g} over {n} samples; {after}")
 
 
 def _compare_batch(hb, items, libs, swc) -> dict:
