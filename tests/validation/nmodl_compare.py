@@ -257,6 +257,17 @@ def run_batch(models: list, lib, swc, *, tstop=30.0, dt=0.025, celsius=6.3,
     return ref, np.array([res[k] for k in keys])
 
 
+def soma_only(swc, folder) -> str:
+    """An SWC file in ``folder`` of the soma points of ``swc`` only (its path): the
+    partner cell, as NEURON's copy of ``soma[0]``'s 3-d points."""
+    lines = [line for line in Path(swc).read_text().splitlines()
+             if line.split() and not line.lstrip().startswith("#")
+             and line.split()[1] == "1"]
+    path = Path(folder) / "partner.swc"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
 def segment_locations(cell) -> list[str]:
     """``"sec(x)"`` of every segment of a hinesbatch ``cell`` (the nodes with membrane)."""
     geo = cell.geometry
@@ -346,11 +357,13 @@ def run_hinesbatch(model: dict) -> np.ndarray:
         delay, dur, amp = spec["iclamp"]
         cell.place("IClamp", "soma[0](0.5)", delay=delay, dur=dur, amp=amp)
     cells = [cell]
-    if spec["partner"]:
-        partner = hb.Cell(str(spec["swc"]), nseg=1, ra=35.4, cm=1.0).insert("hh")
-        delay, dur, amp = spec["partner"]
-        partner.place("IClamp", "soma[0](0.5)", delay=delay, dur=dur, amp=amp)
-        cells.append(partner)
+    with tempfile.TemporaryDirectory() as tmp:
+        if spec["partner"]:     # NEURON's partner: a copy of the soma's 3-d points
+            partner = hb.Cell(soma_only(spec["swc"], tmp), nseg=1, ra=35.4,
+                              cm=1.0).insert("hh")
+            delay, dur, amp = spec["partner"]
+            partner.place("IClamp", "soma[0](0.5)", delay=delay, dur=dur, amp=amp)
+            cells.append(partner)
     sim = hb.Simulation(cells, dt=spec["dt"], celsius=spec["celsius"],
                         v_init=spec["v_init"], tables=spec["tables"])
     for owner, name, target in spec["pointer"]:

@@ -183,3 +183,17 @@ def test_the_standard_protocol_sees_the_pointer(compiled, tmp_path):
     driven = nc.run_neuron(model, lib)
     quiet = nc.run_neuron(dict(model, partner=[3.0, 20.0, 0.0]), lib)
     assert np.max(np.abs(driven - quiet)) > 1e-3
+
+
+def test_density_pointers_on_every_segment_of_a_real_cell(compiled):
+    """ptdgap in every segment of ko20x-07 (d_lambda 0.1), each instance's POINTER set to
+    the partner soma's v (NEURON: ``h.setpointer`` per segment), hh everywhere."""
+    import hinesbatch as hb
+
+    lib, folder = compiled
+    swc = str(nc.ROOT / "tests" / "data" / "morphologies" / "real" / "ko20x-07.CNG.swc")
+    model = nc.standard_model(hb.mechanisms.get("ptdgap"), swc, folder / "ptdgap.mod")
+    model.update(d_lambda=0.1, nseg=None, record=[["soma[0]", 0.5], ["dend[3]", 0.5]])
+    dv, ref = nc.compare(model, lib)
+    assert dv <= TOLERANCE_MV
+    assert np.isfinite(ref).all()
