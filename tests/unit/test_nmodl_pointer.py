@@ -97,6 +97,13 @@ def test_writing_a_pointer_or_reading_it_in_net_receive_is_refused(body, constru
     assert err.value.construct == construct and err.value.line == line
 
 
+def test_a_table_depending_on_a_pointer_is_refused():
+    text = GAP.format(body="BREAKPOINT { i = g*f(v) }\nFUNCTION f(x) {\n"
+                           " TABLE FROM -100 TO 100 WITH 200\n f = x - vgap\n}")
+    with pytest.raises(NmodlError, match="TABLE: FUNCTION f depends on vgap"):
+        translate_text(text, "pgap.mod")
+
+
 def test_a_pointer_declared_as_a_state_and_bbcorepointer_are_refused():
     with pytest.raises(NmodlError, match="POINTER vgap: declared as a STATE"):
         translate_text(GAP.replace("ASSIGNED {{ v (mV) vgap (mV) i (nA) }}",
