@@ -27,7 +27,9 @@ The lowering keeps nocmodl's semantics where the engine runs them bit for bit:
   ``set_seed``) on the simulation's one stream: :mod:`.scoprand`;
 - VERBATIM blocks whose C changes nothing (empty, standard headers, a ``return`` ending a
   PROCEDURE): :mod:`.verbatim`; a copy of NEURON's vecevent.mod stands for the built-in
-  VecStim: :mod:`.vecstim`.
+  VecStim: :mod:`.vecstim`;
+- a POINTER that the file only reads: a name read through its target
+  (:attr:`~hinesbatch.mechanisms.Mechanism.pointers`, :mod:`.pointers`).
 
 Everything else raises :class:`NmodlError` (``file:line: construct: reason``).
 """
