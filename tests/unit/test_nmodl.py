@@ -667,7 +667,8 @@ def test_nernst_special_cases():
 HEAD = "NEURON {\n    SUFFIX bad\n    %s\n}\nASSIGNED { v x y }\n"
 REFUSED = [
     ("VERBATIM", "", "INITIAL {\nVERBATIM : <-- here\n x = 1;\nENDVERBATIM\n}\n"),
-    ("POINTER", "POINTER p : <-- here", ""),
+    ("POINTER p", "POINTER p", "INITIAL {\n p = 1 : <-- here\n}\n"),   # written
+    ("BBCOREPOINTER", "BBCOREPOINTER p : <-- here", ""),
     ("SOLVE k METHOD euler", "", ("STATE { c o }\nBREAKPOINT { SOLVE k METHOD euler : <-- here\n"
                                   "}\nKINETIC k {\n ~ c <-> o (1, 2)\n}\n")),
     ("m'", "",
@@ -752,8 +753,8 @@ def test_a_folder_loads_all_or_nothing(tmp_path):
     folder = tmp_path / "mods"
     folder.mkdir()
     write(folder, "a_chan.mod", CHANNEL)
-    write(folder, "b_bad.mod", HEAD % "POINTER p")
-    with pytest.raises(NmodlError, match="b_bad.mod:3: POINTER"):
+    write(folder, "b_bad.mod", HEAD % "BBCOREPOINTER p")
+    with pytest.raises(NmodlError, match="b_bad.mod:3: BBCOREPOINTER"):
         hb.load_mechanisms(folder)
     assert "chan" not in mechanisms.names()
     with warnings.catch_warnings(record=True) as caught:
@@ -768,14 +769,14 @@ def test_mechanisms_check_command(tmp_path, capsys):
     folder = tmp_path / "mods"
     (folder / "model").mkdir(parents=True)
     write(folder / "model", "chan.mod", CHANNEL)
-    write(folder / "model", "bad.mod", HEAD % "POINTER p")
+    write(folder / "model", "bad.mod", HEAD % "BBCOREPOINTER p")
     write(folder, "syn.mod", SYNAPSE)
     assert main(["mechanisms", "check", str(folder), "--models"]) == 0
     out = capsys.readouterr().out
     assert f"{folder / 'model' / 'chan.mod'}: translated chan" in out
-    assert f"{folder / 'model' / 'bad.mod'}:3: POINTER: pointers" in out
+    assert f"{folder / 'model' / 'bad.mod'}:3: BBCOREPOINTER: opaque pointers" in out
     assert "3 files: 3 parsed, 2 translated (66.7 %)" in out
-    assert "      1  POINTER" in out
+    assert "      1  BBCOREPOINTER" in out
     assert "2 models: 1 fully translated (50.0 %)" in out
 
 

@@ -24,7 +24,14 @@ child process (:func:`run_neuron`) given the model as JSON. A model::
                             ["ns", "a0", 1.0, 0.5]],        # "a<k>" artificial cell k,
                                                             # "ns" the netstim, "p<k>"
                                                             # point k; weight, delay
-     "record": [["soma[0]", 0.5]],          # or [sec, x, "n_kdr"]: a RANGE variable
+     "record": [["soma[0]", 0.5]],          # or [sec, x, "n_kdr"]: a RANGE variable,
+                                            # ["point", k, "g"]: a point's variable
+     "partner": [3.0, 20.0, 0.2],           # a second cell (the same SWC, one segment,
+                                            # hh) with an IClamp at its soma(0.5): del,
+                                            # dur, amp; POINTERs read its soma(0.5)
+     "pointer": [[["point", 0], "vgap", "v"],   # owner, POINTER, target: "v" or a
+                 [["insert", "ican"], "C", "m_hh"]],  # RANGE variable of the partner;
+                                            # ["insert", mech]: every segment's instance
      "tstop": 30.0, "dt": 0.025, "celsius": 6.3,
      "v_init": -65.0, "tables": True}       # False: usetable_<name> = 0 for every
                                             # mechanism, Simulation(tables=False)
@@ -39,6 +46,12 @@ The protocol of an artificial cell (:func:`standard_model`): one instance with t
 file's parameters, driven by a NetStim (its NetCon events, flag 0) and driving an ExpSyn
 on the hh soma, 150 ms (artificial cells' defaults often start at 50 ms). A VecStim plays
 times that round when added, with a delay of 1.3 ms where the file has one.
+
+Files whose blocks read a POINTER run with a partner cell (``"partner"``) and each
+POINTER set to the partner's soma: its ``v`` where the file declares the POINTER in mV or
+without a unit (a presynaptic voltage, a gap junction's other side), else its ``m_hh``
+(a value in [0, 1] that rises with each of its spikes, standing for a transmitter
+concentration): :func:`pointer_protocol`.
 
 Files that draw NEURON's random numbers (``normrand``, ``exprand``, ...) compare as the
 others: each NEURON run is a fresh process and each hinesbatch run a fresh
@@ -138,15 +151,46 @@ if not spec["tables"]:
     for name in [m[0] for m in spec["insert"] + spec["point"]] + ["hh"]:
         if hasattr(h, f"usetable_{name}"):
             setattr(h, f"usetable_{name}", 0)
+if spec.get("partner"):
+    src = secs["soma[0]"]
+    partner = h.Section(name="partner")
+    for i in range(src.n3d()):
+        h.pt3dadd(src.x3d(i), src.y3d(i), src.z3d(i), src.diam3d(i), sec=partner)
+    partner.Ra, partner.cm, partner.nseg = 35.4, 1.0, 1
+    partner.insert("hh")
+    pstim = h.IClamp(partner(0.5))
+    pstim.delay, pstim.dur, pstim.amp = spec["partner"]
+    keep += [partner, pstim]
+for owner, name, target in spec.get("pointer") or []:
+    if target == "v":
+        ref = partner(0.5)._ref_v
+    else:
+        var, mech = target.rsplit("_", 1)
+        ref = getattr(getattr(partner(0.5), mech), f"_ref_{var}")
+    if owner[0] == "point":
+        h.setpointer(ref, name, points[owner[1]])
+    else:
+        for sec in secs.values():
+            for seg in sec:
+                h.setpointer(ref, name, getattr(seg, owner[1]))
 vecs = []
 for sec, x, *var in spec["record"]:
     vec = h.Vector()
-    vec.record(getattr(secs[sec](x), f"_ref_{var[0] if var else 'v'}"))
+    if sec == "point":
+        vec.record(getattr(points[x], f"_ref_{var[0]}"))
+    else:
+        vec.record(getattr(secs[sec](x), f"_ref_{var[0] if var else 'v'}"))
     vecs.append(vec)
 h.dt, h.celsius = spec["dt"], spec["celsius"]
 h.steps_per_ms = 1.0 / spec["dt"]
 h.finitialize(spec["v_init"])
-h.continuerun(spec["tstop"])
+try:
+    h.continuerun(spec["tstop"])
+except RuntimeError:
+    sys.stderr.write(f"stopped at t = {h.t!r} ms\n")
+    n = min(len(v) for v in vecs)     # what was recorded before the stop
+    np.save(spec["out"], np.array([np.array(v)[:n] for v in vecs]))
+    raise
 np.save(spec["out"], np.array([np.array(v) for v in vecs]))
 with open(spec["out"] + ".spikes.json", "w") as f:
     json.dump([list(v) for v in spike_vecs], f)
@@ -256,11 +300,64 @@ def run_batch(models: list, lib, swc, *, tstop=30.0, dt=0.025, celsius=6.3,
     return ref, np.array([res[k] for k in keys])
 
 
+def soma_only(swc, folder) -> str:
+    """An SWC file in ``folder`` of the soma points of ``swc`` only (its path): the
+    partner cell, as NEURON's copy of ``soma[0]``'s 3-d points."""
+    lines = [line for line in Path(swc).read_text().splitlines()
+             if line.split() and not line.lstrip().startswith("#")
+             and line.split()[1] == "1"]
+    path = Path(folder) / "partner.swc"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def segment_locations(cell) -> list[str]:
+    """``"sec(x)"`` of every segment of a hinesbatch ``cell`` (the nodes with membrane)."""
+    geo = cell.geometry
+    return [f"{geo.section_names[int(geo.section[k])]}({float(geo.x[k])!r})"
+            for k in range(len(geo.x)) if geo.has_membrane[k]]
+
+
+def range_variables(mech, path) -> list[str]:
+    """The STATEs of ``mech`` and the ASSIGNED variables its file (``path``) declares
+    RANGE: what NEURON lets a point process's variables be recorded by."""
+    import re
+
+    text = Path(path).read_text(errors="replace")
+    ranges = set()
+    for line in re.findall(r"^\s*RANGE\b([^:\n]*)", text, re.MULTILINE):
+        ranges |= set(re.findall(r"[A-Za-z_]\w*", line))
+    return [f.name for f in mech.states] + [f.name for f in mech.assigned
+                                            if f.name in ranges]
+
+
+def pointer_protocol(mech, path) -> tuple:
+    """``(partner, pointer)`` entries of a model for ``mech`` (translated from ``path``):
+    none where its blocks read no POINTER; else a partner cell driven by its own clamp and
+    each POINTER read set to the partner's soma(0.5): ``v`` where the file declares it in
+    mV (or without a unit), else ``m_hh``."""
+    import re
+
+    from hinesbatch.mechanisms.codegen import pointers_read
+
+    names = pointers_read(mech)
+    if not names:
+        return None, []
+    text = Path(path).read_text(errors="replace")
+    owner = ["point", 0] if mech.kind == "point" else ["insert", mech.name]
+    out = []
+    for n in names:
+        unit = re.search(rf"^\s*{re.escape(n)}\s*\(([^)]*)\)", text, re.MULTILINE)
+        volts = unit is None or unit.group(1).strip() in ("mV", "millivolt")
+        out.append([owner, n, "v" if volts else "m_hh"])
+    return [3.0, 20.0, 0.2], out
+
+
 def _defaults(model: dict) -> dict:
     out = {"nseg": 1, "d_lambda": None, "insert": [], "point": [], "iclamp": None,
            "netstim": None, "vecstim": None, "artificial": [], "artificial_netcons": [],
            "record": [["soma[0]", 0.5]], "tstop": 30.0, "dt": 0.025,
-           "celsius": 6.3, "v_init": -65.0, "tables": True}
+           "celsius": 6.3, "v_init": -65.0, "tables": True, "partner": None, "pointer": []}
     out.update(model)
     return out
 
@@ -276,12 +373,22 @@ def run_neuron(model: dict, lib: str | None, *, spikes: bool = False):
         proc = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(spec)], env=env,
                               capture_output=True, text=True, check=False)
         if proc.returncode != 0:
-            raise RuntimeError(f"NEURON run failed:\n{proc.stderr[-3000:]}")
+            err = NeuronStopped(f"NEURON run failed:\n{proc.stderr[-3000:]}")
+            if os.path.exists(spec["out"]):
+                err.partial = np.load(spec["out"])
+            raise err
         traces = np.load(spec["out"])
         if not spikes:
             return traces
         with open(spec["out"] + ".spikes.json") as f:
             return traces, json.load(f)
+
+
+class NeuronStopped(RuntimeError):
+    """NEURON's run failed; ``partial`` holds the traces recorded before it stopped
+    (records × samples), where it stopped during the run."""
+
+    partial = None
 
 
 def run_hinesbatch(model: dict, *, spikes: bool = False):
@@ -299,8 +406,21 @@ def run_hinesbatch(model: dict, *, spikes: bool = False):
     if spec["iclamp"]:
         delay, dur, amp = spec["iclamp"]
         cell.place("IClamp", "soma[0](0.5)", delay=delay, dur=dur, amp=amp)
-    sim = hb.Simulation(cell, dt=spec["dt"], celsius=spec["celsius"], v_init=spec["v_init"],
-                        tables=spec["tables"])
+    cells = [cell]
+    with tempfile.TemporaryDirectory() as tmp:
+        if spec["partner"]:     # NEURON's partner: a copy of the soma's 3-d points
+            partner = hb.Cell(soma_only(spec["swc"], tmp), nseg=1, ra=35.4,
+                              cm=1.0).insert("hh")
+            delay, dur, amp = spec["partner"]
+            partner.place("IClamp", "soma[0](0.5)", delay=delay, dur=dur, amp=amp)
+            cells.append(partner)
+    sim = hb.Simulation(cells, dt=spec["dt"], celsius=spec["celsius"],
+                        v_init=spec["v_init"], tables=spec["tables"])
+    for owner, name, target in spec["pointer"]:
+        owners = [points[owner[1]]] if owner[0] == "point" else [
+            (0, location, owner[1]) for location in segment_locations(cell)]
+        for o in owners:
+            sim.set_pointer(o, name, target, cell=1)
     ns, sources = None, []
     if spec["netstim"]:
         start, interval, number, targets = spec["netstim"]
@@ -313,17 +433,18 @@ def run_hinesbatch(model: dict, *, spikes: bool = False):
         sources.append(vs)
         for k, w, d in targets:
             sim.connect(vs, points[k], weight=w, delay=d)
-    cells = [sim.artificial_cell(kind, **params) for kind, params in spec["artificial"]]
-    sources += cells
+    arts = [sim.artificial_cell(kind, **params) for kind, params in spec["artificial"]]
+    sources += arts
 
     def obj(name):
-        return ns if name == "ns" else cells[int(name[1:])] if name[0] == "a" \
+        return ns if name == "ns" else arts[int(name[1:])] if name[0] == "a" \
             else points[int(name[1:])]
 
     for src, tgt, w, d in spec["artificial_netcons"]:
         sim.connect(obj(src), obj(tgt), weight=w, delay=d)
     spike_keys = [sim.record_spikes(s) for s in sources] if spikes else []
-    keys = [sim.record(var[0] if var else "v", location=f"{sec}({x})")
+    keys = [sim.record(var[0], target=points[x]) if sec == "point" else
+            sim.record(var[0] if var else "v", location=f"{sec}({x})")
             for sec, x, *var in spec["record"]]
     res = sim.run(spec["tstop"])
     traces = np.array([res[k] for k in keys])
@@ -395,11 +516,14 @@ def renamed(path, name: str, new: str, out) -> Path:
     return Path(out)
 
 
-def standard_model(mech, swc) -> dict:
+def standard_model(mech, swc, path=None) -> dict:
     """The standard protocol for one translated mechanism: a density mechanism with hh
     everywhere and a current clamp at the soma; a point process on the soma with hh (a
-    synapse driven by a NetStim); an artificial cell (the file's parameters) driven by a
-    NetStim and driving an ExpSyn on the soma with hh (module docstring)."""
+    synapse driven by a NetStim); where the blocks read a POINTER, a partner cell that
+    it points at (:func:`pointer_protocol`; ``path`` the file), and for a point process
+    STATEs and RANGE variables recorded besides v (:func:`range_variables`; max |ΔV| is
+    then the largest difference of them all); an artificial cell (the file's parameters)
+    driven by a NetStim and driving an ExpSyn on the soma with hh (module docstring)."""
     if mech.kind == "artificial":
         nets = [["ns", "a0", 1.0, 0.5]] if mech.net_receive else []
         if "net_event(" in mech.net_receive:
@@ -409,12 +533,20 @@ def standard_model(mech, swc) -> dict:
                 "netstim": [2.0, 5.0, 4, []], "artificial": [[mech.name, {}]],
                 "artificial_netcons": nets, "tstop": 150.0}
     if mech.kind == "density":
-        return {"swc": swc, "insert": [["hh", {}], [mech.name, {}]],
-                "iclamp": [1.0, 20.0, 0.3], "tstop": 30.0}
-    model = {"swc": swc, "insert": [["hh", {}]], "point": [[mech.name, "soma[0]", 0.5, {}]],
-             "iclamp": [1.0, 20.0, 0.1], "tstop": 30.0}
-    if mech.net_receive:
-        model["netstim"] = [2.0, 5.0, 4, [[0, 0.005, 1.0]]]
+        model = {"swc": swc, "insert": [["hh", {}], [mech.name, {}]],
+                 "iclamp": [1.0, 20.0, 0.3], "tstop": 30.0}
+    else:
+        model = {"swc": swc, "insert": [["hh", {}]],
+                 "point": [[mech.name, "soma[0]", 0.5, {}]],
+                 "iclamp": [1.0, 20.0, 0.1], "tstop": 30.0}
+        if mech.net_receive:
+            model["netstim"] = [2.0, 5.0, 4, [[0, 0.005, 1.0]]]
+    partner, pointer = pointer_protocol(mech, path) if path is not None else (None, [])
+    if pointer:
+        model.update(partner=partner, pointer=pointer)
+        if mech.kind == "point":     # also what the POINTER drives
+            model["record"] = [["soma[0]", 0.5]] + [
+                ["point", 0, n] for n in range_variables(mech, path)]
     return model
 
 
@@ -431,10 +563,15 @@ def _compare_one(hb, path, name, lib, swc):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             hb.load_mechanisms(path)
-        model = standard_model(hb.mechanisms.get(name), swc)
+        model = standard_model(hb.mechanisms.get(name), swc, path)
         if hb.mechanisms.get(name).kind == "artificial":
             return (path, name, *_compare_spikes(model, lib))
-        ref = run_neuron(model, lib)
+        try:
+            ref = run_neuron(model, lib)
+        except NeuronStopped as err:
+            if "scopmath library error" not in str(err) or err.partial is None:
+                raise
+            return (path, name, _stopped(model, err), None)
         try:
             got = run_hinesbatch(model)
         except NonFiniteStateError:
@@ -482,6 +619,30 @@ def _compare_vecstim(path, tr, lib, swc):
                 .replace("\n", " "), None)
 
 
+def _stopped(model: dict, err: NeuronStopped) -> str:
+    """The status of a file whose NEURON run stopped with a scopmath error (its Newton
+    iteration failed): hinesbatch's traces over the steps NEURON recorded, and where
+    hinesbatch stops."""
+    import re
+
+    from hinesbatch.sim import NonFiniteStateError
+
+    at = re.search(r"stopped at t = (\S+) ms", str(err))
+    when = f"{float(at.group(1)):g} ms" if at else "an unknown time"
+    n = err.partial.shape[1]
+    spec = _defaults(model)
+    got = run_hinesbatch(dict(model, tstop=(n - 1) * spec["dt"]))[:, :n]
+    dv = float(np.max(np.abs(err.partial - got))) if got.shape == err.partial.shape \
+        else np.inf
+    try:
+        run_hinesbatch(model)
+        after = "hinesbatch runs on"
+    except NonFiniteStateError as stop:
+        after = f"hinesbatch's states become non-finite at t = {stop.t_ms:g} ms"
+    return (f"NEURON stops with a scopmath error (its Newton iteration failed) at "
+            f"t = {when}; before, max|dV| = {dv:.3g} over {n} samples; {after}")
+
+
 def _compare_batch(hb, items, libs, swc) -> dict:
     """The files of one library compared in one NEURON run and one hinesbatch run ({} when
     that fails: then each file runs alone)."""
@@ -497,11 +658,15 @@ def _compare_batch(hb, items, libs, swc) -> dict:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 hb.load_mechanisms(path)
+            model = standard_model(hb.mechanisms.get(name), swc, path)
+            if model.get("pointer"):     # a partner cell: compared alone
+                hb.mechanisms.unregister(name)
+                continue
             loaded.append((path, name))
             if hb.mechanisms.get(name).kind == "artificial":
                 continue            # each alone (_compare_one), its spikes compared too
             batched.append((path, name))
-            models.append(standard_model(hb.mechanisms.get(name), swc))
+            models.append(model)
         if not models:
             return {}
         ref, got = run_batch(models, lib.pop(), swc)
@@ -558,6 +723,8 @@ def main(argv=None) -> int:
     rows = []
     for items in folders.values():
         try:       # one build per folder; per file where names clash
+            if len({n for _, n in items}) != len(items):
+                raise RuntimeError("two files of the folder define one mechanism")
             libs = dict.fromkeys((p for p, _ in items), compile_mods([p for p, _ in items]))
         except RuntimeError:
             libs = {}

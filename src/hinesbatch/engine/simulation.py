@@ -25,11 +25,19 @@ from ..network import (
     deliver,
     prime_generators,
 )
-from ..sim.errors import NonFiniteStateError, RandomStreamError
+from ..sim.errors import NonFiniteStateError, PointerError, RandomStreamError
 from .artificial import ArtificialCell, ArtificialCells, is_spike_source, sampled
 from .events import SPIKE_OFFSET, EventQueue, NetCon, SpikeSource
-from .kernels import CHUNK_NODES, COMMON_ARRAYS, chunk_order, chunks, kernel_module
+from .kernels import (
+    CHUNK_NODES,
+    COMMON_ARRAYS,
+    chunk_order,
+    chunks,
+    join_linked,
+    kernel_module,
+)
 from .layout import Layout
+from .pointers import pointer_targets, refuse_on_gpu
 from .receive import Receiver
 from .results import Results
 
@@ -122,6 +130,7 @@ class Simulation:
         self._event_sources: dict = {}     # (mechanism, instance) -> source id in a run
         self._recordings: dict = {}
         self._spike_records: dict = {}
+        self._pointers: dict = {}          # (owner key, POINTER) -> the value's spec
         self._layout = None
         self._gids = {id(c): i for i, c in enumerate(self.cells)}
 
@@ -327,23 +336,103 @@ class Simulation:
         suffix = "" if every == 1 else f"|every={every}"
         if isinstance(target, ArtificialCell):
             return self._record_artificial(variable, target, every, suffix)
+        what, where, var, unit = self._value_spec(variable, cell, location, target)
+        gid = self._gid(target.cell) if what == "pp" else where[0]
+        place = target.name if what == "pp" else format_location(*where[1:])
+        key = f"{variable}@{gid}:{place}{suffix}"
+        self._recordings[key] = (what, where, var, every, unit)
+        return key
+
+    def _value_spec(self, variable: str, cell, location, target) -> tuple:
+        """A value of the model named as :meth:`record` names it: ``("pp", point process,
+        field, unit)`` or ``("range", (gid, section, x), (mechanism or None, field),
+        unit)`` (``_resolve_value`` finds it in the layout)."""
         if target is not None:
+            if not isinstance(target, PointProcess):
+                raise TypeError(f"target must be a PointProcess, got "
+                                f"{type(target).__name__}")
             mech = _mechanisms.get(target.kind)
             if variable not in mech.field_names:
                 raise ValueError(f"{target.kind} has no variable {variable!r}; variables: "
                                  f"{', '.join(mech.field_names)}")
-            gid = self._gid(target.cell)
-            key = f"{variable}@{gid}:{target.name}{suffix}"
-            self._recordings[key] = ("pp", target, variable, every, mech.unit(variable))
-            return key
+            self._gid(target.cell)
+            return "pp", target, variable, mech.unit(variable)
         gid = self._gid(cell)
-        c = self.cells[gid]
-        sec, x = c.check_location(location)
+        sec, x = self.cells[gid].check_location(location)
         mech, field = _range_variable(variable)
         unit = "mV" if mech is None else _mechanisms.get(mech).unit(field)
-        key = f"{variable}@{gid}:{format_location(sec, x)}{suffix}"
-        self._recordings[key] = ("range", (gid, sec, x), (mech, field), every, unit)
-        return key
+        return "range", (gid, sec, x), (mech, field), unit
+
+    # ---- pointers ---------------------------------------------------------------------
+    def set_pointer(self, owner, name: str, variable: str = "v", *, cell=0,
+                    location="soma[0](0.5)", target: PointProcess | None = None) -> None:
+        """Point the POINTER ``name`` of a mechanism's instance at a value of the model
+        (NEURON's ``h.setpointer(target_ref, "name", pp)``, or ``setpointer
+        sec(x).mech._ref_name, target_ref`` for a density mechanism).
+
+        The target is named as :meth:`record` names what it records: ``variable`` at
+        ``location`` of ``cell`` (``"v"``, the membrane potential there, or a RANGE
+        variable of a density mechanism, ``"T_rel"``), or a variable of the point process
+        ``target``. The mechanism's blocks read the target's value where they run
+        (``docs/nmodl.md``, "POINTER"). Every POINTER that a mechanism's blocks read must
+        be set for each of its instances before a run.
+
+        Parameters
+        ----------
+        owner : PointProcess or tuple
+            The point process, or ``(cell, location, mechanism)`` for the instance of a
+            density mechanism (``(0, "soma[0](0.5)", "ican")``).
+        name : str
+            The POINTER's name in the mechanism's NMODL file.
+        variable, cell, location, target
+            The value pointed at, as for :meth:`record`.
+
+        Raises
+        ------
+        PointerError
+            The mechanism has no POINTER ``name`` (the message lists its POINTERs) or the
+            target is unknown (the message lists the valid variables).
+
+        Examples
+        --------
+        A gap junction between the somas of cells 0 and 1 (``gap`` reads ``POINTER
+        vgap``)::
+
+            g0 = cells[0].place("gap", "soma[0](0.5)")
+            g1 = cells[1].place("gap", "soma[0](0.5)")
+            sim.set_pointer(g0, "vgap", "v", cell=1)
+            sim.set_pointer(g1, "vgap", "v", cell=0)
+        """
+        mech, key, label, gid = self._pointer_owner(owner)
+        if not isinstance(name, str) or name not in mech.pointers:
+            raise PointerError(f"{label}: {mech.name} has no POINTER {name!r}; its "
+                               f"POINTERs: {', '.join(mech.pointers) or '(none)'}",
+                               mechanism=mech.name, pointer=str(name))
+        try:
+            what, where, var, _ = self._value_spec(variable, cell, location, target)
+        except ValueError as err:
+            raise PointerError(f"{label}: POINTER {name}: {err}", mechanism=mech.name,
+                               pointer=name) from None
+        self._pointers[(key, name)] = (gid, label, what, where, var)
+
+    def _pointer_owner(self, owner) -> tuple:
+        """``(mechanism, key, label, gid)`` of the instance ``owner``
+        (:meth:`set_pointer`)."""
+        if isinstance(owner, PointProcess):
+            gid = self._gid(owner.cell)
+            return (_mechanisms.get(owner.kind), ("pp", owner), f"{owner.name} of cell {gid}",
+                    gid)
+        if not (isinstance(owner, tuple) and len(owner) == 3):
+            raise TypeError("owner must be a PointProcess or (cell, location, mechanism), "
+                            f"got {owner!r}")
+        cell, location, name = owner
+        gid = self._gid(cell)
+        sec, x = self.cells[gid].check_location(location)
+        if name not in _mechanisms.names() or _mechanisms.get(name).kind != "density":
+            raise PointerError(f"{name!r} is not a density mechanism; for a point process "
+                               "pass the PointProcess", mechanism=str(name))
+        label = f"{name} at {format_location(sec, x)} of cell {gid}"
+        return _mechanisms.get(name), ("range", gid, sec, x, name), label, gid
 
     def _record_artificial(self, variable: str, cell: ArtificialCell, every: int,
                            suffix: str) -> str:
@@ -419,34 +508,42 @@ class Simulation:
             out += [self._data[m.name], lay.nodes[m.name], lay.offsets[m.name],
                     lay.scale[m.name], *lay.scratch[m.name]]
         return out + list(self._ions.values()) + tables \
-            + ([self._stream] if self._km.stream else [])
+            + ([self._stream] if self._km.stream else []) \
+            + [self._pointer_arrays[a[len("_PT_"):]] for a in self._km.pointer_args]
 
     def _resolve_recordings(self, lay):
-        mech_pos = {m.name: k for k, m in enumerate(lay.mechs)}
         rows = []
         for key, (what, where, var, every, unit) in self._recordings.items():
             if what == "art":       # sampled from its history on the host (_results)
                 continue
-            if what == "pp":
-                m, j = lay.pp_index[id(where)]
-                rows.append((key, mech_pos[m], _mechanisms.get(m).field_names.index(var), j,
-                             every, unit, self._gid(where.cell)))
-                continue
-            gid, sec, x = where
-            cl = lay.cells[gid]
-            node = cl.global_node(cl.geometry.node(sec, x))
-            mech, field = var
-            if mech is None:
-                rows.append((key, -1, 0, node, every, unit, gid))
-                continue
-            j = lay.instance_at(mech, node)
-            if j < 0:
+            try:
+                m, f, i, gid = self._resolve_value(lay, what, where, var)
+            except ValueError as err:
+                gid, sec, x = where
                 raise ValueError(f"cannot record {key.split('@')[0]!r} at "
-                                 f"{format_location(sec, x)} of cell {gid}: {mech} is not "
-                                 "inserted there")
-            rows.append((key, mech_pos[mech], _mechanisms.get(mech).field_names.index(field),
-                         j, every, unit, gid))
+                                 f"{format_location(sec, x)} of cell {gid}: {err}") from None
+            rows.append((key, m, f, i, every, unit, gid))
         return rows
+
+    def _resolve_value(self, lay, what, where, var) -> tuple:
+        """``(m, f, i, gid)`` of a value named by :meth:`_value_spec`: the kernels'
+        ``_value`` arguments (``m`` the mechanism's place in the layout, -1 for ``v``;
+        ``f`` the field; ``i`` the instance, or the node for ``v``) and its cell."""
+        if what == "pp":
+            m, j = lay.pp_index[id(where)]
+            pos = next(k for k, mech in enumerate(lay.mechs) if mech.name == m)
+            return pos, _mechanisms.get(m).field_names.index(var), j, self._gid(where.cell)
+        gid, sec, x = where
+        cl = lay.cells[gid]
+        node = cl.global_node(cl.geometry.node(sec, x))
+        mech, field = var
+        if mech is None:
+            return -1, 0, node, gid
+        j = lay.instance_at(mech, node)
+        if j < 0:
+            raise ValueError(f"{mech} is not inserted there")
+        pos = next(k for k, m in enumerate(lay.mechs) if m.name == mech)
+        return pos, _mechanisms.get(mech).field_names.index(field), j, gid
 
     def run(self, tstop: float, *, progress: bool = False) -> Results:
         """Initialize (NEURON's ``finitialize(v_init)``) and step while
@@ -486,6 +583,9 @@ class Simulation:
         km, dt, celsius = self._km, self.dt, self.celsius
         if gpu is not None:
             _gpu_events_supported(km)
+            refuse_on_gpu(km.codes)
+        self._pointer_arrays, links = pointer_targets(km.codes, lay, self._pointers,
+                                                      self._resolve_value)
         target = CHUNK_NODES
         if self.backend == "multicore":
             import numba
@@ -497,6 +597,8 @@ class Simulation:
         self._chunk_off = chunks(lay.node_off, target)
         if km.stream:       # one chunk: the cells' draws in NEURON's order
             self._chunk_off = np.array([0, len(lay.cells)], dtype=np.int64)
+        # cells a POINTER links step together: each reads the other's values of the step
+        self._chunk_off = join_linked(self._chunk_off, links)
         self._node_ord = chunk_order(lay.node_off, lay.depth, self._chunk_off)
         # time grid with NEURON's accumulated t
         times = [0.0]
@@ -539,9 +641,12 @@ class Simulation:
             rows = [np.empty((lay.nodes[m].size * code.initial_sends, 3))] \
                 if code.initial_sends else []
             stream = [self._stream] if code.stream else []
+            reach = [self._pointer_arrays[m]] + [self._data[a[len("_D_"):]] for a in
+                                                 code.initial_pointer_args()[1:]] \
+                if code.pointers else []
             sent = getattr(km.module, f"_initial_{m}")(self._data[m], lay.nodes[m], self._v,
                                                        0.0, dt, celsius, *mech_tables[m],
-                                                       *ions, *stream, *rows)
+                                                       *ions, *stream, *rows, *reach)
             if rows:
                 sends.append((m, rows[0][:sent]))
         sources = sorted(self.sources, key=lambda s: s.gid)     # grouped by cell

@@ -34,7 +34,12 @@ contract to FMA). Names are resolved here:
   ``poisrand(m)``, ``scop_random()`` become ``_rand_<name>(_RS, ...)`` and the statement
   ``set_seed(x)`` ``_rand_set_seed(_RS, x)``, ``_RS`` the simulation's stream (an argument
   of INITIAL and of the loops, after the tables, where a mechanism draws): in INITIAL,
-  the BREAKPOINT and the state update only.
+  the BREAKPOINT and the state update only;
+- a POINTER (``Mechanism.pointers``) becomes ``_value(m, f, i, v, _D_<a>, _D_<b>, ...)``
+  (the recordings' reader: ``v[i]`` where ``m < 0``, else field ``f`` of instance ``i`` of
+  the module's ``m``-th mechanism) with ``m, f, i`` the rows ``3k, 3k + 1, 3k + 2`` of
+  the instance's column of ``_PT_<mech>`` (int64, ``3·pointers × instances``) for its
+  ``k``-th pointer: read live each time, in INITIAL, the BREAKPOINT and the state update.
 """
 from __future__ import annotations
 
@@ -47,7 +52,7 @@ from .ions import FARADAY, GAS_CONSTANT
 from .scoprand import DRAWS, SEED_CALL
 
 __all__ = ["CodegenError", "IonIO", "MechanismCode", "count_net_sends", "hoc_exp_source",
-           "drawing_functions", "ion_io", "nernst_source", "stream_blocks"]
+           "drawing_functions", "ion_io", "nernst_source", "pointers_read", "stream_blocks"]
 
 _INTRINSICS = {"exp": "_hoc_exp", "log": "math.log", "pow": "math.pow", "fabs": "math.fabs",
                "sqrt": "math.sqrt",
@@ -119,6 +124,28 @@ def _text_draws(mech: Mechanism, text: str) -> bool:
                                 and draws(callees[f], seen | {f})) for f in calls)
 
     return draws(_draw_calls(text), frozenset())
+
+
+def _names_in(text: str) -> set:
+    """Every name ``text`` uses."""
+    try:
+        tree = ast.parse(text.strip() or "pass")
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def pointers_read(mech: Mechanism) -> tuple:
+    """The POINTERs of ``mech`` that its blocks read (those a run needs set), in
+    declaration order: a POINTER only declared is never read."""
+    if not mech.pointers:
+        return ()
+    texts = [mech.initial, mech.breakpoint, mech.state, mech.after_solve,
+             mech.net_receive, mech.net_receive_initial]
+    texts += [c.b + "\n" + c.a for c in mech.cnexp]
+    texts += [f.body for f in mech.functions + mech.procedures]
+    used = set().union(*(_names_in(t) for t in texts))
+    return tuple(p for p in mech.pointers if p in used)
 
 
 def hoc_exp_source(vector_exp: bool = False) -> str:
@@ -209,6 +236,7 @@ class _Scope:
         self.tables = tables
         self.locals: set = set()
         self.stream = False         # the random-number stream _RS is reachable
+        self.pointer = None         # (array, readers' args) where POINTERs are readable
         self.cache = False          # fields live in locals _c_<name> (see MechanismCode.wrap)
         self.used: dict = {}        # field -> index, in order of first use
         self.written: dict = {}
@@ -226,6 +254,14 @@ class _Scope:
                 return "_flag"
         if name in _SPECIAL:
             return _SPECIAL[name]
+        if name in self.mech.pointers:
+            if self.pointer is None:
+                raise CodegenError(f"mechanism {self.mech.name}: POINTER {name!r} is read "
+                                   "in INITIAL, the BREAKPOINT and the state update only")
+            array, args = self.pointer
+            k = 3 * self.mech.pointers.index(name)
+            return (f"_value({array}[{k}, _j], {array}[{k + 1}, _j], {array}[{k + 2}, _j], "
+                    f"{args})")
         if name in self.fields:
             if self.cache:
                 self.used.setdefault(name, self.fields[name])
@@ -238,7 +274,8 @@ class _Scope:
         name = _name(name)
         if name in self.args:
             return self.args[name]
-        if name in _SPECIAL or name == "weight" or (name == "flag" and self.weight):
+        if name in _SPECIAL or name == "weight" or (name == "flag" and self.weight) \
+                or name in self.mech.pointers:
             raise CodegenError(f"mechanism {self.mech.name}: cannot assign {name!r}")
         if name in self.fields:
             self.written.setdefault(name, self.fields[name])
@@ -271,11 +308,17 @@ class MechanismCode:
         Ions the engine keeps per node (:func:`.ions.kept_per_node`: name -> charge):
         this mechanism's copies of their variables are loaded from and stored to the
         node's array ``_I_<ion>`` (:data:`.ions.ION_ROWS`).
+    peers : sequence of str, optional
+        The names of the module's mechanisms in its order, the targets a POINTER can
+        read (``_value``'s arrays); needed where the mechanism reads a POINTER.
     """
 
     def __init__(self, mech: Mechanism, *, tables: bool = True, vector_exp: bool = False,
-                 kept: dict | None = None):
+                 kept: dict | None = None, peers=None):
         self.mech = mech
+        self.peers = tuple(peers) if peers is not None else (mech.name,)
+        #: the POINTERs the blocks read (``_PT_<m>`` holds their targets)
+        self.pointers = pointers_read(mech)
         self.tables = tables
         self.vector_exp = vector_exp
         self._functions = {f.name: f for f in mech.functions}
@@ -435,6 +478,21 @@ class MechanismCode:
             f"    _th = _xi - float(_i)\n"
             f"    return ({interp})\n")
 
+    def pointer_reach(self, array: str):
+        """``_Scope.pointer`` for blocks that read the POINTERs' targets from ``array``
+        (None where the mechanism reads none)."""
+        if not self.pointers:
+            return None
+        return array, ", ".join(["v"] + [f"_D_{p}" for p in self.peers])
+
+    def initial_pointer_args(self) -> list[str]:
+        """The last arguments of ``_initial_<m>`` where it reads POINTERs: ``_PT_<m>``
+        and the other mechanisms' ``_D_<name>`` (in the module's order)."""
+        if not self.pointers:
+            return []
+        m = self.mech.name
+        return [f"_PT_{m}"] + [f"_D_{p}" for p in self.peers if p != m]
+
     def ion_args(self) -> list[str]:
         """Names of the kernel arguments holding the per-node arrays of the ions kept per
         node that this mechanism uses."""
@@ -445,12 +503,14 @@ class MechanismCode:
         m, io = self.mech.name, self.ion_io
         scope = _Scope(self.mech, fields=True, tables=self.tables)
         scope.stream = True
+        scope.pointer = self.pointer_reach(f"_PT_{m}")
         sends = self.initial_sends
         scope.sends = "initial" if sends else None
         body = self._block(self.mech.initial or "pass", scope, 2, "INITIAL")
         tabs = "".join(f", {a}" for a in self.table_args() + self.ion_args())
         tabs += ", _RS" if self.stream else ""
         tabs += ", _S" if sends else ""
+        tabs += "".join(f", {a}" for a in self.initial_pointer_args())
         pad = "        "
         loads = "".join(f"{pad}_D_{m}[{k}, _j] = _I_{ion}[{row}, _n]\n"
                         for ion, k, row in io.loads)
@@ -487,6 +547,8 @@ class MechanismCode:
                     f"{pad}_bv_{m}_{g} = _B_{m}[{g}, {r}]\n")
         for k, f in enumerate(self.mech.field_names):
             src += f"{pad}_fv_{m}_{f} = _D_{m}[{k}, {r}]\n"
+        if self.pointers:
+            src += f"{pad}_pv_{m} = _PT_{m}[:, {r}]\n"
         return src
 
     def current_loop(self, indent: int) -> str:
@@ -498,6 +560,7 @@ class MechanismCode:
         pad2 = pad + "    "
         scope = _Scope(mech, fields=True, tables=self.tables)
         scope.cache = scope.stream = True
+        scope.pointer = self.pointer_reach(f"_pv_{m}")
 
         def evaluation(target: str) -> str:
             code = self._block(mech.breakpoint, scope, indent + 1, "BREAKPOINT")
@@ -562,6 +625,7 @@ class MechanismCode:
         def loop(text: str, where: str) -> str:
             scope = _Scope(mech, fields=True, tables=self.tables)
             scope.cache = scope.stream = True
+            scope.pointer = self.pointer_reach(f"_pv_{m}")
             body = self._block(text, scope, indent + 1, where)
             return (f"{pad}for _j in range(_n_{m}):\n{pad2}_v = v[_nv_{m}[_j]]\n"
                     + scope.loads(pad2) + body + scope.stores(pad2))
@@ -575,6 +639,7 @@ class MechanismCode:
             # expression: the same bits.
             scope = _Scope(mech, fields=True, tables=self.tables)
             scope.cache = True
+            scope.pointer = self.pointer_reach(f"_pv_{m}")
             body = ""
             for g, eq in enumerate(mech.cnexp):
                 a = self._expr(_parse_expr(eq.a, mech, "cnexp"), scope)
@@ -707,7 +772,7 @@ class MechanismCode:
                        tables=scope.tables,
                        args={a: f"_p{self._counter}_{a}" for a in p.args})
         inner.cache, inner.used, inner.written = scope.cache, scope.used, scope.written
-        inner.stream = scope.stream
+        inner.stream, inner.pointer = scope.stream, scope.pointer
         src = "".join(f"{pad}_p{self._counter}_{a} = {v}\n" for a, v in zip(p.args, args))
         body = ast.parse(p.body.strip() or "pass").body
         return src + self._statements(body, inner, indent, f"PROCEDURE {p.name}")

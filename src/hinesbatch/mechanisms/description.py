@@ -50,6 +50,17 @@ precision, as nocmodl's C is.
 - ``initial`` of a point process may also call ``net_send(delay, flag)``; such a
   self-event carries a weight vector of zeros.
 
+Pointers
+--------
+``pointers`` names NEURON's ``POINTER`` variables: read-only values that live elsewhere
+(the membrane potential of a node, a variable of another mechanism's instance), set per
+instance before a run (:meth:`hinesbatch.Simulation.set_pointer`). A block reads the
+target's value at the moment it runs: in ``breakpoint`` the node's ``v`` of the step's
+start (only the mechanism's own ``v`` is perturbed by 0.001), in ``state``, ``cnexp`` and
+``after_solve`` the new ``v``, and another mechanism's variable as that mechanism's blocks
+have left it (mechanisms run in type order within each phase). A pointer is not a field,
+cannot be assigned and is not read by ``net_receive``.
+
 Worked example: ExpSyn (NEURON's expsyn.mod) as a description::
 
     Mechanism(
@@ -190,6 +201,9 @@ class Mechanism:
     stream_calls : tuple of str
         Where the blocks draw random numbers, for messages (``"file.mod:12:
         normrand()"``); a translated file fills it in.
+    pointers : tuple of str
+        NEURON's ``POINTER`` variables (module docstring, "Pointers"): names the blocks
+        read, never fields.
     """
 
     name: str
@@ -215,6 +229,7 @@ class Mechanism:
     doc: str = ""
     geometry: tuple = ()
     stream_calls: tuple = ()
+    pointers: tuple = ()
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -224,6 +239,11 @@ class Mechanism:
             if g not in GEOMETRY or g not in self.field_names:
                 raise ValueError(f"mechanism {self.name}: geometry field {g!r} must be one "
                                  f"of {GEOMETRY} and one of the mechanism's fields")
+        clash = set(self.pointers) & ({"v", "t", "dt", "celsius"} | set(self.field_names))
+        if clash or len(set(self.pointers)) != len(self.pointers):
+            raise ValueError(f"mechanism {self.name}: pointers {list(self.pointers)} must be "
+                             "distinct and not the mechanism's fields nor NEURON's "
+                             "v, t, dt, celsius")
         if (self.net_receive_args or self.net_receive_initial) and not self.net_receive:
             raise ValueError(f"mechanism {self.name}: net_receive_args and "
                              "net_receive_initial need a net_receive block")

@@ -39,8 +39,8 @@ class DerivativeLowering:
             if st.steadystate is not None:
                 self.fail("STEADYSTATE", "not translated", r"STEADYSTATE")
             if name in self.procedures:
-                if method == "after_cvode":     # NEURON: with the new v, after the states
-                    after.append(f"{name}()\n")
+                if method == "after_cvode":     # NEURON: with the new v, in the file's order
+                    (state if k < last else after).append(f"{name}()\n")
                     continue
                 if method is not None:
                     self.fail(f"SOLVE {name} METHOD {method}", "a PROCEDURE is solved "

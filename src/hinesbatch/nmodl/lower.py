@@ -29,7 +29,9 @@ The lowering keeps nocmodl's semantics where the engine runs them bit for bit:
   (:mod:`.artificial`);
 - VERBATIM blocks whose C changes nothing (empty, standard headers, a ``return`` ending a
   PROCEDURE): :mod:`.verbatim`; a copy of NEURON's vecevent.mod stands for the built-in
-  VecStim: :mod:`.vecstim`.
+  VecStim: :mod:`.vecstim`;
+- a POINTER that the file only reads: a name read through its target
+  (:attr:`~hinesbatch.mechanisms.Mechanism.pointers`, :mod:`.pointers`).
 
 Everything else raises :class:`NmodlError` (``file:line: construct: reason``).
 """
@@ -50,6 +52,7 @@ from .derivatives import DerivativeLowering
 from .kinetic import KineticLowering
 from .net_receive import NetReceiveLowering
 from .newton import NewtonLowering
+from .pointers import PointerLowering
 from .scoprand import DRAWS, SEED_CALL, StreamLowering
 from .syntax import (
     Context,
@@ -151,7 +154,7 @@ def translate_text(text: str, path: str = "<string>", *, order: int = 1000) -> T
 # ---- source positions -------------------------------------------------------------------
 class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, KineticLowering,
                 NewtonLowering, NetReceiveLowering, VerbatimLowering, StreamLowering,
-                ArtificialLowering):
+                ArtificialLowering, PointerLowering):
     def __init__(self, text: str, path: str):
         self.path, self.text = path, text
         self.lines = code_lines(text)
@@ -215,6 +218,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         self.check_artificial_functions()
         self.refuse_variable_functions()
         self.written = self._written_everywhere()
+        self.refuse_pointer_writes()
         self.globals_declared = self._expand(self.globals_declared)
         globals_written = sorted(n for n in self.globals_declared & self.written
                                  if n in self.param_names | self.assigned_names)
@@ -223,6 +227,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             self.notices.append(f"{self.path}:{line}: GLOBAL {n} is written by a block: "
                                 "stored per instance")
         mech = self._build(order)
+        self.refuse_pointer_events(mech)
         return Translation(mech, self.notices, self.path)
 
     def _refuse_blocks(self, blocks):
@@ -265,6 +270,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         self.currents: list[str] = []
         self.electrode = False
         self.ion_read, self.ion_write = set(), set()
+        self.pointers: list[str] = []
         for st in nb[0].statement_block.statements:
             k = type(st).__name__
             if k == "Suffix":
@@ -287,9 +293,11 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             elif k == "ElectrodeCurrent":
                 self.currents += [c.get_node_name() for c in st.currents]
                 self.electrode = True
-            elif k == "Pointer" or k == "BbcorePointer":
-                self.fail("POINTER", "pointers to other mechanisms' variables are not "
-                          "translated", r"\b(BBCORE)?POINTER\b")
+            elif k == "Pointer":
+                self.pointer_declaration(st)
+            elif k == "BbcorePointer":
+                self.fail("BBCOREPOINTER", "opaque pointers for VERBATIM code are not "
+                          "translated", r"\bBBCOREPOINTER\b")
             elif k == "External":
                 self.fail("EXTERNAL", "variables of other mechanisms are not translated",
                           r"\bEXTERNAL\b")
@@ -351,7 +359,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             u = getattr(d, "unit", None)
             return u.name.eval() if u is not None and u.name is not None else "1"
 
-        skip = SPECIALS | set(UNPROVIDED) | self.ion_read | self.ion_write
+        skip = SPECIALS | set(UNPROVIDED) | self.ion_read | self.ion_write | set(self.pointers)
         self.params: list[Variable] = []
         for b in self.blocks.get("ParamBlock", []):
             for st in b.statements:
@@ -388,6 +396,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
                     self.ion_states.add(n)
                     continue
                 self.states.append(Variable(n, 0.0, unit_of(d)))
+        self.refuse_pointer_states(self.states)
         self.assigned: list[Variable] = []
         self.arrays: dict = {}
         for b in self.blocks.get("AssignedBlock", []):
@@ -414,7 +423,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         self.assigned_names = {a.name for a in self.assigned}
         self.state_names = {s.name for s in self.states} | self.ion_states
         self.field_names = (self.param_names | self.assigned_names | self.state_names
-                            | self.ion_read | self.ion_write)
+                            | self.ion_read | self.ion_write | set(self.pointers))
         for n in self.field_names:
             if n.startswith("_"):
                 self.fail(n, "names starting with '_' are not translated",
@@ -816,7 +825,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             net_receive_initial=net_receive_initial, aliases={ex.py_name(p.name): p.name for p in params
                      if ex.py_name(p.name) != p.name},
             doc=f"Translated from {Path(self.path).name}.", geometry=self.geometry,
-            stream_calls=tuple(self.__dict__.get("stream_calls", ())))
+            stream_calls=tuple(self.__dict__.get("stream_calls", ())),
+            pointers=tuple(self.pointers))
 
     def _simple_block(self, kind, where, pattern) -> str:
         blocks = self.blocks.get(kind, [])

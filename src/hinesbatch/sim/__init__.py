@@ -1,6 +1,11 @@
 """Simulations built on the Hines solvers: a passive membrane with a current clamp, stepped
 with NEURON's fixed-step rules (``docs/simulation.md``)."""
-from .errors import InsufficientMemoryError, NonFiniteStateError, RandomStreamError
+from .errors import (
+    InsufficientMemoryError,
+    NonFiniteStateError,
+    PointerError,
+    RandomStreamError,
+)
 from .passive import NEURON_DEFAULTS, Result, default_morphology, simulate_passive
 from .stimuli import IClamp, TimeGrid, parse_location, time_grid
 
@@ -9,6 +14,7 @@ __all__ = [
            "IClamp",
            "InsufficientMemoryError",
            "NonFiniteStateError",
+           "PointerError",
            "RandomStreamError",
            "Result",
            "TimeGrid",

@@ -1,7 +1,8 @@
 """Errors of the simulations (the solvers' own are in :mod:`hinesbatch.errors`)."""
 from __future__ import annotations
 
-__all__ = ["InsufficientMemoryError", "NonFiniteStateError", "RandomStreamError"]
+__all__ = ["InsufficientMemoryError", "NonFiniteStateError", "PointerError",
+           "RandomStreamError"]
 
 
 class InsufficientMemoryError(MemoryError):
@@ -57,3 +58,21 @@ class RandomStreamError(ValueError):
     def __init__(self, message: str, *, mechanism: str, calls: tuple, backend: str):
         super().__init__(message)
         self.mechanism, self.calls, self.backend = mechanism, tuple(calls), backend
+
+
+class PointerError(ValueError):
+    """A POINTER of a mechanism (NEURON's ``POINTER``) that cannot run as given: an unknown
+    POINTER name or target, a POINTER left unset, or a backend that does not read
+    POINTERs.
+
+    Attributes
+    ----------
+    mechanism : str
+        The mechanism whose POINTER it is.
+    pointer : str
+        The POINTER's name ("" where the message is about all of the mechanism's).
+    """
+
+    def __init__(self, message: str, *, mechanism: str, pointer: str = ""):
+        super().__init__(message)
+        self.mechanism, self.pointer = mechanism, pointer
