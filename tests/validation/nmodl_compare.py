@@ -22,7 +22,10 @@ child process (:func:`run_neuron`) given the model as JSON. A model::
                                             # mechanism, Simulation(tables=False)
 
 Run as a script, it compares every translated density mechanism and synapse of a folder
-(``python tests/validation/nmodl_compare.py DIR``): one line per file with max |ΔV|.
+(``python tests/validation/nmodl_compare.py DIR``): one line per file with max |ΔV|; a
+mechanism with LONGITUDINAL_DIFFUSION is also compared on a branched cell
+(:mod:`nmodl_diffusion`: max |ΔV| and the largest difference of the diffusing
+concentrations).
 
 Files that draw NEURON's random numbers (``normrand``, ``exprand``, ...) compare as the
 others: each NEURON run is a fresh process and each hinesbatch run a fresh
@@ -458,6 +461,15 @@ def main(argv=None) -> int:
             rows.append(r)
             print(f"{r[0]}: {r[1]}: {r[2]}"
                   + ("" if r[3] is None else f" max|dV| = {r[3]:.3g} mV"), flush=True)
+            if translation(path).mechanism.diffusion:
+                # a soma cannot show longitudinal diffusion: a branched cell too
+                from nmodl_diffusion import compare_file
+
+                try:
+                    print(compare_file(path), flush=True)
+                except Exception as err:  # noqa: BLE001 - a survey: report and go on
+                    print(f"{path}: {name}: diffusion: error: {type(err).__name__}: "
+                          f"{err}"[:300].replace("\n", " "), flush=True)
     dvs = [r[3] for r in rows if r[3] is not None]
     within = sum(1 for d in dvs if d <= 1e-9)
     print(f"\n{len(rows)} translated files; {len(dvs)} compared with NEURON; "

@@ -14,7 +14,7 @@ of sections (a :class:`~hinesbatch.SectionCell` and the same cell made with ``cr
 
 A model (JSON for NEURON's child process)::
 
-    {"insert": [["hh", {}], ["cdp", {}]],            # everywhere
+    {"insert": [["hh", {}], ["cdp", {}]],             # everywhere
      "local": [["dend", "cainflux", {"amp": 0.01}]],  # in one section
      "record": ["v", "cai", "ca_cdp[0]"],             # at every segment centre
      "tstop": 20.0, "dt": 0.025, "iclamp": [1.0, 5.0, 0.5]}
@@ -50,9 +50,10 @@ SECTIONS = (("soma", -1, 0.0, 20.0, 20.0, 1),
             ("side", 0, 0.0, 80.0, 1.0, 4),
             ("mid", 1, 0.5, 60.0, 0.8, 3))
 
-#: a calcium current in one section: NEURON's and hinesbatch's copy of
-#: tests/data/nmodl/cainflux.mod
+#: a calcium current in one section, and a potassium current gated by cai (so that the
+#: voltage depends on the concentrations): tests/data/nmodl's files
 INFLUX = ROOT / "tests" / "data" / "nmodl" / "cainflux.mod"
+KCAI = ROOT / "tests" / "data" / "nmodl" / "kcai.mod"
 
 _CHILD = r"""
 import json, sys
@@ -191,42 +192,56 @@ def compare(model: dict, lib: str, *, backend: str = "serial") -> dict:
 
 
 def diffusing_model(mech, *, tstop: float = 20.0) -> dict:
-    """The protocol for a translated mechanism with longitudinal diffusion: with hh
-    everywhere, a calcium influx in ``dend`` from 1 to 6 ms, a current clamp at the soma;
-    records v, and every element of the diffusing states of a calcium pool."""
+    """The protocol for a translated mechanism with longitudinal diffusion: with hh and a
+    cai-gated potassium current (kcai) everywhere, a calcium influx in ``dend`` from 1 to
+    6 ms, a current clamp at the soma; records v and every element of the diffusing
+    states."""
     record = ["v"]
     for dif in mech.diffusion:
         base, _, k = dif.state.rpartition("__")
         record.append(f"{base}_{mech.name}[{k}]" if base else f"{dif.state}_{mech.name}")
-    return {"insert": [["hh", {}], [mech.name, {}]],
+    return {"insert": [["hh", {}], [mech.name, {}], ["kcai", {"gbar": 0.002}]],
             "local": [["dend", "cainflux", {"amp": 0.005}]], "record": record,
             "tstop": tstop}
 
 
-def main(argv=None) -> int:
+def compare_file(path) -> str | None:
+    """The diffusion protocol for the mechanism of the NMODL file ``path`` (None when it
+    has no longitudinal diffusion): one line with max |dV| [mV] and the largest max
+    |dconc| [mM] of the diffusing states. Registers and unregisters the mechanisms."""
     import warnings
 
     import hinesbatch as hb
     from hinesbatch.bench._nmodl_model import compile_mods
     from hinesbatch.nmodl.registry import translation
 
-    files = [Path(a) for a in (argv if argv is not None else sys.argv[1:])]
-    lib = compile_mods(files + [INFLUX])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for f in files + [INFLUX]:
-            hb.mechanisms.unregister(translation(f).mechanism.name)
-            hb.load_mechanisms(f)
-    for f in files:
-        mech = translation(f).mechanism
-        if not mech.diffusion:
-            continue
+    mech = translation(path).mechanism
+    if not mech.diffusion:
+        return None
+    files = [Path(path), INFLUX, KCAI]
+    names = [translation(f).mechanism.name for f in files]
+    try:
+        lib = compile_mods(files)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for f, n in zip(files, names):
+                hb.mechanisms.unregister(n)
+                hb.load_mechanisms(f)
         res = compare(diffusing_model(mech), lib)
-        conc = {k: v for k, v in res.items() if k != "v" and not k.startswith("range:")}
-        worst = max(conc, key=conc.get)
-        print(f"{f}: {mech.name}: max|dV| = {res['v']:.3g} mV; max|dconc| = "
-              f"{conc[worst]:.3g} mM ({worst}; NEURON's range {res['range:' + worst]:.3g} mM)",
-              flush=True)
+    finally:
+        for n in names:
+            hb.mechanisms.unregister(n)
+    conc = {k: v for k, v in res.items() if k != "v" and not k.startswith("range:")}
+    worst = max(conc, key=conc.get)
+    return (f"{path}: {mech.name}: diffusion on a branched cell: max|dV| = {res['v']:.3g} "
+            f"mV; max|dconc| = {conc[worst]:.3g} mM ({worst}; NEURON's range "
+            f"{res['range:' + worst]:.3g} mM)")
+
+
+def main(argv=None) -> int:
+    for f in (argv if argv is not None else sys.argv[1:]):
+        line = compare_file(f)
+        print(line if line is not None else f"{f}: no longitudinal diffusion", flush=True)
     return 0
 
 

@@ -72,17 +72,18 @@ class DiffusionLowering:
         FROM loop values in ``rename``."""
         array = indexed.get_node_name()
         pat = rf"\b{re.escape(array)}\s*\["
+        pattern = rf"{pattern}.*{pat}"     # the statement's line first
         if array not in self.arrays:
-            self.fail(f"{array}[]", "not an array of the mechanism", pat, pattern)
+            self.fail(f"{array}[]", "not an array of the mechanism", pattern, pat)
         index = ex.substitute(ex.substitute(ex.from_ast(indexed.length), self.const), rename)
         k = constant_value(index)
         if k is None or k != int(k):
             self.fail(f"{array}[]", "an index in a KINETIC scheme that is not a whole number "
                       "known before the run (FROM loops around reactions need constant "
-                      "bounds)", pat, pattern)
+                      "bounds)", pattern, pat)
         if not 0 <= k < self.arrays[array]:
-            self.fail(f"{array}[]", f"index {int(k)} outside [0, {self.arrays[array]})", pat,
-                      pattern)
+            self.fail(f"{array}[]", f"index {int(k)} outside [0, {self.arrays[array]})",
+                      pattern, pat)
         return f"{array}__{int(k)}"
 
     def from_values(self, st):

@@ -93,6 +93,13 @@ def _terms(node, element=None) -> list:
     return out[::-1]
 
 
+def _located(err: ValueError) -> None:
+    """Raise ``err`` again where it is already a located NmodlError (an array element's
+    index that cannot be known, from :meth:`element_name`)."""
+    if hasattr(err, "construct"):
+        raise err
+
+
 def _splice_path(node) -> list:
     """Where nocmodl's text ``rate * A`` attaches ``* A`` in the rate's tree: the right
     operands of the operators binding less tightly than ``*`` (parentheses stop it)."""
@@ -190,6 +197,7 @@ class KineticLowering:
                 left = _terms(st.reaction1, element)
                 right = _terms(st.reaction2, element) if st.reaction2 is not None else []
             except ValueError as err:
+                _located(err)
                 self.fail("~", f"a reaction term that is not a scalar name ({err})", r"~",
                           pat)
             if op == "<<":
@@ -204,6 +212,7 @@ class KineticLowering:
             try:
                 terms = _terms(st.react, self._element_of({}, r"\bCONSERVE\b"))
             except ValueError as err:
+                _located(err)
                 self.fail("CONSERVE", f"a term that is not a scalar name ({err})",
                           r"\bCONSERVE\b")
             for n, _ in terms:

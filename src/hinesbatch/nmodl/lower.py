@@ -210,8 +210,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         self.globals_declared = self._expand(self.globals_declared)
         globals_written = sorted(n for n in self.globals_declared & self.written
                                  if n in self.param_names | self.assigned_names)
-        for n in globals_written:
-            line = self.line_of(rf"\b{n}\b")
+        for n in globals_written:     # an array's element: the array's declaration
+            line = self.line_of(rf"\b{n}\b", rf"\bGLOBAL\b.*\b{n.split('__')[0]}\b")
             self.notices.append(f"{self.path}:{line}: GLOBAL {n} is written by a block: "
                                 "stored per instance")
         mech = self._build(order)
