@@ -75,7 +75,7 @@ KINETIC pool {
      "LONGITUDINAL_DIFFUSION {D}", 10),
     # inside an IF
     ("c", "COMPARTMENT diam {c}\nif (D > 0) { LONGITUDINAL_DIFFUSION D {c} }\n~ c << (-ica)",
-     "LONDIFFUSE", 10),
+     "LONGITUDINAL_DIFFUSION", 10),
     # an element index outside the array, and one known only at run time
     ("c[2]", "~ c[0] <-> c[2] (1, 1)\ncai = c[0]", "c[]", 9),
     ("c[2]", "FROM i = 0 TO ica { ~ c[i] <-> c[i+1] (1, 1) }\ncai = c[0]", "c[]", 9),
@@ -178,6 +178,15 @@ def _pool(d=0.6, c0=None):
         states=(Variable("c", 0.0, "mM"),), assigned=(Variable("diam", 0.0, "um"),),
         initial="c = c0", geometry=("diam",),
         diffusion=(Diffusion("c", "(D * diam) * diam", "diam * diam"),))
+
+
+def test_a_description_diffusing_what_is_not_its_state_is_refused():
+    with pytest.raises(ValueError, match="diffusion of 'c0', which is not one of its states"):
+        Mechanism(name="bad", kind="density", order=1, states=(Variable("c"),),
+                  parameters=(Variable("c0"),), diffusion=(Diffusion("c0", "1.0", "1.0"),))
+    with pytest.raises(ValueError, match="needs a density mechanism"):
+        Mechanism(name="bad", kind="point", order=1, states=(Variable("c"),),
+                  diffusion=(Diffusion("c", "1.0", "1.0"),))
 
 
 def test_instances_couple_to_neurons_parents_with_its_coefficients():

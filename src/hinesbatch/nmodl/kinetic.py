@@ -161,9 +161,10 @@ class KineticLowering:
                                   r"\bCONSERVE\b")
                     conserves.append(st)
                 elif k in ("Compartment", "LonDiffuse") and nested:
-                    self.fail(k.upper(), "inside an IF or FROM is not translated",
-                              r"\bCOMPARTMENT\b" if k == "Compartment"
-                              else r"\bLONGITUDINAL_DIFFUSION\b")
+                    construct = "COMPARTMENT" if k == "Compartment" \
+                        else "LONGITUDINAL_DIFFUSION"
+                    self.fail(construct, "inside an IF or FROM is not translated",
+                              rf"\b{construct}\b")
                 elif k == "Compartment":
                     self._compartment(st, scheme, pat)
                 elif k == "FromStatement":
