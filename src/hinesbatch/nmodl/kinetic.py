@@ -26,7 +26,7 @@ block runs once more with the new states (it may compute values the BREAKPOINT u
 scheme, else up to 7 single passes until no state is below ``-1e-6`` and then a converged
 solve, as scopmath's ``_ss_sparse``.
 
-The generated code is straight-line: the system's nonzero entries are locals, eliminated
+The elimination is straight-line code: the system's nonzero entries are locals, eliminated
 in a fixed order (the states' own rows first, the CONSERVE rows last) without pivoting,
 as NEURON's solver has none either; the passes (and STEADYSTATE's tries) are a ``while``
 loop.
