@@ -17,6 +17,7 @@ A model (JSON for NEURON's child process)::
     {"insert": [["hh", {}], ["cdp", {}]],             # everywhere
      "local": [["dend", "cainflux", {"amp": 0.01}]],  # in one section
      "record": ["v", "cai", "ca_cdp[0]"],             # at every segment centre
+     "where": ["dend", "b1"],                          # of these sections (default all)
      "tstop": 20.0, "dt": 0.025, "iclamp": [1.0, 5.0, 0.5]}
 
 ``"ca_cdp[0]"`` records element 0 of the STATE array ``ca`` of ``cdp`` (hinesbatch's
@@ -89,8 +90,9 @@ if spec["iclamp"]:
     keep.append(stim)
 vecs = []
 for var in spec["record"]:
-    m = None
     for sec in secs:
+        if sec.name() not in spec["where"]:
+            continue
         for seg in sec:
             vec = h.Vector()
             name, _, index = var.partition("[")
@@ -110,14 +112,15 @@ np.save(spec["out"], np.array([np.array(v) for v in vecs]))
 
 
 def _defaults(model: dict) -> dict:
-    out = {"insert": [], "local": [], "record": ["v"], "tstop": 20.0, "dt": 0.025,
-           "celsius": 6.3, "iclamp": [1.0, 5.0, 0.5]}
+    out = {"insert": [], "local": [], "record": ["v"], "where": [s[0] for s in SECTIONS],
+           "tstop": 20.0, "dt": 0.025, "celsius": 6.3, "iclamp": [1.0, 5.0, 0.5]}
     out.update(model)
     return out
 
 
-def n_segments() -> int:
-    return sum(s[5] for s in SECTIONS)
+def n_segments(where) -> int:
+    """Segments of the sections named in ``where``."""
+    return sum(s[5] for s in SECTIONS if s[0] in where)
 
 
 def run_neuron(model: dict, lib: str) -> np.ndarray:
@@ -131,7 +134,7 @@ def run_neuron(model: dict, lib: str) -> np.ndarray:
         if proc.returncode != 0:
             raise RuntimeError(f"NEURON run failed:\n{proc.stderr[-3000:]}")
         out = np.load(spec["out"])
-    return out.reshape(len(spec["record"]), n_segments(), -1)
+    return out.reshape(len(spec["record"]), n_segments(spec["where"]), -1)
 
 
 def section_cell():
@@ -171,11 +174,14 @@ def run_hinesbatch(model: dict, *, backend: str = "serial") -> np.ndarray:
     keys = []
     for var in spec["record"]:
         for name, _, _, _, _, nseg in SECTIONS:
+            if name not in spec["where"]:
+                continue
             for k in range(nseg):
                 keys.append(sim.record(_variable(var),
                                        location=f"{name}[0]({(k + 0.5) / nseg!r})"))
     res = sim.run(spec["tstop"])
-    return np.array([res[k] for k in keys]).reshape(len(spec["record"]), n_segments(), -1)
+    return np.array([res[k] for k in keys]).reshape(len(spec["record"]),
+                                                    n_segments(spec["where"]), -1)
 
 
 def compare(model: dict, lib: str, *, backend: str = "serial") -> dict:

@@ -69,6 +69,22 @@ def test_diffusing_pool_on_a_branched_cell_matches_neuron(library, name):
     assert np.max(np.abs(ref[0] - apart[0])) > 1e-3
 
 
+def test_pool_in_part_of_the_cell_matches_neuron(library):
+    """The pool in dend, its child b1 and mid only: dend's first instance has no parent
+    (neither soma's x = 1 node, nor the soma, nor the soma's first segment has one), b1's
+    first couples to dend's last across dend's x = 1 node."""
+    where = ["dend", "b1", "mid"]
+    model = {"insert": [["hh", {}], ["kcai", {"gbar": 0.002}]],
+             "local": [[s, "capool", {}] for s in where]
+             + [["dend", "cainflux", {"amp": 0.005}]],
+             "record": ["v", "cp_capool"], "where": where}
+    ref = nd.run_neuron(model, library)
+    got = nd.run_hinesbatch(model)
+    assert np.max(np.abs(ref[0] - got[0])) <= 1e-6
+    assert np.max(np.abs(ref[1] - got[1])) <= 1e-12
+    assert np.ptp(ref[1]) > 1e-4
+
+
 def test_multicore_gives_serials_numbers(library):
     model = nd.diffusing_model(mechanisms.get("cashell"))
     assert np.array_equal(nd.run_hinesbatch(model, backend="multicore"),
