@@ -13,14 +13,14 @@ import pytest
 
 pytest.importorskip("neuron.nmodl", reason="the NMODL parser comes with `pip install neuron`")
 
-import hinesbatch as hb  # noqa: E402
-from hinesbatch import mechanisms  # noqa: E402
-from hinesbatch.engine.diffusion import diffusion_arrays  # noqa: E402
-from hinesbatch.engine.gpu.devices import EMULATION_ENV  # noqa: E402
-from hinesbatch.engine.layout import Layout  # noqa: E402
-from hinesbatch.mechanisms import Diffusion, Mechanism, Variable  # noqa: E402
-from hinesbatch.model.sections import SectionCell  # noqa: E402
-from hinesbatch.nmodl import NmodlError, translate, translate_text  # noqa: E402
+import hinesbatch as hb
+from hinesbatch import mechanisms
+from hinesbatch.engine.diffusion import diffusion_arrays
+from hinesbatch.engine.gpu.devices import EMULATION_ENV
+from hinesbatch.engine.layout import Layout
+from hinesbatch.mechanisms import Diffusion, Mechanism, Variable
+from hinesbatch.model.sections import SectionCell
+from hinesbatch.nmodl import NmodlError, translate, translate_text
 
 DATA = Path(__file__).parents[1] / "data" / "nmodl"
 DT = 0.025      # [ms]
@@ -102,8 +102,8 @@ KINETIC pool {
 """
     with pytest.raises(NmodlError, match="POINT_PROCESS"):
         translate_text(point, "pp.mod")
-    steady = (POOL % ("ss", "c", "COMPARTMENT diam {c}\nLONGITUDINAL_DIFFUSION D {c}\n"
-                      "~ c <-> cai2 (1, 1)")).replace(
+    body = "COMPARTMENT diam {c}\nLONGITUDINAL_DIFFUSION D {c}\n~ c <-> cai2 (1, 1)"
+    steady = (POOL % ("ss", "c", body)).replace(
         "BREAKPOINT { SOLVE pool METHOD sparse }",
         "STATE { cai2 }\nINITIAL { SOLVE pool STEADYSTATE sparse }\nBREAKPOINT { cai = c }")
     with pytest.raises(NmodlError, match="does not SOLVE"):

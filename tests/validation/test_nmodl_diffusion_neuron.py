@@ -21,10 +21,10 @@ import pytest
 
 pytest.importorskip("neuron.nmodl", reason="the NMODL parser comes with `pip install neuron`")
 
-import nmodl_diffusion as nd  # noqa: E402
+import nmodl_diffusion as nd
 
-import hinesbatch as hb  # noqa: E402
-from hinesbatch import mechanisms  # noqa: E402
+import hinesbatch as hb
+from hinesbatch import mechanisms
 
 pytestmark = pytest.mark.neuron
 

@@ -46,8 +46,8 @@ from .description import Mechanism
 from .ions import FARADAY, GAS_CONSTANT
 from .scoprand import DRAWS, SEED_CALL
 
-__all__ = ["DIFFUSION_ROWS", "CodegenError", "IonIO", "MechanismCode", "count_net_sends", "hoc_exp_source",
-           "drawing_functions", "ion_io", "nernst_source", "stream_blocks"]
+__all__ = ["DIFFUSION_ROWS", "CodegenError", "IonIO", "MechanismCode", "count_net_sends",
+           "hoc_exp_source", "drawing_functions", "ion_io", "nernst_source", "stream_blocks"]
 
 _INTRINSICS = {"exp": "_hoc_exp", "log": "math.log", "pow": "math.pow", "fabs": "math.fabs",
                "sqrt": "math.sqrt",
