@@ -8,7 +8,16 @@ name is used instead of the built-in.
 from __future__ import annotations
 
 from .builtins import BUILTINS
-from .description import Cnexp, Diffusion, Function, Ion, Mechanism, Procedure, Table, Variable
+from .description import (
+    Cnexp,
+    Diffusion,
+    Function,
+    Ion,
+    Mechanism,
+    Procedure,
+    Table,
+    Variable,
+)
 
 __all__ = ["Cnexp", "Diffusion", "Function", "Ion", "Mechanism", "Procedure", "Table",
            "Variable", "get", "names", "register", "registered", "unregister"]
