@@ -8,7 +8,8 @@ each diffusing state. Acceptance: max |ΔV| <= 1e-6 mV (the implicit methods' go
 each concentration within 1e-12 mM of NEURON's, while the same run without diffusion is
 far from NEURON's (the protocol shows diffusion).
 
-Files: capool.mod (a scalar pool, ``LONGITUDINAL_DIFFUSION D*shell {cp}``) and
+The same on a real cell (nmodl_compare's real-cell protocol) for cashell.mod, at four
+points. Files: capool.mod (a scalar pool, ``LONGITUDINAL_DIFFUSION D*shell {cp}``) and
 cashell.mod (three shells with a buffer: STATE arrays, the array form for ``ca`` and for
 ``buf cabuf``, a nonlinear scheme), both written for these tests.
 """
@@ -83,6 +84,28 @@ def test_pool_in_part_of_the_cell_matches_neuron(library):
     assert np.max(np.abs(ref[0] - got[0])) <= 1e-6
     assert np.max(np.abs(ref[1] - got[1])) <= 1e-12
     assert np.ptp(ref[1]) > 1e-4
+
+
+def test_real_cell_with_a_diffusing_pool_matches_neuron(library):
+    """nmodl_compare's real-cell protocol (ko20x-07, d_lambda 0.1, an SWC cell whose
+    sections' L come from their 3-D points): hh, cashell, a calcium influx and kcai
+    everywhere, a clamp at the soma; v and cai (cashell's ca[0], which it writes) at the
+    soma and three dendritic points."""
+    import nmodl_compare as nc
+
+    where = [["soma[0]", 0.5], ["dend[3]", 0.5], ["apic[0]", 0.5], ["dend[0]", 0.9]]
+    model = {"swc": str(nd.ROOT / "tests" / "data" / "morphologies" / "real"
+                        / "ko20x-07.CNG.swc"),
+             "nseg": None, "d_lambda": 0.1, "iclamp": [2.0, 10.0, 0.5], "tstop": 15.0,
+             "insert": [["hh", {}], ["cashell", {}], ["cainflux", {"amp": 0.005}],
+                        ["kcai", {"gbar": 0.002}]],
+             "record": where + [[s, x, "cai"] for s, x in where]}
+    ref = nc.run_neuron(model, library)
+    got = nc.run_hinesbatch(dict(model, record=where + [[s, x, "cai_cashell"]
+                                                        for s, x in where]))
+    assert np.max(np.abs(ref[:4] - got[:4])) <= 1e-6
+    assert np.max(np.abs(ref[4:] - got[4:])) <= 1e-12
+    assert np.ptp(ref[4:]) > 1e-4
 
 
 def test_multicore_gives_serials_numbers(library):
