@@ -5,6 +5,7 @@ backward-Euler solve, the conservation of the amount, and a loop over single cel
 ``tests/validation/test_nmodl_diffusion_neuron.py`` compares the files with NEURON."""
 from __future__ import annotations
 
+import shutil
 import warnings
 from pathlib import Path
 
@@ -278,6 +279,42 @@ def test_cells_in_one_batch_diffuse_as_each_alone():
     alone = np.concatenate([run([c], "serial") for c in cells])
     assert np.array_equal(run(cells, "serial"), alone)
     assert np.array_equal(run(cells, "multicore"), alone)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                    reason="the host build of the GPU kernel needs g++")
+def test_state_arrays_without_diffusion_run_on_the_gpu_engine(tmp_path, monkeypatch):
+    """A KINETIC chain of STATE array elements (no diffusion) whose last element gates a
+    current: the GPU engine's host build gives the serial engine's numbers."""
+    monkeypatch.setenv(EMULATION_ENV, "1")
+    text = """
+NEURON { SUFFIX gchain NONSPECIFIC_CURRENT i RANGE g }
+PARAMETER { a = 0.4 (/ms) b = 0.1 (/ms) g = 0.001 (S/cm2) }
+ASSIGNED { v (mV) i (mA/cm2) vol[3] }
+STATE { x[3] }
+INITIAL { FROM i = 0 TO 2 { vol[i] = i + 1 }  x[0] = 1 }
+BREAKPOINT { SOLVE kin METHOD sparse  i = g*x[2]*(v + 20) }
+KINETIC kin {
+    COMPARTMENT i, vol[i] {x}
+    FROM i = 0 TO 1 { ~ x[i] <-> x[i+1] (a*exp(v/50), b) }
+}
+"""
+    (tmp_path / "gchain.mod").write_text(text)
+    hb.load_mechanisms(tmp_path / "gchain.mod")
+    swc = tmp_path / "soma.swc"
+    swc.write_text("1 1 0 0 0 10 -1\n")
+
+    def run(backend):
+        cell = hb.Cell(str(swc), nseg=1).insert("hh").insert("gchain")
+        cell.place("IClamp", "soma[0](0.5)", delay=1.0, dur=5.0, amp=0.3)
+        sim = hb.Simulation(cell, dt=DT, backend=backend)
+        keys = [sim.record("v"), sim.record("x__2_gchain")]
+        res = sim.run(10.0)
+        return [np.asarray(res[k]) for k in keys]
+
+    serial, gpu = run("serial"), run("gpu")
+    assert all(np.array_equal(a, b) for a, b in zip(serial, gpu))
+    assert np.ptp(serial[1]) > 0.05
 
 
 def test_the_gpu_backend_refuses_diffusion_before_the_run(monkeypatch):
