@@ -40,7 +40,9 @@ Run as a script, it compares every translated density mechanism, synapse and art
 cell of a folder, and each copy of NEURON's VecStim (vecevent.mod, with or without a
 delay) that stands for the built-in (``python tests/validation/nmodl_compare.py DIR``): one
 line per file with max |ΔV|, and for artificial cells and VecStims whether their spike
-times (``NetCon.record``) are identical to NEURON's.
+times (``NetCon.record``) are identical to NEURON's. A mechanism with
+LONGITUDINAL_DIFFUSION is also compared on a branched cell (:mod:`nmodl_diffusion`: max
+|ΔV| and the largest difference of the diffusing concentrations).
 
 The protocol of an artificial cell (:func:`standard_model`): one instance with the
 file's parameters, driven by a NetStim (its NetCon events, flag 0) and driving an ExpSyn
@@ -739,6 +741,15 @@ def main(argv=None) -> int:
             rows.append(r)
             print(f"{r[0]}: {r[1]}: {r[2]}"
                   + ("" if r[3] is None else f" max|dV| = {r[3]:.3g} mV"), flush=True)
+            if translation(path).mechanism.diffusion:
+                # a soma cannot show longitudinal diffusion: a branched cell too
+                from nmodl_diffusion import compare_file
+
+                try:
+                    print(compare_file(path), flush=True)
+                except Exception as err:  # noqa: BLE001 - a survey: report and go on
+                    print(f"{path}: {name}: diffusion: error: {type(err).__name__}: "
+                          f"{err}"[:300].replace("\n", " "), flush=True)
     for path, tr in vecstims:     # the built-in VecStim against each compiled copy
         try:
             lib = compile_mods([path])

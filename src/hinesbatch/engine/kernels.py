@@ -31,7 +31,8 @@ Model arrays (one cell after another, NEURON's node order within each):
 instances), ``_N_<m>`` (node of each instance), ``_O_<m>`` (instances of cell c are
 ``_O[c]:_O[c+1]``), ``_S_<m>`` (``1e2/area`` for point processes), ``_X_<m>``, ``_B_<m>`` (scratch of the
 cnexp passes: ``max(1, n_cnexp) × instances``), ``_R_<m>`` (scratch of the currents:
-``2 × instances``); then per ion kept per node (:func:`.ions.kept_per_node`) ``_I_<ion>``
+``2 × instances``), for a mechanism with longitudinal diffusion ``_LP_<m>``, ``_LC_<m>``
+(:mod:`.diffusion`); then per ion kept per node (:func:`.ions.kept_per_node`) ``_I_<ion>``
 (:data:`.ions.ION_ROWS` × nodes); then the TABLEs; then, where a mechanism draws random
 numbers (:mod:`hinesbatch.mechanisms.scoprand`), ``_RS``, the stream's state (one int64);
 then, per mechanism whose blocks read a POINTER, ``_PT_<m>`` (int64, three rows per
@@ -71,9 +72,12 @@ COMMON_ARRAYS = ("v", "d", "rhs", "a", "b", "parent", "capd", "node_off")
 _FORMAT_VERSION = "2"
 
 
-def mechanism_arrays(name: str) -> tuple:
+def mechanism_arrays(name: str, diffusion: bool = False) -> tuple:
+    """The kernel arguments of mechanism ``name`` (with ``diffusion``, also ``_LP_<m>``
+    and ``_LC_<m>`` of its longitudinal diffusion)."""
     return (f"_D_{name}", f"_N_{name}", f"_O_{name}", f"_S_{name}", f"_X_{name}",
-            f"_B_{name}", f"_R_{name}")
+            f"_B_{name}", f"_R_{name}") + ((f"_LP_{name}", f"_LC_{name}") if diffusion
+                                           else ())
 
 
 def cache_dir() -> Path:
@@ -89,7 +93,8 @@ class KernelModule:
         self.codes = codes
         self.tables = tables
         self.kept = kept
-        self.mech_args = [a for c in codes for a in mechanism_arrays(c.mech.name)]
+        self.mech_args = [a for c in codes
+                          for a in mechanism_arrays(c.mech.name, bool(c.mech.diffusion))]
         self.ion_args = [f"_I_{ion}" for ion in kept]
         self.table_args = [a for c in codes for a in c.table_args()]
         #: whether the model takes the random-number stream ``_RS`` (after the tables)
@@ -116,7 +121,8 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
     peers = [m.name for m in mechs]
     codes = [MechanismCode(m, tables=tables, vector_exp=vector_exp, kept=kept, peers=peers)
              for m in mechs]
-    mech_args = [a for c in codes for a in mechanism_arrays(c.mech.name)]
+    mech_args = [a for c in codes
+                 for a in mechanism_arrays(c.mech.name, bool(c.mech.diffusion))]
     table_args = [a for c in codes for a in c.table_args()]
     stream = any(c.stream for c in codes)
     pointer_args = [f"_PT_{c.mech.name}" for c in codes if c.pointers]
@@ -211,6 +217,10 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
         for c in codes:
             if c.has_state_loop():
                 src += c.state_loop(indent)
+        # NEURON's long_difus_solve: after every mechanism's states
+        for c in codes:
+            if c.mech.diffusion:
+                src += c.diffusion_loop(indent)
         return src
 
     parts.append(f"\n\n@njit(cache=True, error_model='numpy')\n"

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import mechanisms as _mechanisms
 from ..mechanisms.codegen import stream_blocks
+from .diffusion import diffusion_arrays
 
 __all__ = ["CellLayout", "Layout", "level_order", "neuron_node_order"]
 
@@ -218,6 +219,8 @@ class Layout:
             shape = (max(1, len(mech.cnexp)), self.nodes[mech.name].size)
             self.scratch[mech.name] = (np.zeros(shape), np.zeros(shape),
                                       np.zeros((2, shape[1])))
+            if mech.diffusion:     # its instances' tree (kernels' _LP_<m>, _LC_<m>)
+                self.scratch[mech.name] += diffusion_arrays(self, mech.name)
             for gid, data, nodes, plist in rows:
                 if plist:
                     for k, p in enumerate(plist):

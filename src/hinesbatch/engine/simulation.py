@@ -980,11 +980,16 @@ def _finite(value, name: str) -> float:
 
 
 def _gpu_events_supported(km) -> None:
-    """Refuse, before any GPU work, self-events (``net_send``) and spikes of point
-    processes (``net_event``): the GPU engine runs NET_RECEIVE on the device after the
-    host has ordered the epoch's events, so an event sent there could not enter the
-    host's queue in time."""
+    """Refuse, before any GPU work, longitudinal diffusion (a step of the CPU engines
+    only), self-events (``net_send``) and spikes of point processes (``net_event``): the
+    GPU engine runs NET_RECEIVE on the device after the host has ordered the epoch's
+    events, so an event sent there could not enter the host's queue in time."""
     for code in km.codes:
+        if code.mech.diffusion:
+            raise ValueError(f"mechanism {code.mech.name}: longitudinal diffusion "
+                             f"(LONGITUDINAL_DIFFUSION of {code.mech.diffusion[0].state}) is "
+                             "not run by the gpu backend; use backend 'serial' or "
+                             "'multicore'")
         if code.receive_events:
             raise ValueError(f"mechanism {code.mech.name}: spikes of point processes "
                              "(net_event) are not run by the gpu backend; use backend "

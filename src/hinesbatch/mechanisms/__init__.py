@@ -8,10 +8,19 @@ name is used instead of the built-in.
 from __future__ import annotations
 
 from .builtins import BUILTINS
-from .description import Cnexp, Function, Ion, Mechanism, Procedure, Table, Variable
+from .description import (
+    Cnexp,
+    Diffusion,
+    Function,
+    Ion,
+    Mechanism,
+    Procedure,
+    Table,
+    Variable,
+)
 
-__all__ = ["Cnexp", "Function", "Ion", "Mechanism", "Procedure", "Table", "Variable", "get",
-           "names", "register", "registered", "unregister"]
+__all__ = ["Cnexp", "Diffusion", "Function", "Ion", "Mechanism", "Procedure", "Table",
+           "Variable", "get", "names", "register", "registered", "unregister"]
 
 _REGISTERED: dict = {}
 

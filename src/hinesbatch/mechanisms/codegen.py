@@ -51,8 +51,9 @@ from .description import Mechanism
 from .ions import FARADAY, GAS_CONSTANT
 from .scoprand import DRAWS, SEED_CALL
 
-__all__ = ["CodegenError", "IonIO", "MechanismCode", "count_net_sends", "hoc_exp_source",
-           "drawing_functions", "ion_io", "nernst_source", "pointers_read", "stream_blocks"]
+__all__ = ["DIFFUSION_ROWS", "CodegenError", "IonIO", "MechanismCode", "count_net_sends",
+           "hoc_exp_source", "drawing_functions", "ion_io", "nernst_source", "pointers_read",
+           "stream_blocks"]
 
 _INTRINSICS = {"exp": "_hoc_exp", "log": "math.log", "pow": "math.pow", "fabs": "math.fabs",
                "sqrt": "math.sqrt",
@@ -65,6 +66,12 @@ _SPECIAL = {"v": "_v", "t": "_t", "dt": "_dt", "celsius": "_celsius"}
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 _CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
            ast.NotEq: "!="}
+
+
+#: Rows of a diffusing mechanism's ``_LC_<m>`` (instances as columns): NEURON's ``af`` and
+#: ``bf`` (set by the layout), then the scratch of each step: coefficient, volume, the
+#: matrix's ``a``, ``b``, ``d`` and right-hand side.
+DIFFUSION_ROWS = ("laf", "lbf", "ldc", "lvol", "lda", "ldb", "ldd", "ldr")
 
 
 class CodegenError(ValueError):
@@ -549,6 +556,10 @@ class MechanismCode:
             src += f"{pad}_fv_{m}_{f} = _D_{m}[{k}, {r}]\n"
         if self.pointers:
             src += f"{pad}_pv_{m} = _PT_{m}[:, {r}]\n"
+        if self.mech.diffusion:
+            src += f"{pad}_lpv_{m} = _LP_{m}[{r}]\n"
+            src += "".join(f"{pad}_{row}_{m} = _LC_{m}[{k}, {r}]\n"
+                           for k, row in enumerate(DIFFUSION_ROWS))
         return src
 
     def current_loop(self, indent: int) -> str:
@@ -674,6 +685,57 @@ class MechanismCode:
         if mech.after_solve:
             src += loop(mech.after_solve, "after_solve")
         return src + self._ion_stores(indent)
+
+    def diffusion_loop(self, indent: int) -> str:
+        """NEURON's longitudinal diffusion (ldifus.cpp ``stagger``) of each
+        :class:`~.description.Diffusion` state over the instances of cells ``[c0, c1)``,
+        one state after the other: the coefficient and volume of every instance, the
+        tree's backward-Euler matrix (``_LP_<m>``: each instance's parent instance, -1 at a
+        root; rows ``af``, ``bf`` of ``_LC_<m>``, :data:`DIFFUSION_ROWS`), elimination
+        from the last instance to the first and substitution back, as
+        ``nrn_tree_solve``."""
+        m, pad = self.mech.name, "    " * indent
+        p2, p3 = pad + "    ", pad + "        "
+        src = ""
+        for dif in self.mech.diffusion:
+            scope = _Scope(self.mech, fields=True, tables=self.tables)
+            scope.cache = True
+            body = self._block(f"dif__c = {dif.coefficient}\ndif__w = {dif.volume}", scope,
+                               indent + 1, "diffusion")
+            y = f"_fv_{m}_{_name(dif.state)}"
+            src += (f"{pad}for _j in range(_n_{m}):\n{p2}_v = v[_nv_{m}[_j]]\n"
+                    + scope.loads(p2) + body
+                    + f"{p2}_ldc_{m}[_j] = _l_dif__c\n{p2}_lvol_{m}[_j] = _l_dif__w\n"
+                    f"{pad}for _j in range(_n_{m}):\n"
+                    f"{p2}_p = _lpv_{m}[_j]\n"
+                    f"{p2}_ldd_{m}[_j] = 0.0\n"
+                    f"{p2}if _p >= 0:\n"
+                    f"{p3}_p = _p - _o0_{m}\n"
+                    f"{p3}_dcm = (_ldc_{m}[_j] + _ldc_{m}[_p])/2.0\n"
+                    f"{p3}_lda_{m}[_j] = -_laf_{m}[_j]*_dcm/_lvol_{m}[_p]\n"
+                    f"{p3}_ldb_{m}[_j] = -_lbf_{m}[_j]*_dcm/_lvol_{m}[_j]\n"
+                    f"{pad}for _j in range(_n_{m}):\n"
+                    f"{p2}_p = _lpv_{m}[_j]\n"
+                    f"{p2}_ldd_{m}[_j] += 1.0/_dt\n"
+                    f"{p2}_ldr_{m}[_j] = {y}[_j]/_dt\n"
+                    f"{p2}if _p >= 0:\n"
+                    f"{p3}_p = _p - _o0_{m}\n"
+                    f"{p3}_ldd_{m}[_j] -= _ldb_{m}[_j]\n"
+                    f"{p3}_ldd_{m}[_p] -= _lda_{m}[_j]\n"
+                    f"{pad}for _j in range(_n_{m} - 1, 0, -1):\n"
+                    f"{p2}_p = _lpv_{m}[_j]\n"
+                    f"{p2}if _p >= 0:\n"
+                    f"{p3}_p = _p - _o0_{m}\n"
+                    f"{p3}_pp = _lda_{m}[_j]/_ldd_{m}[_j]\n"
+                    f"{p3}_ldd_{m}[_p] -= _pp*_ldb_{m}[_j]\n"
+                    f"{p3}_ldr_{m}[_p] -= _pp*_ldr_{m}[_j]\n"
+                    f"{pad}for _j in range(_n_{m}):\n"
+                    f"{p2}_p = _lpv_{m}[_j]\n"
+                    f"{p2}if _p >= 0:\n"
+                    f"{p3}_ldr_{m}[_j] -= _ldb_{m}[_j]*_ldr_{m}[_p - _o0_{m}]\n"
+                    f"{p2}_ldr_{m}[_j] /= _ldd_{m}[_j]\n"
+                    f"{p2}{y}[_j] = _ldr_{m}[_j]\n")
+        return src
 
     # ---- statements and expressions ---------------------------------------------------
     def _block(self, text: str, scope: _Scope, indent: int, where: str) -> str:

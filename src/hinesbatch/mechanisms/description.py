@@ -49,6 +49,9 @@ precision, as nocmodl's C is.
   after the first start at 0, as NEURON sets them.
 - ``initial`` of a point process may also call ``net_send(delay, flag)``; such a
   self-event carries a weight vector of zeros.
+- ``diffusion``: :class:`Diffusion` s, NEURON's LONGITUDINAL_DIFFUSION: after every
+  mechanism's state update the engine moves each listed state between the neighbouring
+  instances of a cell (implicitly, NEURON's ``ldifus.cpp``).
 
 Pointers
 --------
@@ -88,7 +91,7 @@ from dataclasses import dataclass, field
 from .ions import concentration_names
 from .ions import default as ion_default
 
-__all__ = ["Cnexp", "Function", "Ion", "Mechanism", "Procedure", "Table", "Variable"]
+__all__ = ["Cnexp", "Diffusion", "Function", "Ion", "Mechanism", "Procedure", "Table", "Variable"]
 
 KINDS = ("density", "point", "artificial")
 #: Fields the engine can set from an instance's segment (:attr:`Mechanism.geometry`).
@@ -179,6 +182,32 @@ class Cnexp:
 
 
 @dataclass(frozen=True)
+class Diffusion:
+    """Longitudinal diffusion of the state ``state`` (NEURON's ``LONGITUDINAL_DIFFUSION``).
+
+    ``coefficient`` [µm⁴/ms: a diffusion constant times a cross-section, per µm² of the
+    ``volume`` unit] and ``volume`` (the state's COMPARTMENT volume per µm of length) are
+    expressions evaluated per instance just before the state diffuses. For an instance
+    ``i`` whose parent instance is ``p`` (the one on the parent segment; NEURON's rules
+    for x = 1 and root nodes), with ``dc = (coef_i + coef_p)/2``, ``dx`` each segment's
+    length [µm], ``af = 2/dx_p/(dx_i + dx_p)`` and ``bf = 2/dx_i/(dx_i + dx_p)``, the
+    engine solves, over the cell's tree, the backward-Euler step
+
+    ``(y_i - y_i(old))/dt = bf·dc/vol_i·(y_p - y_i)`` plus, at the parent,
+    ``(y_p - y_p(old))/dt = af·dc/vol_p·(y_i - y_p)``.
+
+    Worked example (a calcium pool of three shells whose shell ``k`` diffuses with
+    ``DCa·diam²·vrat[k]`` between segments)::
+
+        Diffusion("ca__1", "((DCa * diam) * diam) * vrat__1", "(diam * diam) * vrat__1")
+    """
+
+    state: str
+    coefficient: str
+    volume: str
+
+
+@dataclass(frozen=True)
 class Mechanism:
     """One mechanism, described as data (see the module docstring).
 
@@ -230,6 +259,7 @@ class Mechanism:
     geometry: tuple = ()
     stream_calls: tuple = ()
     pointers: tuple = ()
+    diffusion: tuple = ()
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -244,6 +274,13 @@ class Mechanism:
             raise ValueError(f"mechanism {self.name}: pointers {list(self.pointers)} must be "
                              "distinct and not the mechanism's fields nor NEURON's "
                              "v, t, dt, celsius")
+        states = {s.name for s in self.states}
+        for dif in self.diffusion:
+            if dif.state not in states:
+                raise ValueError(f"mechanism {self.name}: diffusion of {dif.state!r}, which "
+                                 "is not one of its states")
+        if self.diffusion and self.kind != "density":
+            raise ValueError(f"mechanism {self.name}: diffusion needs a density mechanism")
         if (self.net_receive_args or self.net_receive_initial) and not self.net_receive:
             raise ValueError(f"mechanism {self.name}: net_receive_args and "
                              "net_receive_initial need a net_receive block")

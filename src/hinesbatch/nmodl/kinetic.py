@@ -26,9 +26,10 @@ block runs once more with the new states (it may compute values the BREAKPOINT u
 scheme, else up to 7 single passes until no state is below ``-1e-6`` and then a converged
 solve, as scopmath's ``_ss_sparse``.
 
-The generated code is straight-line: the system's nonzero entries are locals, eliminated
+The elimination is straight-line code: the system's nonzero entries are locals, eliminated
 in a fixed order (the states' own rows first, the CONSERVE rows last) without pivoting,
-as NEURON's solver has none either; the passes are unrolled, later ones under an ``if``.
+as NEURON's solver has none either; the passes (and STEADYSTATE's tries) are a ``while``
+loop.
 """
 from __future__ import annotations
 
@@ -67,8 +68,9 @@ class _Scheme:
         return f"kin__m_{self.states.index(row)}_{self.states.index(col)}"
 
 
-def _terms(node) -> list:
-    """``A + 2 B`` as [(name, count), ...] in the order nocmodl keeps them (reversed)."""
+def _terms(node, element=None) -> list:
+    """``A + 2 B`` as [(name, count), ...] in the order nocmodl keeps them (reversed);
+    ``element`` names an array element's field (an IndexedName of the AST)."""
     out = []
 
     def walk(e):
@@ -79,13 +81,23 @@ def _terms(node) -> list:
             return
         if type(e).__name__ != "ReactVarName":
             raise ValueError(type(e).__name__)
-        if type(e.name.name).__name__ == "IndexedName" or e.name.index is not None:
+        if e.name.index is not None or (type(e.name.name).__name__ == "IndexedName"
+                                        and element is None):
             raise ValueError("array element")
         count = int(e.value.eval()) if e.value is not None else 1
-        out.append((e.name.get_node_name(), count))
+        name = element(e.name.name) if type(e.name.name).__name__ == "IndexedName" \
+            else e.name.get_node_name()
+        out.append((name, count))
 
     walk(node)
     return out[::-1]
+
+
+def _located(err: ValueError) -> None:
+    """Raise ``err`` again where it is already a located NmodlError (an array element's
+    index that cannot be known, from :meth:`element_name`)."""
+    if hasattr(err, "construct"):
+        raise err
 
 
 def _splice_path(node) -> list:
@@ -137,29 +149,41 @@ class KineticLowering:
         pat = rf"KINETIC\s+{name}\b"
         reactions, conserves = [], []
 
-        def walk(stmts, nested):
+        def walk(stmts, nested, rename):
             for st in stmts:
                 k = type(st).__name__
                 if k == "ReactionStatement":
-                    reactions.append(st)
+                    reactions.append((st, dict(rename)))
                 elif k == "Conserve":
                     if nested:
                         self.fail("CONSERVE", "inside an IF or FROM (nocmodl would leave the "
                                   "row's previous value where it is skipped)",
                                   r"\bCONSERVE\b")
                     conserves.append(st)
+                elif k in ("Compartment", "LonDiffuse") and nested:
+                    construct = "COMPARTMENT" if k == "Compartment" \
+                        else "LONGITUDINAL_DIFFUSION"
+                    self.fail(construct, "inside an IF or FROM is not translated",
+                              rf"\b{construct}\b")
                 elif k == "Compartment":
                     self._compartment(st, scheme, pat)
-                elif k in ("IfStatement", "ElseIfStatement", "ElseStatement",
-                           "FromStatement"):
-                    walk(st.statement_block.statements, True)
+                elif k == "FromStatement":
+                    values = self.from_values(st)
+                    var = st.get_node_name()
+                    for i in values if values is not None else [None]:
+                        inner = dict(rename)
+                        if i is not None:
+                            inner[var] = ("num", i)
+                        walk(st.statement_block.statements, True, inner)
+                elif k in ("IfStatement", "ElseIfStatement", "ElseStatement"):
+                    walk(st.statement_block.statements, True, rename)
                     if k == "IfStatement":
-                        walk(st.elseifs, True)
+                        walk(st.elseifs, True, rename)
                         if st.elses is not None:
-                            walk([st.elses], True)
+                            walk([st.elses], True, rename)
 
         scheme = _Scheme(name)
-        walk(block.statement_block.statements, False)
+        walk(block.statement_block.statements, False, {})
         used: list = []
 
         def mark(n):
@@ -167,12 +191,14 @@ class KineticLowering:
                 used.append(n)
 
         parsed = []
-        for st in reactions:
+        for st, rename in reactions:
             op = st.op.eval()
+            element = self._element_of(rename, r"~")
             try:
-                left = _terms(st.reaction1)
-                right = _terms(st.reaction2) if st.reaction2 is not None else []
+                left = _terms(st.reaction1, element)
+                right = _terms(st.reaction2, element) if st.reaction2 is not None else []
             except ValueError as err:
+                _located(err)
                 self.fail("~", f"a reaction term that is not a scalar name ({err})", r"~",
                           pat)
             if op == "<<":
@@ -185,8 +211,9 @@ class KineticLowering:
         cons_terms = []
         for st in conserves:
             try:
-                terms = _terms(st.react)
+                terms = _terms(st.react, self._element_of({}, r"\bCONSERVE\b"))
             except ValueError as err:
+                _located(err)
                 self.fail("CONSERVE", f"a term that is not a scalar name ({err})",
                           r"\bCONSERVE\b")
             for n, _ in terms:
@@ -250,13 +277,11 @@ class KineticLowering:
                       "are not translated", pat)
 
     def _compartment(self, st, scheme, pat):
-        if st.index_name is not None:
-            self.fail("COMPARTMENT", "indexed compartments (of STATE arrays) are not "
-                      "translated", r"\bCOMPARTMENT\b")
-        for s in st.species:
-            n = s.get_node_name()
-            if n in self.state_names:
-                scheme.volumes[n] = st.volume
+        self.compartment_volumes(st, scheme.volumes)
+
+    def _element_of(self, rename, pattern):
+        """The field of an array element in a reaction, with the FROM values ``rename``."""
+        return lambda indexed: self.element_name(indexed, rename, pattern)
 
     # ---- code ---------------------------------------------------------------------------
     def kinetic_solve(self, name, *, steady: bool = False) -> str:
@@ -266,6 +291,8 @@ class KineticLowering:
         block = self.kinetics[name]
         pat = rf"KINETIC\s+{name}\b"
         where = f"KINETIC {name}"
+        if not steady:
+            self.__dict__.setdefault("_solved_kinetic", set()).add(name)
         stmts = block.statement_block.statements
         ctx = self._kinetic_context(name, where, pat, steady)
         prefix = self.ion_copies(stmts, ctx)
@@ -289,14 +316,16 @@ class KineticLowering:
         else:
             # single passes until no state is below -1e-6, then one converged solve (the
             # tries after the one that succeeds are skipped, so the solve is written once)
-            out.append("kin__ss = 0.0\n")
-            for _ in range(STEADY_TRIES):
-                body = [self._sparse(scheme, assemble, solve, final, True, ""),
-                        "kin__ss = 1.0\n"]
-                for y in scheme.states:
-                    yt = ex.py_name(y)
-                    body.append(f"if {yt} < -1e-06:\n    {yt} = 0.0\n    kin__ss = 0.0\n")
-                out.append("if kin__ss == 0.0:\n" + _reindent("".join(body), "    "))
+            # (a loop: the tries' code written once)
+            out.append("kin__ss = 0.0\nkin__try = 0.0\n")
+            body = [self._sparse(scheme, assemble, solve, final, True, ""),
+                    "kin__ss = 1.0\n"]
+            for y in scheme.states:
+                yt = ex.py_name(y)
+                body.append(f"if {yt} < -1e-06:\n    {yt} = 0.0\n    kin__ss = 0.0\n")
+            body.append("kin__try = (kin__try + 1.0)\n")
+            out.append(f"while kin__ss == 0.0 and kin__try < {float(STEADY_TRIES)!r}:\n"
+                       + _reindent("".join(body), "    "))
             out.append("if kin__ss == 1.0:\n" + _reindent(
                 self._sparse(scheme, assemble, solve, final, False, ""), "    "))
         return "".join(out)
@@ -344,7 +373,8 @@ class KineticLowering:
         return "".join(out)
 
     def _volume(self, scheme, y, ctx):
-        return self._expr(scheme.volumes[y], ctx)
+        node, index, k = scheme.volumes[y]
+        return self.indexed_expr(node, index, k, ctx)
 
     def _sparse(self, scheme, assemble, solve, final, linflag, pad) -> str:
         """scopmath's ``sparse``: the states saved, the Newton passes, the final pass."""
@@ -360,12 +390,15 @@ class KineticLowering:
         if linflag:
             out.append(one + final)
             return _reindent("".join(out), pad)
-        out.append("kin__conv = 0.0\n")
-        for j in range(MAX_PASSES):
-            body = "kin__err = 0.0\n" + one
-            if j < MAX_PASSES - 1:
-                body += f"if kin__err <= {CONVERGE!r}:\n    kin__conv = 1.0\n"
-            out.append("if kin__conv == 0.0:\n" + _reindent(body, "    "))
+        # the passes as a loop (the pass's code written once): the last pass does not
+        # test convergence
+        body = ("kin__err = 0.0\n" + one
+                + f"if kin__pass < {float(MAX_PASSES - 1)!r}:\n"
+                f"    if kin__err <= {CONVERGE!r}:\n        kin__conv = 1.0\n"
+                "kin__pass = (kin__pass + 1.0)\n")
+        out.append("kin__conv = 0.0\nkin__pass = 0.0\n"
+                   f"while kin__conv == 0.0 and kin__pass < {float(MAX_PASSES)!r}:\n"
+                   + _reindent(body, "    "))
         # past the pass limit NEURON returns without the final pass
         out.append("if kin__conv == 1.0:\n" + _reindent(final or "pass\n", "    "))
         return _reindent("".join(out), pad)
@@ -404,7 +437,7 @@ class KineticLowering:
         """A reaction, CONSERVE or COMPARTMENT at its place in the block."""
         k = type(st).__name__
         assemble = ctx.kinetic_mode == "assemble"
-        if k == "Compartment":
+        if k in ("Compartment", "LonDiffuse"):
             return []
         if k == "Conserve":
             return [pad + line for line in self._conserve(st, ctx)] if assemble else []
@@ -418,7 +451,7 @@ class KineticLowering:
         ctx.kinetic_conserved += 1
         total = self._expr(st.expr, ctx)
         out = [f"kin__r_{row} = {ex.to_text(total)}\n"]
-        for n, count in _terms(st.react):
+        for n, count in _terms(st.react, self._element_of(ctx.rename, r"\bCONSERVE\b")):
             vol = self._volume(scheme, n, ctx) if n in scheme.volumes else None
             coef = ("num", float(count))
             coef_text = f"{float(count)!r}"
@@ -438,8 +471,9 @@ class KineticLowering:
         scheme = ctx.scheme
         conserved = set(scheme.conserve)
         op = st.op.eval()
-        left = _terms(st.reaction1)
-        right = _terms(st.reaction2) if st.reaction2 is not None else []
+        element = self._element_of(ctx.rename, r"~")
+        left = _terms(st.reaction1, element)
+        right = _terms(st.reaction2, element) if st.reaction2 is not None else []
         name_tree = self._reactant_tree(ctx)
         if op == "<<":
             y = left[0][0]

@@ -49,6 +49,7 @@ from .artificial import ArtificialLowering
 from .callables import CallableLowering
 from .constructs import STATEMENT_CALLS, ConstructLowering
 from .derivatives import DerivativeLowering
+from .diffusion import DiffusionLowering
 from .kinetic import KineticLowering
 from .net_receive import NetReceiveLowering
 from .newton import NewtonLowering
@@ -154,7 +155,7 @@ def translate_text(text: str, path: str = "<string>", *, order: int = 1000) -> T
 # ---- source positions -------------------------------------------------------------------
 class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, KineticLowering,
                 NewtonLowering, NetReceiveLowering, VerbatimLowering, StreamLowering,
-                ArtificialLowering, PointerLowering):
+                ArtificialLowering, PointerLowering, DiffusionLowering):
     def __init__(self, text: str, path: str):
         self.path, self.text = path, text
         self.lines = code_lines(text)
@@ -222,8 +223,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         self.globals_declared = self._expand(self.globals_declared)
         globals_written = sorted(n for n in self.globals_declared & self.written
                                  if n in self.param_names | self.assigned_names)
-        for n in globals_written:
-            line = self.line_of(rf"\b{n}\b")
+        for n in globals_written:     # an array's element: the array's declaration
+            line = self.line_of(rf"\b{n}\b", rf"\bGLOBAL\b.*\b{n.split('__')[0]}\b")
             self.notices.append(f"{self.path}:{line}: GLOBAL {n} is written by a block: "
                                 "stored per instance")
         mech = self._build(order)
@@ -231,9 +232,6 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         return Translation(mech, self.notices, self.path)
 
     def _refuse_blocks(self, blocks):
-        if any(re.search(r"\bLONGITUDINAL_DIFFUSION\b", line) for line in self.lines):
-            self.fail("LONGITUDINAL_DIFFUSION", "the engine has no longitudinal diffusion",
-                      r"\bLONGITUDINAL_DIFFUSION\b")
         reasons = {
             "LinearBlock": ("LINEAR", "linear systems are not translated", r"\bLINEAR\b"),
             "NonLinearBlock": ("NONLINEAR", "nonlinear systems are not translated",
@@ -380,12 +378,13 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
                              if w in concentration_names(ion.name)}
         self.states: list[Variable] = []
         self.ion_states: set = set()
+        self.arrays: dict = {}
         for b in self.blocks.get("StateBlock", []):
             for d in b.definitions:
                 n = d.get_node_name()
                 if d.length is not None or type(d.name).__name__ == "IndexedName":
-                    self.fail(f"STATE {n}[]", "arrays are not translated",
-                              rf"\b{re.escape(n)}\s*\[")
+                    self.state_array(d, unit_of(d))
+                    continue
                 if n in self.ion_read | self.ion_write:
                     if n not in self.conc_written:
                         self.fail(f"STATE {n}", "an ion variable the mechanism does not "
@@ -398,7 +397,6 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
                 self.states.append(Variable(n, 0.0, unit_of(d)))
         self.refuse_pointer_states(self.states)
         self.assigned: list[Variable] = []
-        self.arrays: dict = {}
         for b in self.blocks.get("AssignedBlock", []):
             for d in b.definitions:
                 n = d.get_node_name()
@@ -414,6 +412,9 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         # LOCAL at file level: a value per instance
         for b in self.blocks.get("LocalListStatement", []):
             for var in b.variables:
+                if type(var.name).__name__ == "IndexedName":     # frat[3]: frat__0, ...
+                    self.local_array(var)
+                    continue
                 self.assigned.append(Variable(var.get_node_name(), 0.0, "1"))
         for c in self.currents:
             if c not in self.ion_write and c not in {a.name for a in self.assigned}:
@@ -623,7 +624,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
                               r"\bTABLE\b")
             elif k == "SolveBlock":
                 out += self._solve_statement(st, ctx, pad)
-            elif k in ("ReactionStatement", "Conserve", "Compartment") \
+            elif k in ("ReactionStatement", "Conserve", "Compartment", "LonDiffuse") \
                     and ctx.kinetic is not None:
                 out += ctx.kinetic(st, ctx, pad)
             elif k == "WhileStatement":
@@ -801,6 +802,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         initial = self._simple_block("InitialBlock", "INITIAL", r"\bINITIAL\b")
         breakpoint, state, cnexp, after_solve = self._breakpoint()
         net_receive, net_receive_args, net_receive_initial = self.net_receive_block()
+        diffusion = self.diffusion()
         size = sum(len(text) for text in (initial, breakpoint, state, after_solve, net_receive,
                                           net_receive_initial)) \
             + sum(len(c.body) for c in procedures + functions) \
@@ -826,7 +828,7 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
                      if ex.py_name(p.name) != p.name},
             doc=f"Translated from {Path(self.path).name}.", geometry=self.geometry,
             stream_calls=tuple(self.__dict__.get("stream_calls", ())),
-            pointers=tuple(self.pointers))
+            pointers=tuple(self.pointers), diffusion=diffusion)
 
     def _simple_block(self, kind, where, pattern) -> str:
         blocks = self.blocks.get(kind, [])
