@@ -16,6 +16,9 @@ child process (:func:`run_neuron`) given the model as JSON. A model::
                                                             # (from a compiled
                                                             # vecevent.mod), hinesbatch's
                                                             # built-in
+     "events": True,                        # also NetCon.weight of every NetCon after
+                                            # the run (netstim's, then vecstim's) and the
+                                            # soma's spike times (threshold 10 mV)
      "record": [["soma[0]", 0.5]],          # or [sec, x, "n_kdr"]: a RANGE variable
      "tstop": 30.0, "dt": 0.025, "celsius": 6.3,
      "v_init": -65.0, "tables": True}       # False: usetable_<name> = 0 for every
@@ -91,8 +94,15 @@ if spec.get("vecstim"):
     keep += [vs, tvec]
     for k, w, d in targets:
         nc = h.NetCon(vs, points[k])
-        nc.weight[0], nc.delay = w, d
+        for i, x in enumerate(w if isinstance(w, list) else [w]):
+            nc.weight[i] = x
+        nc.delay = d
         keep.append(nc)
+netcons = [x for x in keep if x.hname().startswith("NetCon")]
+if spec.get("events"):
+    spikes = h.Vector()
+    probe = h.NetCon(secs["soma[0]"](0.5)._ref_v, None, sec=secs["soma[0]"])
+    probe.record(spikes)
 if not spec["tables"]:
     for name in [m[0] for m in spec["insert"] + spec["point"]] + ["hh"]:
         if hasattr(h, f"usetable_{name}"):
@@ -107,6 +117,10 @@ h.steps_per_ms = 1.0 / spec["dt"]
 h.finitialize(spec["v_init"])
 h.continuerun(spec["tstop"])
 np.save(spec["out"], np.array([np.array(v) for v in vecs]))
+if spec.get("events"):
+    with open(spec["out"] + ".json", "w") as f:
+        json.dump({"weights": [[nc.weight[i] for i in range(int(nc.wcnt()))]
+                               for nc in netcons], "spikes": list(spikes)}, f)
 """
 
 
@@ -221,9 +235,11 @@ def _defaults(model: dict) -> dict:
     return out
 
 
-def run_neuron(model: dict, lib: str | None) -> np.ndarray:
+def run_neuron(model: dict, lib: str | None, events: dict | None = None) -> np.ndarray:
     """NEURON's traces of ``model``'s records (voltages [mV] or RANGE variables),
-    records × steps + 1."""
+    records × steps + 1. With ``model["events"]``, ``events`` (a dict) receives
+    ``"weights"`` (each NetCon's weight vector after the run) and ``"spikes"`` (the
+    soma's spike times [ms])."""
     spec = _defaults(model)
     with tempfile.TemporaryDirectory() as tmp:
         spec.update(lib=lib, out=os.path.join(tmp, "v.npy"), swc=str(spec["swc"]))
@@ -232,11 +248,15 @@ def run_neuron(model: dict, lib: str | None) -> np.ndarray:
                               capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise RuntimeError(f"NEURON run failed:\n{proc.stderr[-3000:]}")
+        if spec.get("events") and events is not None:
+            events.update(json.loads(Path(spec["out"] + ".json").read_text()))
         return np.load(spec["out"])
 
 
-def run_hinesbatch(model: dict) -> np.ndarray:
-    """hinesbatch's traces of ``model``'s records (mechanisms must be loaded)."""
+def run_hinesbatch(model: dict, events: dict | None = None, *,
+                   backend: str = "auto") -> np.ndarray:
+    """hinesbatch's traces of ``model``'s records (mechanisms must be loaded); with
+    ``model["events"]``, ``events`` receives what :func:`run_neuron` gives."""
     import hinesbatch as hb
 
     spec = _defaults(model)
@@ -250,21 +270,32 @@ def run_hinesbatch(model: dict) -> np.ndarray:
         delay, dur, amp = spec["iclamp"]
         cell.place("IClamp", "soma[0](0.5)", delay=delay, dur=dur, amp=amp)
     sim = hb.Simulation(cell, dt=spec["dt"], celsius=spec["celsius"], v_init=spec["v_init"],
-                        tables=spec["tables"])
+                        tables=spec["tables"], backend=backend)
+    netcons = []
     if spec["netstim"]:
         start, interval, number, targets = spec["netstim"]
         ns = sim.net_stim(start=start, interval=interval, number=number)
         for k, w, d in targets:
-            sim.connect(ns, points[k], weight=w, delay=d)
+            netcons.append(sim.connect(ns, points[k], weight=_weight(w), delay=d))
     if spec["vecstim"]:
         times, targets = spec["vecstim"]
         vs = sim.vec_stim(times)
         for k, w, d in targets:
-            sim.connect(vs, points[k], weight=w, delay=d)
+            netcons.append(sim.connect(vs, points[k], weight=_weight(w), delay=d))
+    if spec.get("events"):
+        spikes = sim.record_spikes(sim.spike_source(0, "soma[0](0.5)", 10.0))
     keys = [sim.record(var[0] if var else "v", location=f"{sec}({x})")
             for sec, x, *var in spec["record"]]
     res = sim.run(spec["tstop"])
+    if spec.get("events") and events is not None:
+        events["weights"] = [list(np.ravel(nc.weight)) for nc in netcons]
+        events["spikes"] = list(res.spikes[spikes])
     return np.array([res[k] for k in keys])
+
+
+def _weight(w):
+    """A weight or a weight vector of the model's JSON as ``Simulation.connect`` takes it."""
+    return tuple(w) if isinstance(w, list) else w
 
 
 #: Mechanisms NEURON 9.0.2 has built in besides hinesbatch's built-ins.

@@ -98,8 +98,6 @@ def _category(err: NmodlError) -> str:
         return "unknown name"
     if c == "ARTIFICIAL_CELL VecStim":
         return "VecStim other than NEURON's vecevent.mod"
-    if err.reason.startswith("assigns the NetCon's weight"):
-        return "NET_RECEIVE assigning the weight"
     return c.split()[0] if " " in c and c.split()[0].isupper() else c
 
 
