@@ -25,7 +25,9 @@ child process (:func:`run_neuron`) given the model as JSON. A model::
                                             # mechanism, Simulation(tables=False)
 
 Run as a script, it compares every translated density mechanism and synapse of a folder
-(``python tests/validation/nmodl_compare.py DIR``): one line per file with max |ΔV|.
+(``python tests/validation/nmodl_compare.py DIR [--set NAME=VALUE ...]``): one line per
+file with max |ΔV|, and for synapses that learn (WATCH, FOR_NETCONS, an assigned weight)
+whether the NetCons' weights and the soma's spike times after the run are identical.
 
 Files that draw NEURON's random numbers (``normrand``, ``exprand``, ...) compare as the
 others: each NEURON run is a fresh process and each hinesbatch run a fresh
@@ -360,21 +362,49 @@ def renamed(path, name: str, new: str, out) -> Path:
     return Path(out)
 
 
-def standard_model(mech, swc) -> dict:
+def standard_model(mech, swc, params: dict | None = None) -> dict:
     """The standard protocol for one translated mechanism: a density mechanism with hh
     everywhere and a current clamp at the soma; a point process on the soma with hh (a
-    synapse driven by a NetStim)."""
+    synapse driven by a NetStim). A synapse that learns (WATCH, FOR_NETCONS or an
+    assigned weight) gets two NetCons from the NetStim, a clamp that makes the soma
+    spike between their events, and the comparison of the NetCons' weights and the
+    soma's spikes after the run. ``params``: values for the point process's parameters
+    of those names."""
     if mech.kind == "density":
         return {"swc": swc, "insert": [["hh", {}], [mech.name, {}]],
                 "iclamp": [1.0, 20.0, 0.3], "tstop": 30.0}
-    model = {"swc": swc, "insert": [["hh", {}]], "point": [[mech.name, "soma[0]", 0.5, {}]],
+    own = {k: v for k, v in (params or {}).items() if k in mech.field_names}
+    model = {"swc": swc, "insert": [["hh", {}]],
+             "point": [[mech.name, "soma[0]", 0.5, own]],
              "iclamp": [1.0, 20.0, 0.1], "tstop": 30.0}
     if mech.net_receive:
         model["netstim"] = [2.0, 5.0, 4, [[0, 0.005, 1.0]]]
+    if learns(mech):
+        model.update(iclamp=[1.0, 30.0, 0.3], events=True, tstop=40.0,
+                     netstim=[2.0, 3.1, 10, [[0, 0.005, 1.0], [0, 0.003, 2.5]]])
     return model
 
 
-def _compare_one(hb, path, name, lib, swc):
+def learns(mech) -> bool:
+    """Whether the NET_RECEIVE of ``mech`` has WATCH, FOR_NETCONS or assigns the
+    NetCon's weight."""
+    from hinesbatch.mechanisms.codegen import MechanismCode
+
+    code = MechanismCode(mech)
+    return bool(mech.net_receive) and bool(code.receive_watches or code.receive_netcons
+                                           or code.receive_weight_writes)
+
+
+def events_agree(ref: dict, got: dict) -> str:
+    """What :func:`run_neuron`'s and :func:`run_hinesbatch`'s ``events`` say, in words."""
+    same_w = ref["weights"] == [[float(x) for x in w] for w in got["weights"]]
+    same_s = ref["spikes"] == [float(x) for x in got["spikes"]]
+    return (f"NetCon weights {'identical' if same_w else 'DIFFER'} "
+            f"({', '.join(f'{w[0]:.6g}' for w in ref['weights'])}), "
+            f"{len(ref['spikes'])} spikes {'identical' if same_s else 'DIFFER'}")
+
+
+def _compare_one(hb, path, name, lib, swc, params=None):
     """(path, name, status, max |dV| or None) of one file under the standard protocol."""
     import warnings
 
@@ -387,15 +417,18 @@ def _compare_one(hb, path, name, lib, swc):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             hb.load_mechanisms(path)
-        model = standard_model(hb.mechanisms.get(name), swc)
-        ref = run_neuron(model, lib)
+        model = standard_model(hb.mechanisms.get(name), swc, params)
+        ref_events, got_events = {}, {}
+        ref = run_neuron(model, lib, ref_events)
         try:
-            got = run_hinesbatch(model)
+            got = run_hinesbatch(model, got_events)
         except NonFiniteStateError:
             if not np.isfinite(ref).all():
                 return (path, name, "non-finite in NEURON too (the file's defaults)", None)
             raise
         dv = float(np.max(np.abs(ref - got))) if ref.shape == got.shape else np.inf
+        if model.get("events"):
+            return (path, name, f"compared, {events_agree(ref_events, got_events)},", dv)
         return (path, name, "compared", dv)
     except Exception as err:  # noqa: BLE001 - report and go on: this is a survey
         return (path, name, f"error: {type(err).__name__}: {err}"[:300].replace("\n", " "),
@@ -404,7 +437,7 @@ def _compare_one(hb, path, name, lib, swc):
         hb.mechanisms.unregister(name)
 
 
-def _compare_batch(hb, items, libs, swc) -> dict:
+def _compare_batch(hb, items, libs, swc, params=None) -> dict:
     """The files of one library compared in one NEURON run and one hinesbatch run ({} when
     that fails: then each file runs alone)."""
     import warnings
@@ -420,7 +453,9 @@ def _compare_batch(hb, items, libs, swc) -> dict:
                 warnings.simplefilter("ignore")
                 hb.load_mechanisms(path)
             loaded.append((path, name))
-            models.append(standard_model(hb.mechanisms.get(name), swc))
+            models.append(standard_model(hb.mechanisms.get(name), swc, params))
+        if any(m.get("events") for m in models):
+            return {}       # each alone: weights and spikes are compared too
         ref, got = run_batch(models, lib.pop(), swc)
         return {path: (path, name, "compared", float(np.max(np.abs(r - g))))
                 for (path, name), r, g in zip(loaded, ref, got)}
@@ -443,7 +478,14 @@ def main(argv=None) -> int:
     parser.add_argument("--swc", default=None, help="default: a one-compartment soma")
     parser.add_argument("--skip-listed", metavar="LOG", default=None,
                         help="skip the files an earlier run's output compared")
+    parser.add_argument("--set", metavar="NAME=VALUE", action="append", default=[],
+                        help="a value for the point processes' parameter NAME (where "
+                             "they have one); repeatable")
     args = parser.parse_args(argv)
+    params = {}
+    for item in args.set:
+        name, _, value = item.partition("=")
+        params[name.strip()] = float(value)
     skip = set()
     if args.skip_listed:
         for line in Path(args.skip_listed).read_text().splitlines():
@@ -475,6 +517,8 @@ def main(argv=None) -> int:
     rows = []
     for items in folders.values():
         try:       # one build per folder; per file where names clash
+            if len({n for _, n in items}) != len(items):     # NEURON loads one of a name
+                raise RuntimeError("two files of one mechanism name")
             libs = dict.fromkeys((p for p, _ in items), compile_mods([p for p, _ in items]))
         except RuntimeError:
             libs = {}
@@ -483,9 +527,9 @@ def main(argv=None) -> int:
                     libs[p] = compile_mods([p])
                 except RuntimeError:
                     libs[p] = None
-        batch = _compare_batch(hb, items, libs, swc)
+        batch = _compare_batch(hb, items, libs, swc, params)
         for path, name in items:
-            r = batch.get(path) or _compare_one(hb, path, name, libs[path], swc)
+            r = batch.get(path) or _compare_one(hb, path, name, libs[path], swc, params)
             rows.append(r)
             print(f"{r[0]}: {r[1]}: {r[2]}"
                   + ("" if r[3] is None else f" max|dV| = {r[3]:.3g} mV"), flush=True)
