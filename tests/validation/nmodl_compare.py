@@ -16,6 +16,11 @@ child process (:func:`run_neuron`) given the model as JSON. A model::
                                                             # (from a compiled
                                                             # vecevent.mod), hinesbatch's
                                                             # built-in
+     "sources": [["netstim", 1.0, 3.0, 4], ["vecstim", [2.5, 9.0]]],
+     "netcons": [[0, 0, 0.01, 1.0], [1, 0, [0.02, 1.0], 0.5]],  # after netstim's and
+                                            # vecstim's, in this order: [source, point,
+                                            # weight, delay] (NetCons of several sources
+                                            # created in any order)
      "events": True,                        # also NetCon.weight of every NetCon after
                                             # the run (netstim's, then vecstim's) and the
                                             # soma's spike times (threshold 10 mV)
@@ -100,6 +105,24 @@ if spec.get("vecstim"):
             nc.weight[i] = x
         nc.delay = d
         keep.append(nc)
+made = []
+for src in spec.get("sources") or []:
+    if src[0] == "netstim":
+        made.append(h.NetStim())
+        made[-1].start, made[-1].interval, made[-1].number = src[1:]
+        made[-1].noise = 0
+    else:
+        made.append(h.VecStim())
+        tv = h.Vector(src[1])
+        made[-1].play(tv)
+        keep.append(tv)
+    keep.append(made[-1])
+for s_, k, w, d in spec.get("netcons") or []:
+    nc = h.NetCon(made[s_], points[k])
+    for i, x in enumerate(w if isinstance(w, list) else [w]):
+        nc.weight[i] = x
+    nc.delay = d
+    keep.append(nc)
 netcons = [x for x in keep if x.hname().startswith("NetCon")]
 if spec.get("events"):
     spikes = h.Vector()
@@ -284,6 +307,11 @@ def run_hinesbatch(model: dict, events: dict | None = None, *,
         vs = sim.vec_stim(times)
         for k, w, d in targets:
             netcons.append(sim.connect(vs, points[k], weight=_weight(w), delay=d))
+    made = [sim.net_stim(start=src[1], interval=src[2], number=src[3])
+            if src[0] == "netstim" else sim.vec_stim(src[1])
+            for src in spec.get("sources") or []]
+    for s, k, w, d in spec.get("netcons") or []:
+        netcons.append(sim.connect(made[s], points[k], weight=_weight(w), delay=d))
     if spec.get("events"):
         spikes = sim.record_spikes(sim.spike_source(0, "soma[0](0.5)", 10.0))
     keys = [sim.record(var[0] if var else "v", location=f"{sec}({x})")
