@@ -322,3 +322,16 @@ def test_the_gpu_engine_refuses_them_before_the_run(soma, monkeypatch, name, con
         hb.Simulation(cell, backend="gpu").run(1.0)
     assert (err.value.mechanism, err.value.engine) == (name, "gpu")
     assert err.value.construct == construct.split(" (")[0]
+
+
+@pytest.mark.parametrize("name, what", [
+    ("decsyn", r"an assigned NetCon weight \(NET_RECEIVE's first argument\)"),
+    ("allsyn", r"FOR_NETCONS \(netcons\(\)\) and WATCH")])
+def test_the_c_emitter_refuses_them(name, what):
+    from hinesbatch.mechanisms.c_emitter import emit_c
+
+    with pytest.raises(CodegenError, match=f"mechanism {name}: {what}.* not emitted as C"):
+        emit_c(translate(DATA / f"{name}.mod").mechanism)
+    with pytest.raises(CodegenError, match=r"mechanism stmt: FOR_NETCONS \(netcons\(\)\) "
+                                           r"and WATCH \(watch_above\) are not emitted"):
+        emit_c(_mech("if flag == 1.0:\n    watch_above(-20.0, 2.0)"))
