@@ -187,7 +187,7 @@ def test_a_condition_activated_within_hoc_epsilon_counts_as_above():
 
 
 def test_watch_events_come_in_activation_order_and_new_conditions_remove_old_events():
-    w, thr, flag = _watches([0.0, 0.0])
+    w, thr, _ = _watches([0.0, 0.0])
     w.activate("m", 1, [(-20.0, 5.0)])
     w.activate("m", 0, [(-20.0, 2.0), (-30.0, 3.0)])
     q = EventQueue()

@@ -777,8 +777,8 @@ def _gpu_events_supported(km) -> None:
             continue
         for construct, used in (("WATCH", code.receive_watches),
                                 ("FOR_NETCONS", code.receive_netcons),
-                                ("an assigned NetCon weight (NET_RECEIVE's first "
-                                 "argument)", code.receive_weight_writes)):
+                                (("an assigned NetCon weight (NET_RECEIVE's first "
+                                  "argument)"), code.receive_weight_writes)):
             if used:
                 raise EventConstructError(
                     f"mechanism {code.mech.name}: {construct} is not run by the gpu "
