@@ -335,3 +335,26 @@ def test_the_c_emitter_refuses_them(name, what):
     with pytest.raises(CodegenError, match=r"mechanism stmt: FOR_NETCONS \(netcons\(\)\) "
                                            r"and WATCH \(watch_above\) are not emitted"):
         emit_c(_mech("if flag == 1.0:\n    watch_above(-20.0, 2.0)"))
+
+
+@pytest.mark.parametrize("backend", ["serial", "multicore"])
+def test_each_cell_watches_its_own_v(soma, backend):
+    """vwatch on the second of two cells (the first quiet, with its own vwatch that must
+    not fire) equals that cell alone."""
+    load("vwatch")
+
+    def cell(amp):
+        c = hb.Cell(str(soma)).insert("hh")
+        c.place("vwatch")
+        c.place("IClamp", "soma[0](0.5)", delay=1.0, dur=30.0, amp=amp)
+        return c
+
+    both = hb.Simulation([cell(0.0), cell(0.3)], backend=backend)
+    keys = [both.record("n", target=c.point_processes[0]) for c in both.cells]
+    kv = both.record("v", cell=1)
+    got = both.run(30.0)
+    alone = hb.Simulation(cell(0.3), backend="serial")
+    ka, kn = alone.record("v"), alone.record("n", target=alone.cells[0].point_processes[0])
+    ref = alone.run(30.0)
+    assert got[keys[0]][-1] == 0.0 and ref[kn][-1] >= 2
+    assert np.array_equal(got[keys[1]], ref[kn]) and np.array_equal(got[kv], ref[ka])
