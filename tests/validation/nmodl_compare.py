@@ -32,15 +32,25 @@ child process (:func:`run_neuron`) given the model as JSON. A model::
      "pointer": [[["point", 0], "vgap", "v"],   # owner, POINTER, target: "v" or a
                  [["insert", "ican"], "C", "m_hh"]],  # RANGE variable of the partner;
                                             # ["insert", mech]: every segment's instance
+     "sources": [["netstim", 1.0, 3.0, 4], ["vecstim", [2.5, 9.0]]],
+     "netcons": [[0, 0, 0.01, 1.0], [1, 0, [0.02, 1.0], 0.5]],  # after netstim's and
+                                            # vecstim's, in this order: [source, point,
+                                            # weight, delay] (NetCons of several sources
+                                            # created in any order)
+     "events": True,                        # also NetCon.weight of every NetCon after
+                                            # the run (netstim's, then vecstim's) and the
+                                            # soma's spike times (threshold 10 mV)
      "tstop": 30.0, "dt": 0.025, "celsius": 6.3,
      "v_init": -65.0, "tables": True}       # False: usetable_<name> = 0 for every
                                             # mechanism, Simulation(tables=False)
 
 Run as a script, it compares every translated density mechanism, synapse and artificial
 cell of a folder, and each copy of NEURON's VecStim (vecevent.mod, with or without a
-delay) that stands for the built-in (``python tests/validation/nmodl_compare.py DIR``): one
-line per file with max |ΔV|, and for artificial cells and VecStims whether their spike
-times (``NetCon.record``) are identical to NEURON's. A mechanism with
+delay) that stands for the built-in (``python tests/validation/nmodl_compare.py DIR [--set
+NAME=VALUE ...]``): one line per file with max |ΔV|; for artificial cells and VecStims
+whether their spike times (``NetCon.record``) are identical to NEURON's; for synapses that
+learn (WATCH, FOR_NETCONS, an assigned weight) whether the NetCons' weights and the soma's
+spike times after the run are identical. A mechanism with
 LONGITUDINAL_DIFFUSION is also compared on a branched cell (:mod:`nmodl_diffusion`: max
 |ΔV| and the largest difference of the diffusing concentrations).
 
@@ -126,8 +136,33 @@ if spec.get("vecstim"):
     sources.append(vs)
     for k, w, d in targets:
         nc = h.NetCon(vs, points[k])
-        nc.weight[0], nc.delay = w, d
+        for i, x in enumerate(w if isinstance(w, list) else [w]):
+            nc.weight[i] = x
+        nc.delay = d
         keep.append(nc)
+made = []
+for src in spec.get("sources") or []:
+    if src[0] == "netstim":
+        made.append(h.NetStim())
+        made[-1].start, made[-1].interval, made[-1].number = src[1:]
+        made[-1].noise = 0
+    else:
+        made.append(h.VecStim())
+        tv = h.Vector(src[1])
+        made[-1].play(tv)
+        keep.append(tv)
+    keep.append(made[-1])
+for s_, k, w, d in spec.get("netcons") or []:
+    nc = h.NetCon(made[s_], points[k])
+    for i, x in enumerate(w if isinstance(w, list) else [w]):
+        nc.weight[i] = x
+    nc.delay = d
+    keep.append(nc)
+netcons = [x for x in keep if x.hname().startswith("NetCon")]
+if spec.get("events"):
+    spikes = h.Vector()
+    probe = h.NetCon(secs["soma[0]"](0.5)._ref_v, None, sec=secs["soma[0]"])
+    probe.record(spikes)
 cells = []
 for kind, params in spec.get("artificial") or []:
     a = getattr(h, kind)()
@@ -196,6 +231,10 @@ except RuntimeError:
 np.save(spec["out"], np.array([np.array(v) for v in vecs]))
 with open(spec["out"] + ".spikes.json", "w") as f:
     json.dump([list(v) for v in spike_vecs], f)
+if spec.get("events"):
+    with open(spec["out"] + ".json", "w") as f:
+        json.dump({"weights": [[nc.weight[i] for i in range(int(nc.wcnt()))]
+                               for nc in netcons], "spikes": list(spikes)}, f)
 """
 
 
@@ -364,10 +403,13 @@ def _defaults(model: dict) -> dict:
     return out
 
 
-def run_neuron(model: dict, lib: str | None, *, spikes: bool = False):
+def run_neuron(model: dict, lib: str | None, events: dict | None = None, *,
+               spikes: bool = False):
     """NEURON's traces of ``model``'s records (voltages [mV] or RANGE variables),
     records × steps + 1; with ``spikes``, also the spike times [ms] of the VecStim and
-    the artificial cells, in that order (a list of lists)."""
+    the artificial cells, in that order (a list of lists). With ``model["events"]``,
+    ``events`` (a dict) receives ``"weights"`` (each NetCon's weight vector after the run)
+    and ``"spikes"`` (the soma's spike times [ms])."""
     spec = _defaults(model)
     with tempfile.TemporaryDirectory() as tmp:
         spec.update(lib=lib, out=os.path.join(tmp, "v.npy"), swc=str(spec["swc"]))
@@ -379,6 +421,8 @@ def run_neuron(model: dict, lib: str | None, *, spikes: bool = False):
             if os.path.exists(spec["out"]):
                 err.partial = np.load(spec["out"])
             raise err
+        if spec.get("events") and events is not None:
+            events.update(json.loads(Path(spec["out"] + ".json").read_text()))
         traces = np.load(spec["out"])
         if not spikes:
             return traces
@@ -393,9 +437,11 @@ class NeuronStopped(RuntimeError):
     partial = None
 
 
-def run_hinesbatch(model: dict, *, spikes: bool = False):
+def run_hinesbatch(model: dict, events: dict | None = None, *, spikes: bool = False,
+                   backend: str = "auto"):
     """hinesbatch's traces of ``model``'s records (mechanisms must be loaded); with
-    ``spikes``, also the spike times as :func:`run_neuron` gives them."""
+    ``spikes``, also the spike times as :func:`run_neuron` gives them; with
+    ``model["events"]``, ``events`` receives what :func:`run_neuron` gives."""
     import hinesbatch as hb
 
     spec = _defaults(model)
@@ -417,24 +463,32 @@ def run_hinesbatch(model: dict, *, spikes: bool = False):
             partner.place("IClamp", "soma[0](0.5)", delay=delay, dur=dur, amp=amp)
             cells.append(partner)
     sim = hb.Simulation(cells, dt=spec["dt"], celsius=spec["celsius"],
-                        v_init=spec["v_init"], tables=spec["tables"])
+                        v_init=spec["v_init"], tables=spec["tables"], backend=backend)
     for owner, name, target in spec["pointer"]:
         owners = [points[owner[1]]] if owner[0] == "point" else [
             (0, location, owner[1]) for location in segment_locations(cell)]
         for o in owners:
             sim.set_pointer(o, name, target, cell=1)
     ns, sources = None, []
+    netcons = []
     if spec["netstim"]:
         start, interval, number, targets = spec["netstim"]
         ns = sim.net_stim(start=start, interval=interval, number=number)
         for k, w, d in targets:
-            sim.connect(ns, points[k], weight=w, delay=d)
+            netcons.append(sim.connect(ns, points[k], weight=_weight(w), delay=d))
     if spec["vecstim"]:
         times, targets, *delay = spec["vecstim"]
         vs = sim.vec_stim(times, delay=delay[0] if delay else 0.0)
         sources.append(vs)
         for k, w, d in targets:
-            sim.connect(vs, points[k], weight=w, delay=d)
+            netcons.append(sim.connect(vs, points[k], weight=_weight(w), delay=d))
+    made = [sim.net_stim(start=src[1], interval=src[2], number=src[3])
+            if src[0] == "netstim" else sim.vec_stim(src[1])
+            for src in spec.get("sources") or []]
+    for s, k, w, d in spec.get("netcons") or []:
+        netcons.append(sim.connect(made[s], points[k], weight=_weight(w), delay=d))
+    if spec.get("events"):
+        soma_spikes = sim.record_spikes(sim.spike_source(0, "soma[0](0.5)", 10.0))
     arts = [sim.artificial_cell(kind, **params) for kind, params in spec["artificial"]]
     sources += arts
 
@@ -449,10 +503,18 @@ def run_hinesbatch(model: dict, *, spikes: bool = False):
             sim.record(var[0] if var else "v", location=f"{sec}({x})")
             for sec, x, *var in spec["record"]]
     res = sim.run(spec["tstop"])
+    if spec.get("events") and events is not None:
+        events["weights"] = [list(np.ravel(nc.weight)) for nc in netcons]
+        events["spikes"] = list(res.spikes[soma_spikes])
     traces = np.array([res[k] for k in keys])
     if not spikes:
         return traces
     return traces, [res.spikes[k].tolist() for k in spike_keys]
+
+
+def _weight(w):
+    """A weight or a weight vector of the model's JSON as ``Simulation.connect`` takes it."""
+    return tuple(w) if isinstance(w, list) else w
 
 
 #: Mechanisms NEURON 9.0.2 has built in besides hinesbatch's built-ins.
@@ -518,14 +580,18 @@ def renamed(path, name: str, new: str, out) -> Path:
     return Path(out)
 
 
-def standard_model(mech, swc, path=None) -> dict:
+def standard_model(mech, swc, path=None, params: dict | None = None) -> dict:
     """The standard protocol for one translated mechanism: a density mechanism with hh
     everywhere and a current clamp at the soma; a point process on the soma with hh (a
     synapse driven by a NetStim); where the blocks read a POINTER, a partner cell that
     it points at (:func:`pointer_protocol`; ``path`` the file), and for a point process
     STATEs and RANGE variables recorded besides v (:func:`range_variables`; max |ΔV| is
     then the largest difference of them all); an artificial cell (the file's parameters)
-    driven by a NetStim and driving an ExpSyn on the soma with hh (module docstring)."""
+    driven by a NetStim and driving an ExpSyn on the soma with hh (module docstring). A
+    synapse that learns (WATCH, FOR_NETCONS or an assigned weight) gets two NetCons from
+    the NetStim, a clamp that makes the soma spike between their events, and the
+    comparison of the NetCons' weights and the soma's spikes after the run. ``params``:
+    values for the point process's parameters of those names."""
     if mech.kind == "artificial":
         nets = [["ns", "a0", 1.0, 0.5]] if mech.net_receive else []
         if "net_event(" in mech.net_receive:
@@ -538,11 +604,15 @@ def standard_model(mech, swc, path=None) -> dict:
         model = {"swc": swc, "insert": [["hh", {}], [mech.name, {}]],
                  "iclamp": [1.0, 20.0, 0.3], "tstop": 30.0}
     else:
+        own = {k: v for k, v in (params or {}).items() if k in mech.field_names}
         model = {"swc": swc, "insert": [["hh", {}]],
-                 "point": [[mech.name, "soma[0]", 0.5, {}]],
+                 "point": [[mech.name, "soma[0]", 0.5, own]],
                  "iclamp": [1.0, 20.0, 0.1], "tstop": 30.0}
         if mech.net_receive:
             model["netstim"] = [2.0, 5.0, 4, [[0, 0.005, 1.0]]]
+        if learns(mech):
+            model.update(iclamp=[1.0, 30.0, 0.3], events=True, tstop=40.0,
+                         netstim=[2.0, 3.1, 10, [[0, 0.005, 1.0], [0, 0.003, 2.5]]])
     partner, pointer = pointer_protocol(mech, path) if path is not None else (None, [])
     if pointer:
         model.update(partner=partner, pointer=pointer)
@@ -552,7 +622,26 @@ def standard_model(mech, swc, path=None) -> dict:
     return model
 
 
-def _compare_one(hb, path, name, lib, swc):
+def learns(mech) -> bool:
+    """Whether the NET_RECEIVE of ``mech`` has WATCH, FOR_NETCONS or assigns the
+    NetCon's weight."""
+    from hinesbatch.mechanisms.codegen import MechanismCode
+
+    code = MechanismCode(mech)
+    return bool(mech.net_receive) and bool(code.receive_watches or code.receive_netcons
+                                           or code.receive_weight_writes)
+
+
+def events_agree(ref: dict, got: dict) -> str:
+    """What :func:`run_neuron`'s and :func:`run_hinesbatch`'s ``events`` say, in words."""
+    same_w = ref["weights"] == [[float(x) for x in w] for w in got["weights"]]
+    same_s = ref["spikes"] == [float(x) for x in got["spikes"]]
+    return (f"NetCon weights {'identical' if same_w else 'DIFFER'} "
+            f"({', '.join(f'{w[0]:.6g}' for w in ref['weights'])}), "
+            f"{len(ref['spikes'])} spikes {'identical' if same_s else 'DIFFER'}")
+
+
+def _compare_one(hb, path, name, lib, swc, params=None):
     """(path, name, status, max |dV| or None) of one file under the standard protocol."""
     import warnings
 
@@ -565,22 +654,25 @@ def _compare_one(hb, path, name, lib, swc):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             hb.load_mechanisms(path)
-        model = standard_model(hb.mechanisms.get(name), swc, path)
+        model = standard_model(hb.mechanisms.get(name), swc, path, params)
         if hb.mechanisms.get(name).kind == "artificial":
             return (path, name, *_compare_spikes(model, lib))
+        ref_events, got_events = {}, {}
         try:
-            ref = run_neuron(model, lib)
+            ref = run_neuron(model, lib, ref_events)
         except NeuronStopped as err:
             if "scopmath library error" not in str(err) or err.partial is None:
                 raise
             return (path, name, _stopped(model, err), None)
         try:
-            got = run_hinesbatch(model)
+            got = run_hinesbatch(model, got_events)
         except NonFiniteStateError:
             if not np.isfinite(ref).all():
                 return (path, name, "non-finite in NEURON too (the file's defaults)", None)
             raise
         dv = float(np.max(np.abs(ref - got))) if ref.shape == got.shape else np.inf
+        if model.get("events"):
+            return (path, name, f"compared, {events_agree(ref_events, got_events)},", dv)
         return (path, name, "compared", dv)
     except Exception as err:  # noqa: BLE001 - report and go on: this is a survey
         return (path, name, f"error: {type(err).__name__}: {err}"[:300].replace("\n", " "),
@@ -645,7 +737,7 @@ def _stopped(model: dict, err: NeuronStopped) -> str:
             f"t = {when}; before, max|dV| = {dv:.3g} over {n} samples; {after}")
 
 
-def _compare_batch(hb, items, libs, swc) -> dict:
+def _compare_batch(hb, items, libs, swc, params=None) -> dict:
     """The files of one library compared in one NEURON run and one hinesbatch run ({} when
     that fails: then each file runs alone)."""
     import warnings
@@ -669,8 +761,8 @@ def _compare_batch(hb, items, libs, swc) -> dict:
                 continue            # each alone (_compare_one), its spikes compared too
             batched.append((path, name))
             models.append(model)
-        if not models:
-            return {}
+        if not models or any(m.get("events") for m in models):
+            return {}       # each alone: spikes, weights and spikes are compared too
         ref, got = run_batch(models, lib.pop(), swc)
         return {path: (path, name, "compared", float(np.max(np.abs(r - g))))
                 for (path, name), r, g in zip(batched, ref, got)}
@@ -693,7 +785,14 @@ def main(argv=None) -> int:
     parser.add_argument("--swc", default=None, help="default: a one-compartment soma")
     parser.add_argument("--skip-listed", metavar="LOG", default=None,
                         help="skip the files an earlier run's output compared")
+    parser.add_argument("--set", metavar="NAME=VALUE", action="append", default=[],
+                        help="a value for the point processes' parameter NAME (where "
+                             "they have one); repeatable")
     args = parser.parse_args(argv)
+    params = {}
+    for item in args.set:
+        name, _, value = item.partition("=")
+        params[name.strip()] = float(value)
     skip = set()
     if args.skip_listed:
         for line in Path(args.skip_listed).read_text().splitlines():
@@ -725,8 +824,8 @@ def main(argv=None) -> int:
     rows = []
     for items in folders.values():
         try:       # one build per folder; per file where names clash
-            if len({n for _, n in items}) != len(items):
-                raise RuntimeError("two files of the folder define one mechanism")
+            if len({n for _, n in items}) != len(items):     # NEURON loads one of a name
+                raise RuntimeError("two files of one mechanism name")
             libs = dict.fromkeys((p for p, _ in items), compile_mods([p for p, _ in items]))
         except RuntimeError:
             libs = {}
@@ -735,9 +834,9 @@ def main(argv=None) -> int:
                     libs[p] = compile_mods([p])
                 except RuntimeError:
                     libs[p] = None
-        batch = _compare_batch(hb, items, libs, swc)
+        batch = _compare_batch(hb, items, libs, swc, params)
         for path, name in items:
-            r = batch.get(path) or _compare_one(hb, path, name, libs[path], swc)
+            r = batch.get(path) or _compare_one(hb, path, name, libs[path], swc, params)
             rows.append(r)
             print(f"{r[0]}: {r[1]}: {r[2]}"
                   + ("" if r[3] is None else f" max|dV| = {r[3]:.3g} mV"), flush=True)

@@ -6,15 +6,15 @@ import importlib
 from typing import TYPE_CHECKING
 
 from .events import NetCon, SpikeSource
-from .receive import SelfEventError
+from .receive import EventConstructError, SelfEventError
 from .results import Results
 from .simulation import BACKENDS, Simulation
 
 if TYPE_CHECKING:
     from .network_run import NetworkResults, run_network
 
-__all__ = ["BACKENDS", "NetCon", "NetworkResults", "Results", "SelfEventError", "Simulation",
-           "SpikeSource", "run_network"]
+__all__ = ["BACKENDS", "EventConstructError", "NetCon", "NetworkResults", "Results",
+           "SelfEventError", "Simulation", "SpikeSource", "run_network"]
 
 #: Imported on first use (PEP 562): a run of one process needs none of the ranks' machinery.
 _LAZY = {"NetworkResults": "network_run", "run_network": "network_run"}

@@ -157,6 +157,9 @@ class EpochSimulation(Simulation):
             run["step"] = stop
             return self._take_outbox()
         a = run["arrays"]
+        if self._watches:       # WATCH conditions: NEURON's phases, step by step
+            self._watches.steps(self, run["lay"], a, step, stop)
+            step = stop
         while step < stop:
             n = self._free_steps(tgrid, step, stop, math.inf, self.MAX_EPOCH)
             if n > 0:

@@ -62,7 +62,10 @@ class NetCon:
     target : PointProcess
     weight : float or tuple of float
         [µS] for ExpSyn/Exp2Syn; or the weight vector (NEURON's ``NetCon.weight``) for a
-        target whose NET_RECEIVE takes more arguments.
+        target whose NET_RECEIVE takes more arguments. After a run of the CPU or GPU
+        engine it holds what the run left in the NetCon's weight vector (a tuple where
+        the target takes more than a weight), which the next run starts from, as
+        NEURON's ``NetCon.weight`` after NET_RECEIVE wrote it.
     delay : float
         [ms], >= 0.
     """

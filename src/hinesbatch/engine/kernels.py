@@ -7,12 +7,15 @@ reuses the machine code across processes.
 
 The module holds:
 
-- ``advance(n_max, step, t, t_event, dt, celsius, n_cells, <sources>, <recordings>, bad,
-  <model arrays>)``: up to ``n_max`` fixed steps (NEURON's order, docs/simulator.md), returning
-  ``(steps, step, t, status, info)``. It stops *before* a step when a spike source crossed
-  its threshold (status 1, ``info`` sources in ``fired``) or an event is due
-  (``t_event <= t + dt/2``, status 2), and *after* a step that left a non-finite voltage
-  (status 3, ``info`` the cell).
+- ``advance(n_max, step, t, t_event, phase, dt, celsius, n_cells, <sources>,
+  <recordings>, bad, <model arrays>)``: up to ``n_max`` fixed steps (NEURON's order,
+  docs/simulator.md), returning ``(steps, step, t, status, info)``. It stops *before* a
+  step when a spike source crossed its threshold (status 1, ``info`` sources in
+  ``fired``) or an event is due (``t_event <= t + dt/2``, status 2), and *after* a step
+  that left a non-finite voltage (status 3, ``info`` the cell). ``phase`` 0 checks the
+  thresholds before each step; 1 first stops (status 2) for an event due by ``t`` itself,
+  which NEURON delivers before the check at ``t``; 2 is 1 with the check at the first
+  ``t`` already done (WATCH conditions, :mod:`.watch`, need these phases).
 - ``advance_epoch(n_steps, ..., chunk_off, node_ord, ...)``: exactly ``n_steps`` steps of
   every chunk of cells ``[chunk_off[k], chunk_off[k+1])`` independently, each chunk
   solved in the order ``node_ord`` gives (:func:`chunk_order`; ``prange`` over chunks
@@ -289,21 +292,27 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
         f"def assemble_all(n_cells, _t, _dt, _celsius, {model}):\n"
         + assemble +
         f"\n\n@njit(cache=True, error_model='numpy'{', parallel=True' if parallel else ''})\n"
-        f"def advance(n_max, step, t, t_event, _dt, _celsius, n_cells, src_node, src_thr,\n"
-        f"            src_flag, fired, rec_m, rec_f, rec_i, rec_every, rec_buf, bad, {model}):\n"
+        f"def advance(n_max, step, t, t_event, phase, _dt, _celsius, n_cells, src_node,\n"
+        f"            src_thr, src_flag, fired, rec_m, rec_f, rec_i, rec_every, rec_buf, bad,\n"
+        f"            {model}):\n"
         f"    k = 0\n"
         f"    while k < n_max:\n"
-        f"        nf = 0\n"
-        f"        for s in range(src_node.size):\n"
-        f"            if v[src_node[s]] - src_thr[s] > 0.0:\n"
-        f"                if src_flag[s] == 0:\n"
-        f"                    src_flag[s] = 1\n"
-        f"                    fired[nf] = s\n"
-        f"                    nf += 1\n"
-        f"            else:\n"
-        f"                src_flag[s] = 0\n"
-        f"        if nf > 0:\n"
-        f"            return k, step, t, 1, nf\n"
+        f"        if phase == 1 and t_event <= t:\n"
+        f"            return k, step, t, 2, 0\n"
+        f"        if phase != 2:\n"
+        f"            nf = 0\n"
+        f"            for s in range(src_node.size):\n"
+        f"                if v[src_node[s]] - src_thr[s] > 0.0:\n"
+        f"                    if src_flag[s] == 0:\n"
+        f"                        src_flag[s] = 1\n"
+        f"                        fired[nf] = s\n"
+        f"                        nf += 1\n"
+        f"                else:\n"
+        f"                    src_flag[s] = 0\n"
+        f"            if nf > 0:\n"
+        f"                return k, step, t, 1, nf\n"
+        f"        else:\n"
+        f"            phase = 1\n"
         f"        tm = t + 0.5*_dt\n"
         f"        if t_event <= tm:\n"
         f"            return k, step, t, 2, 0\n"

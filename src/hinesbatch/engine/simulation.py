@@ -38,8 +38,9 @@ from .kernels import (
 )
 from .layout import Layout
 from .pointers import pointer_targets, refuse_on_gpu
-from .receive import Receiver
+from .receive import EventConstructError, Receiver
 from .results import Results
+from .watch import Watches, WatchSlot, watch_slots
 
 __all__ = ["BACKENDS", "Simulation"]
 
@@ -565,9 +566,18 @@ class Simulation:
         else:
             self._run_cpu(lay, run, progress)
         self._deliver(tgrid[n_steps])
+        self._weights_to_netcons()
         if progress:
             _progress(tgrid[n_steps], tgrid[n_steps], end=True)
         return self._results(rows, rec_buf, tgrid, n_steps)
+
+    def _weights_to_netcons(self) -> None:
+        """The run's weight vectors into the NetCons' ``weight`` (NEURON's
+        ``NetCon.weight`` keeps what NET_RECEIVE wrote, and the next run starts from it):
+        a number where the vector has one entry, else a tuple."""
+        for nc in self.netcons:
+            w = self._netcon_table.weight_vector(nc.index)
+            nc.weight = float(w[0]) if w.size == 1 else tuple(float(x) for x in w)
 
     def _initialize(self, tstop: float) -> tuple:
         """NEURON's ``finitialize(v_init)`` for a run to ``tstop`` [ms]: the layout, the
@@ -649,17 +659,23 @@ class Simulation:
                                                        *ions, *stream, *rows, *reach)
             if rows:
                 sends.append((m, rows[0][:sent]))
-        sources = sorted(self.sources, key=lambda s: s.gid)     # grouped by cell
-        src_node = np.array([lay.cells[s.gid].global_node(s.node) for s in sources],
+        slots = watch_slots(km, lay)
+        # grouped by cell; a cell's WATCH slots after its threshold sources
+        sources = sorted(self.sources + slots, key=lambda s: s.gid)
+        src_node = np.array([s.node if isinstance(s, WatchSlot)
+                             else lay.cells[s.gid].global_node(s.node) for s in sources],
                             dtype=np.int64)
-        src_thr = np.array([s.threshold for s in sources], dtype=np.float64)
+        src_thr = np.array([math.inf if isinstance(s, WatchSlot) else s.threshold
+                            for s in sources], dtype=np.float64)
         src_flag = np.zeros(len(sources), dtype=np.int64)
         src_off = np.searchsorted(np.array([s.gid for s in sources], dtype=np.int64),
                                   np.arange(len(lay.cells) + 1)).astype(np.int64)
-        self._events(sources)
+        self._events([s for s in sources if not isinstance(s, WatchSlot)])
+        self._watches = Watches(sources, self._v, src_thr, src_flag)
         modules = [km] + ([self._artificial.module] if self._artificial.module else [])
         self._receiver = Receiver(modules, {**self._data, **self._artificial.data}, dt,
-                                  celsius, self._stream, self._point_spike)
+                                  celsius, self._stream, self._point_spike,
+                                  self._watches.activate)
         self._receive_table = self._receiving()[0]
         self._receiver.initialize_weights(self._receive_table, self._target_instance)
         self._receiver.initial_sends(self._queue, sends)
@@ -723,6 +739,9 @@ class Simulation:
         rec = (run.rec_m, run.rec_f, run.rec_i, run.rec_every)
         src = (run.src_node, run.src_thr, run.src_flag)
         km, model, tgrid = self._km, run.model, run.tgrid
+        if self._watches:
+            self._watches.steps(self, lay, run, 0, n_steps)
+            return
         # threshold -> synapse delays bound how far cells may run on their own
         delays = [nc.delay for s in sources for nc in s.netcons]
         min_delay = min(delays) if delays else math.inf
@@ -742,7 +761,7 @@ class Simulation:
                 fired = np.zeros(max(len(sources), 1), dtype=np.int64)
                 bad = np.zeros(len(lay.cells), dtype=np.bool_)
                 _, step, t, status, info = km.advance(
-                    n_steps - step, step, t, self._queue.next_time(), dt, celsius,
+                    n_steps - step, step, t, self._queue.next_time(), 0, dt, celsius,
                     len(lay.cells), *src, fired, *rec, rec_buf, bad, *model)
                 if status == 1:
                     for k in fired[:info]:
@@ -856,7 +875,9 @@ class Simulation:
     def _net_receive(self, event) -> None:
         """NET_RECEIVE for a ``"net"`` or ``"self"`` event (:mod:`.receive`)."""
         if event.kind == "self":
-            m, j = event.target
+            if len(event.target) == 3 and not self._watches.take(event.target):
+                return          # a WATCH event its instance's new conditions removed
+            m, j = event.target[:2]
         else:
             m, j = self._instance_of(self._event_target(event))
         self._receiver.receive(event, m, j, self._receive_table, self._queue)
@@ -981,9 +1002,24 @@ def _finite(value, name: str) -> float:
 
 def _gpu_events_supported(km) -> None:
     """Refuse, before any GPU work, longitudinal diffusion (a step of the CPU engines
-    only), self-events (``net_send``) and spikes of point processes (``net_event``): the
-    GPU engine runs NET_RECEIVE on the device after the host has ordered the epoch's
-    events, so an event sent there could not enter the host's queue in time."""
+    only), self-events (``net_send``), spikes of point processes (``net_event``), WATCH,
+    FOR_NETCONS and assigned NetCon weights: the GPU engine runs NET_RECEIVE on the device
+    after the host has ordered the epoch's events, so an event sent there could not enter
+    the host's queue in time, and the host's events carry the weight they were queued
+    with."""
+    for code in km.codes:
+        if not code.mech.net_receive:
+            continue
+        for construct, used in (("WATCH", code.receive_watches),
+                                ("FOR_NETCONS", code.receive_netcons),
+                                (("an assigned NetCon weight (NET_RECEIVE's first "
+                                  "argument)"), code.receive_weight_writes)):
+            if used:
+                raise EventConstructError(
+                    f"mechanism {code.mech.name}: {construct} is not run by the gpu "
+                    "backend; use backend 'serial' or 'multicore'",
+                    mechanism=code.mech.name, construct=construct.split(" (")[0],
+                    engine="gpu")
     for code in km.codes:
         if code.mech.diffusion:
             raise ValueError(f"mechanism {code.mech.name}: longitudinal diffusion "

@@ -28,7 +28,8 @@ Functions for mechanism ``m`` (only those its description has):
   double dt, double celsius)``: ``W`` holds the entries after the first of the NetCon's
   weight vector (``net_receive_args``, loaded into locals ``w_<name>`` and stored back;
   ``NULL`` without them). ``flag`` is 0: the C forms receive NetCon events only, and
-  ``net_send`` and ``net_event`` are refused.
+  ``net_send``, ``net_event``, ``watch_above``, ``netcons()`` loops and assignments to
+  ``weight`` are refused.
 """
 from __future__ import annotations
 
@@ -137,6 +138,11 @@ class _CEmitter:
         out = []
         for st in body:
             if isinstance(st, ast.Assign) and len(st.targets) == 1 \
+                    and isinstance(st.targets[0], ast.Name) and scope.weight \
+                    and st.targets[0].id == "weight":
+                raise CodegenError(f"mechanism {self.mech.name}: an assigned NetCon weight "
+                                   "(NET_RECEIVE's first argument) is not emitted as C")
+            elif isinstance(st, ast.Assign) and len(st.targets) == 1 \
                     and isinstance(st.targets[0], ast.Name):
                 out.append(f"{pad}{scope.name(st.targets[0].id)} = {self.expr(st.value, scope)};\n")
             elif isinstance(st, ast.If):
@@ -151,6 +157,11 @@ class _CEmitter:
                 raise CodegenError(f"mechanism {self.mech.name}: self-events (net_send) "
                                    "and spikes of point processes (net_event) are not "
                                    "emitted as C")
+            elif isinstance(st, ast.For) or (
+                    isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
+                    and getattr(st.value.func, "id", None) == "watch_above"):
+                raise CodegenError(f"mechanism {self.mech.name}: FOR_NETCONS (netcons()) "
+                                   "and WATCH (watch_above) are not emitted as C")
             elif isinstance(st, ast.While) and not st.orelse:
                 out.append(f"{pad}while ({self.expr(st.test, scope)}) {{\n")
                 out.append(self.statements(st.body, scope, indent + 1))

@@ -17,6 +17,12 @@ contract to FMA). Names are resolved here:
   function returns: the engine queues the self-events in that order; ``net_event(te)``
   (NET_RECEIVE only) writes the row ``te, 0, 1``: a spike of the instance at ``te`` [ms],
   which the engine sends through the NetCons leaving it, in the same order;
+  ``watch_above(x, flag)`` (NET_RECEIVE only) writes the row ``x, flag, 2``: the engine
+  activates a WATCH of the instance's ``v`` rising through ``x`` [mV];
+- ``for a, b in netcons():`` (NET_RECEIVE only, FOR_NETCONS) loops over the rows of
+  ``_FW``, the weight vectors of the NetCons that target the instance (one row each, in
+  NEURON's order), ``a``, ``b`` bound to the row's entries 0, 1; ``_FW`` is an argument
+  of ``_net_receive_<m>`` (before ``_S``) where the block has such a loop;
 - ``exp`` is NEURON's ``hoc_Exp`` (``_hoc_exp``); ``log``, ``pow``, ``fabs``, ``sqrt``
   (and ``log10``, the trigonometric and hyperbolic functions, ``floor``, ``ceil``,
   ``fmod``, which NMODL files use) are the C library's (``math``; ``fmod``, ``floor``
@@ -53,7 +59,7 @@ from .scoprand import DRAWS, SEED_CALL
 
 __all__ = ["DIFFUSION_ROWS", "CodegenError", "IonIO", "MechanismCode", "count_net_sends",
            "hoc_exp_source", "drawing_functions", "ion_io", "nernst_source", "pointers_read",
-           "stream_blocks"]
+           "stream_blocks", "uses_netcons"]
 
 _INTRINSICS = {"exp": "_hoc_exp", "log": "math.log", "pow": "math.pow", "fabs": "math.fabs",
                "sqrt": "math.sqrt",
@@ -88,6 +94,18 @@ def count_net_sends(text: str, names=("net_send",)) -> int:
         return 0
     return sum(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                and n.func.id in names for n in ast.walk(tree))
+
+
+def uses_netcons(text: str) -> bool:
+    """Whether the block ``text`` loops over its instance's NetCons (``for ... in
+    netcons():``, NMODL's FOR_NETCONS)."""
+    try:
+        tree = ast.parse(text.strip() or "pass")
+    except SyntaxError:
+        return False
+    return any(isinstance(n, ast.For) and isinstance(n.iter, ast.Call)
+               and isinstance(n.iter.func, ast.Name) and n.iter.func.id == "netcons"
+               for n in ast.walk(tree))
 
 
 def _draw_calls(text: str) -> set:
@@ -244,6 +262,7 @@ class _Scope:
         self.locals: set = set()
         self.stream = False         # the random-number stream _RS is reachable
         self.pointer = None         # (array, readers' args) where POINTERs are readable
+        self.looping = False        # inside NET_RECEIVE's netcons() loop
         self.cache = False          # fields live in locals _c_<name> (see MechanismCode.wrap)
         self.used: dict = {}        # field -> index, in order of first use
         self.written: dict = {}
@@ -281,8 +300,8 @@ class _Scope:
         name = _name(name)
         if name in self.args:
             return self.args[name]
-        if name in _SPECIAL or name == "weight" or (name == "flag" and self.weight) \
-                or name in self.mech.pointers:
+        if name in _SPECIAL or (name == "weight" and not self.weight) \
+                or (name == "flag" and self.weight) or name in self.mech.pointers:
             raise CodegenError(f"mechanism {self.mech.name}: cannot assign {name!r}")
         if name in self.fields:
             self.written.setdefault(name, self.fields[name])
@@ -378,10 +397,11 @@ class MechanismCode:
             scope.sends = "receive"
             scope.stream = self.receive_stream
             rs = "_RS, " if scope.stream else ""
+            fw = "_FW, " if self.receive_netcons else ""
             body = self._block(self.mech.net_receive, scope, 1, "NET_RECEIVE")
             out.append(f"@njit(cache=True, error_model='numpy')\n"
                        f"def _net_receive_{m}(_D_{m}, _j, _w, _t, _dt, _celsius, _flag, {rs}"
-                       "_S):\n"
+                       f"{fw}_S):\n"
                        f"    _ns = 0\n{body}    return _ns\n")
         if self.mech.net_receive_initial:
             scope = _Scope(self.mech, fields=True, weight=True, tables=None)
@@ -400,10 +420,32 @@ class MechanismCode:
 
     @property
     def receive_sends(self) -> int:
-        """``net_send`` and ``net_event`` statements in NET_RECEIVE: rows of
-        ``_net_receive_<m>``'s ``_S`` (``te, flag, kind``; kind 0 a self-event, 1 a
-        spike of the instance)."""
-        return count_net_sends(self.mech.net_receive, ("net_send", "net_event"))
+        """``net_send``, ``net_event`` and ``watch_above`` statements in NET_RECEIVE: rows
+        of ``_net_receive_<m>``'s ``_S`` (``te, flag, kind``; kind 0 a self-event, 1 a
+        spike of the instance, 2 a WATCH, its threshold in place of ``te``)."""
+        return count_net_sends(self.mech.net_receive, ("net_send", "net_event",
+                                                       "watch_above"))
+
+    @property
+    def receive_watches(self) -> int:
+        """``watch_above`` statements in NET_RECEIVE: the most WATCHes one instance has
+        active at once."""
+        return count_net_sends(self.mech.net_receive, ("watch_above",))
+
+    @property
+    def receive_netcons(self) -> bool:
+        """Whether NET_RECEIVE loops over the NetCons of its instance (FOR_NETCONS):
+        ``_net_receive_<m>`` then takes their weight vectors ``_FW`` before ``_S``."""
+        return uses_netcons(self.mech.net_receive)
+
+    @property
+    def receive_weight_writes(self) -> bool:
+        """Whether NET_RECEIVE (or its INITIAL) assigns ``weight``, entry 0 of the
+        NetCon's weight vector."""
+        return any(isinstance(n, ast.Name) and n.id == "weight"
+                   and isinstance(n.ctx, ast.Store)
+                   for text in (self.mech.net_receive, self.mech.net_receive_initial)
+                   for n in ast.walk(ast.parse(text.strip() or "pass")))
 
     @property
     def receive_events(self) -> int:
@@ -768,6 +810,12 @@ class MechanismCode:
                     and st.value.func.id == "net_event":
                 out.append(self._net_event(st.value, scope, pad, where))
             elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
+                    and isinstance(st.value.func, ast.Name) \
+                    and st.value.func.id == "watch_above":
+                out.append(self._watch_above(st.value, scope, pad, where))
+            elif isinstance(st, ast.For):
+                out.append(self._for_netcons(st, scope, indent, where))
+            elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
                     and isinstance(st.value.func, ast.Name) and st.value.func.id == SEED_CALL:
                 out.append(self._set_seed(st.value, scope, pad, where))
             elif isinstance(st, ast.While) and not st.orelse:
@@ -802,6 +850,46 @@ class MechanismCode:
         te = self._expr(call.args[0], scope)
         return (f"{pad}_S[_ns, 0] = {te}\n{pad}_S[_ns, 1] = 0.0\n{pad}_S[_ns, 2] = 1.0\n"
                 f"{pad}_ns += 1\n")
+
+    def _watch_above(self, call, scope, pad: str, where: str) -> str:
+        """``watch_above(x, flag)``: the row ``x, flag, 2`` of ``_S``."""
+        if scope.sends != "receive" or scope.looping:
+            self._bad(call, where, "watch_above is allowed in NET_RECEIVE only, outside "
+                      "its netcons() loop")
+        if len(call.args) != 2 or call.keywords:
+            self._bad(call, where, "watch_above takes 2 arguments (threshold [mV], flag)")
+        x, flag = self._expr(call.args[0], scope), self._expr(call.args[1], scope)
+        return (f"{pad}_S[_ns, 0] = {x}\n{pad}_S[_ns, 1] = {flag}\n{pad}_S[_ns, 2] = 2.0\n"
+                f"{pad}_ns += 1\n")
+
+    def _for_netcons(self, st, scope, indent: int, where: str) -> str:
+        """``for a, b in netcons():``: a loop over the rows of ``_FW``."""
+        names = st.target.elts if isinstance(st.target, ast.Tuple) else [st.target]
+        if scope.sends != "receive" or scope.looping \
+                or st.orelse or not isinstance(st.iter, ast.Call) \
+                or not isinstance(st.iter.func, ast.Name) or st.iter.func.id != "netcons" \
+                or st.iter.args or st.iter.keywords \
+                or not all(isinstance(n, ast.Name) for n in names):
+            self._bad(st, where, "the only loop is `for a, b in netcons():`, in NET_RECEIVE "
+                      "and not nested")
+        if len(names) > self.mech.weight_size:
+            self._bad(st, where, f"netcons() gives {self.mech.weight_size} entries per "
+                      f"NetCon, not {len(names)}")
+        self._counter += 1
+        k = f"_fk{self._counter}"
+        bound = {_name(n.id): f"_FW[{k}, {i}]" for i, n in enumerate(names)}
+        before = {n: scope.args[n] for n in bound if n in scope.args}
+        scope.args.update(bound)
+        scope.looping = True
+        try:
+            body = self._statements(st.body, scope, indent + 1, where)
+        finally:
+            scope.looping = False
+            for n in bound:
+                del scope.args[n]
+            scope.args.update(before)
+        pad = "    " * indent
+        return f"{pad}for {k} in range(_FW.shape[0]):\n" + body
 
     def _set_seed(self, call, scope, pad: str, where: str) -> str:
         """``set_seed(x)``: the stream's state becomes ``(uint32) x``."""

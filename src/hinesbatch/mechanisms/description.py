@@ -38,12 +38,18 @@ precision, as nocmodl's C is.
   ``cnexp``: ``y = y + (1 - exp(dt·a))·(-(b)/(a) - y)``.
 - ``after_solve``: statements run with the new ``v`` after the states (NEURON's
   ``SOLVE ... METHOD after_cvode``).
-- ``net_receive``: NEURON's NET_RECEIVE block. It reads the event's weight vector: entry 0
-  as ``weight`` (read only), entries 1, 2, ... by the names in ``net_receive_args``
-  (read and written; each NetCon keeps its own, as NEURON's ``NetCon.weight[i]``), and
-  ``flag``: 0 for a NetCon's event, the flag given to ``net_send`` for a self-event.
+- ``net_receive``: NEURON's NET_RECEIVE block. It reads and writes the event's weight
+  vector: entry 0 as ``weight``, entries 1, 2, ... by the names in ``net_receive_args``
+  (each NetCon keeps its own, as NEURON's ``NetCon.weight[i]``), and reads ``flag``: 0
+  for a NetCon's event, the flag given to ``net_send`` for a self-event.
   The statement ``net_send(delay, flag)`` queues a self-event to the same instance at
-  ``t + delay`` [ms]; it carries the weight vector of the event being received.
+  ``t + delay`` [ms]; it carries the weight vector of the event being received. The loop
+  ``for w1, a1 in netcons():`` (NMODL's FOR_NETCONS) binds ``w1``, ``a1`` to entries
+  0, 1 of the weight vector of each NetCon that targets the instance in turn (no
+  ``net_send``, ``net_event``, ``watch_above`` or loop inside it). The statement
+  ``watch_above(x, flag)`` (NMODL's ``WATCH (v > x) flag``) activates a condition on the
+  instance's ``v`` [mV] (:mod:`hinesbatch.engine.watch`); ``x`` must not change during
+  the run.
 - ``net_receive_initial``: NET_RECEIVE's own INITIAL block, run for each NetCon at
   initialization with that NetCon's weight vector (``t`` = 0). Without it the entries
   after the first start at 0, as NEURON sets them.

@@ -128,6 +128,29 @@ class NetConTable:
         if w.size < size:
             self._weights[netcon] = np.concatenate([w, np.zeros(size - w.size)])
 
+    def share_weights(self, netcons, size: int) -> np.ndarray:
+        """Make the weight vectors of ``netcons`` (indices) the rows of one array and
+        return it: ``(len(netcons), size)`` float64, row ``r`` the vector of
+        ``netcons[r]``, which :meth:`weight_vector` gives from then on as a view of that
+        row (what NET_RECEIVE writes through either is the same value, as NEURON's
+        FOR_NETCONS and the event's own weight vector are).
+
+        Raises
+        ------
+        ValueError
+            A NetCon's weight vector does not have ``size`` entries.
+        """
+        netcons = [self._check(int(i)) for i in netcons]
+        block = np.zeros((len(netcons), int(size)))
+        for r, i in enumerate(netcons):
+            w = self._weights[i]
+            if w.size != size:
+                raise ValueError(f"NetCon[{i}] has a weight vector of {w.size} entries, "
+                                 f"not {size}")
+            block[r] = w
+            self._weights[i] = block[r]
+        return block
+
     def set_delay(self, netcon: int, delay: float) -> None:
         """Set the delay [ms] of NetCon ``netcon``."""
         self._delays[self._check(netcon)] = _check_delay(delay, netcon)

@@ -100,8 +100,6 @@ def _category(err: NmodlError) -> str:
         return "VecStim other than NEURON's vecevent.mod"
     if c.startswith("ARTIFICIAL_CELL "):      # what an artificial cell cannot have
         return c
-    if err.reason.startswith("assigns the NetCon's weight"):
-        return "NET_RECEIVE assigning the weight"
     return c.split()[0] if " " in c and c.split()[0].isupper() else c
 
 

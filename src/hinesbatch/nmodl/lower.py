@@ -488,7 +488,9 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
                 k = type(st).__name__
                 if k == "ExpressionStatement":
                     e = unwrap(st.expression)
-                    if type(e).__name__ == "BinaryExpression" and e.op.eval() == "=":
+                    if type(e).__name__ == "ForNetcon":
+                        walk(e.statement_block.statements)
+                    elif type(e).__name__ == "BinaryExpression" and e.op.eval() == "=":
                         out.add(e.lhs.get_node_name())
                     elif discontinuity_target(e) is not None:
                         out.add(discontinuity_target(e))
@@ -634,9 +636,9 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             elif k == "ReactionStatement":
                 self.fail("~", "reactions are not translated", r"~")
             elif k == "WatchStatement":
-                self.fail("WATCH", "not translated", r"\bWATCH\b")
+                out += self.watch_statement(st, ctx, pad)
             elif k == "ForNetcon":
-                self.fail("FOR_NETCONS", "not translated", r"FOR_NETCONS")
+                out += self.for_netcons_statement(st, ctx, indent)
             elif k == "LagStatement":
                 self.fail("LAG", "not translated", r"\bLAG\b")
             elif k == "InitialBlock":
@@ -657,6 +659,10 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
             return ctx.diffeq(e, ctx, pad)
         if k == "BinaryExpression" and e.op.eval() == "=":
             return self.assignment(e.lhs, e.rhs, ctx, pad)
+        if k == "ForNetcon":
+            return self.for_netcons_statement(e, ctx, len(pad) // 4)
+        if k == "WatchStatement":
+            return self.watch_statement(e, ctx, pad)
         if k == "FunctionCall":
             f = e.get_node_name()
             if f in _IGNORED_CALLS:

@@ -94,7 +94,10 @@ def reads_and_calls(stmts, *, skip_diffeq: bool = False) -> tuple[set, set]:
         for st in sts:
             k = type(st).__name__
             if k == "ExpressionStatement":
-                expr(st.expression)
+                if type(unwrap(st.expression)).__name__ == "ForNetcon":
+                    walk(unwrap(st.expression).statement_block.statements)
+                else:
+                    expr(st.expression)
             elif k in ("IfStatement", "ElseIfStatement", "WhileStatement"):
                 expr(st.condition)
             if k in ("IfStatement", "ElseIfStatement", "ElseStatement", "FromStatement",
@@ -152,7 +155,9 @@ def writes(stmts) -> set:
         k = type(st).__name__
         if k == "ExpressionStatement":
             e = unwrap(st.expression)
-            if type(e).__name__ == "BinaryExpression" and e.op.eval() == "=":
+            if type(e).__name__ == "ForNetcon":
+                out |= writes(e.statement_block.statements)
+            elif type(e).__name__ == "BinaryExpression" and e.op.eval() == "=":
                 out.add(e.lhs.get_node_name())
             elif discontinuity_target(e) is not None:
                 out.add(discontinuity_target(e))
