@@ -45,7 +45,9 @@ POINTER × instances: the target as ``_value``'s ``m, f, i``,
 A module whose mechanisms draw random numbers steps all cells as one chunk
 (``assemble_all`` and ``advance`` too, and the caller gives ``advance_epoch`` one chunk):
 each step then draws in NEURON's order, mechanisms in type order and, within one, the
-instances in cell order, and never from two threads.
+instances in cell order, and never from two threads. The serial module's
+``assemble_all`` and ``advance`` also take all cells as one chunk (the same operations on
+every node, one call per step).
 
 A module whose mechanisms read POINTERs runs ``assemble_all`` and ``advance`` with all
 cells as one chunk too, and the caller makes every chunk of ``advance_epoch`` hold the
@@ -273,7 +275,10 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
         f"            return st\n"
         f"    return 0\n")
     loop = "prange" if parallel else "range"
-    if stream or pointer_args:   # all cells at once: NEURON's order of draws and reads
+    # all cells at once: in NEURON's order of draws and POINTER reads, and for serial
+    # stepping one call per step instead of one per cell (whose views cost more than a
+    # small cell's step)
+    if stream or pointer_args or not parallel:
         assemble = f"    _assemble(0, n_cells, _t, _dt, _celsius, {model})\n"
         cell_steps = (
             f"        if _cell_step(0, n_cells, tm, tn, _dt, _celsius, {model}):\n"
