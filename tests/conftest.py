@@ -8,6 +8,7 @@ random draw can be reproduced.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +63,11 @@ def pytest_runtest_makereport(item, call):
             report.sections.append(
                 ("seed", f"seed={seeds[-1]}; replay with: "
                          f"{SEED_ENV}={seeds[-1]} python -m pytest '{item.nodeid}'"))
+
+
+@pytest.fixture
+def soma(tmp_path) -> Path:
+    """A one-point soma (radius 10 µm) as an SWC file."""
+    path = tmp_path / "soma.swc"
+    path.write_text("1 1 0 0 0 10 -1\n")
+    return path

@@ -41,13 +41,6 @@ def small(tmp_path) -> Path:
     return path
 
 
-@pytest.fixture
-def soma(tmp_path) -> Path:
-    path = tmp_path / "soma.swc"
-    path.write_text("1 1 0 0 0 10 -1\n")
-    return path
-
-
 def write(tmp_path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.write_text(text)
@@ -895,7 +888,7 @@ def test_a_file_whose_written_out_code_is_too_large_is_refused(tmp_path, monkeyp
     """Loops, array elements and KINETIC schemes are written out; past MAX_CODE_CHARS the
     file is refused before any compiler sees it (a ModelDB synapse of 834,000 characters
     took Numba past 19 GB)."""
-    import hinesbatch.nmodl.lower as lower
+    from hinesbatch.nmodl import lower
 
     text = HEAD % "RANGE x" + "INITIAL {\n FROM i = 0 TO 99 {\n  x = x + i*i\n }\n}\n"
     path = write(tmp_path, "big.mod", text)

@@ -27,13 +27,6 @@ def marked_line(text: str) -> int:
     return next(k + 1 for k, line in enumerate(text.splitlines()) if "<-- here" in line)
 
 
-@pytest.fixture
-def soma(tmp_path) -> Path:
-    path = tmp_path / "soma.swc"
-    path.write_text("1 1 0 0 0 10 -1\n")
-    return path
-
-
 # ---- state_discontinuity ------------------------------------------------------------------
 SYN = """
 NEURON { POINT_PROCESS jump NONSPECIFIC_CURRENT i RANGE k }

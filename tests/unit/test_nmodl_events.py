@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytest.importorskip("neuron.nmodl", reason="the NMODL parser comes with `pip install neuron`")
+
+from nmodl_files import DATA, load
 
 import hinesbatch as hb
 from hinesbatch.engine.epochs import EpochSimulation
@@ -27,21 +28,6 @@ from hinesbatch.nmodl import NmodlError, translate, translate_text
 
 pytestmark = pytest.mark.usefixtures("builtins_only")
 
-DATA = Path(__file__).parents[1] / "data" / "nmodl"
-
-
-@pytest.fixture
-def soma(tmp_path) -> Path:
-    path = tmp_path / "soma.swc"
-    path.write_text("1 1 0 0 0 10 -1\n")
-    return path
-
-
-def load(*names: str) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for n in names:
-            hb.load_mechanisms(DATA / f"{n}.mod")
 
 
 # ---- the queue ----------------------------------------------------------------------------
@@ -434,7 +420,7 @@ def test_a_point_process_sends_its_spikes_through_its_netcons(soma, backend):
     assert res.spike_gids[ka] == 0 and ka == "spikes@0:ticker[0]"
     # each spike of a arrives twice: at ts (acts at once) and ts + 0.5
     assert res[kn][-1] == 6
-    assert res[kn][int(round(1.0 / 0.025)) + 1] == 1      # the delay-0 event at 1 ms
+    assert res[kn][round(1.0 / 0.025) + 1] == 1      # the delay-0 event at 1 ms
     assert sim.point_source(a) is sim.point_source(a)
 
 

@@ -18,8 +18,12 @@ import pytest
 pytest.importorskip("neuron.nmodl", reason="the NMODL parser comes with `pip install neuron`")
 
 import hinesbatch as hb
-from hinesbatch.mechanisms.codegen import (CodegenError, MechanismCode, drawing_functions,
-                                           stream_blocks)
+from hinesbatch.mechanisms.codegen import (
+    CodegenError,
+    MechanismCode,
+    drawing_functions,
+    stream_blocks,
+)
 from hinesbatch.mechanisms.description import Mechanism, Variable
 from hinesbatch.mechanisms.scoprand import ScopRandom, numba_source, seed_value
 from hinesbatch.nmodl import NmodlError, translate, translate_text
@@ -227,13 +231,6 @@ def test_the_c_emitter_refuses_draws_with_the_backend_to_use(name):
 
 
 # ---- runs ----------------------------------------------------------------------------------
-@pytest.fixture
-def soma(tmp_path) -> Path:
-    path = tmp_path / "soma.swc"
-    path.write_text("1 1 0 0 0 10 -1\n")
-    return path
-
-
 @pytest.fixture
 def loaded():
     with warnings.catch_warnings():

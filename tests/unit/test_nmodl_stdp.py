@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytest.importorskip("neuron.nmodl", reason="the NMODL parser comes with `pip install neuron`")
+
+from nmodl_files import DATA, load
 
 import hinesbatch as hb
 from hinesbatch.engine.epochs import EpochSimulation
@@ -28,21 +28,6 @@ from hinesbatch.nmodl import NmodlError, translate, translate_text
 
 pytestmark = pytest.mark.usefixtures("builtins_only")
 
-DATA = Path(__file__).parents[1] / "data" / "nmodl"
-
-
-@pytest.fixture
-def soma(tmp_path) -> Path:
-    path = tmp_path / "soma.swc"
-    path.write_text("1 1 0 0 0 10 -1\n")
-    return path
-
-
-def load(*names: str) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for n in names:
-            hb.load_mechanisms(DATA / f"{n}.mod")
 
 
 # ---- lowering ------------------------------------------------------------------------------
