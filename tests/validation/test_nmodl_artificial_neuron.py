@@ -26,7 +26,6 @@ import json
 import os
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import nmodl_compare as nc
@@ -101,19 +100,9 @@ VARIABLES = [(2, "m"), (0, "count"), (1, "count")]
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
-    import hinesbatch as hb
-    from hinesbatch import mechanisms
-
-    folder = tmp_path_factory.mktemp("mods")
-    for name in FILES:
-        (folder / name).write_text((DATA / name).read_text())
-    lib = nc.compile_mods(sorted(folder.glob("*.mod")))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        names = hb.load_mechanisms(folder)
+    lib, names = nc.compiled_folder(tmp_path_factory.mktemp("mods"), FILES)
     yield lib
-    for n in names:
-        mechanisms.unregister(n)
+    nc.unregister(names)
 
 
 def _neuron(lib, insert=()) -> dict:
