@@ -813,7 +813,7 @@ class MechanismCode:
                     and isinstance(st.value.func, ast.Name) \
                     and st.value.func.id == "watch_above":
                 out.append(self._watch_above(st.value, scope, pad, where))
-            elif isinstance(st, ast.For):
+            elif isinstance(st, ast.For) and scope.sends == "receive":
                 out.append(self._for_netcons(st, scope, indent, where))
             elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
                     and isinstance(st.value.func, ast.Name) and st.value.func.id == SEED_CALL:
@@ -826,7 +826,8 @@ class MechanismCode:
             elif isinstance(st, ast.Pass):
                 out.append(f"{pad}pass\n")
             else:
-                self._bad(st, where, "only assignments, if/else, while and procedure calls")
+                self._bad(st, where, "only assignments, if/else, while and procedure calls"
+                          " (and `for a, b in netcons():` in NET_RECEIVE)")
         return "".join(out) or f"{pad}pass\n"
 
     def _net_send(self, call, scope, pad: str, where: str) -> str:
