@@ -100,6 +100,27 @@ def test_weight_vector_and_net_receive_initial_are_lowered():
     assert "g = (g + ((weight * u) * x))" in m.net_receive
 
 
+def test_a_net_receive_with_only_its_initial_block_runs(soma, tmp_path):
+    """NET_RECEIVE(w, a) { INITIAL { a = foo } }: an empty body, a weight entry set at
+    initialization (NEURON runs such a file; its events change nothing)."""
+    path = tmp_path / "nri.mod"
+    path.write_text("NEURON { POINT_PROCESS nri  RANGE foo }\nPARAMETER { foo = 3 }\n"
+                    "NET_RECEIVE(w, a) {\n  INITIAL { a = foo }\n}\n")
+    m = translate(path).mechanism
+    assert m.net_receive == "pass" and m.net_receive_args == ("a",)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hb.load_mechanisms(path)
+    cell = hb.Cell(soma, nseg=1).insert("hh")
+    pp = cell.place("nri", "soma[0](0.5)")
+    sim = hb.Simulation(cell)
+    nc = sim.connect(sim.net_stim(start=1.0, interval=2.0, number=3), pp, weight=0.5)
+    key = sim.record("v")
+    v = sim.run(8.0)[key]
+    assert np.isfinite(v).all()
+    assert tuple(np.ravel(nc.weight)) == (0.5, 3.0)
+
+
 def test_flag_and_net_send_are_lowered():
     m = translate(DATA / "pulsesyn.mod").mechanism
     assert "if (flag == 0.0):" in m.net_receive

@@ -90,6 +90,8 @@ def test_a_pointer_only_declared_needs_no_target(swc):
 @pytest.mark.parametrize("body, construct, line", [
     ("BREAKPOINT { vgap = v  i = g*(v - vgap) }", "POINTER vgap", 5),
     ("NET_RECEIVE (w) { i = vgap }\nBREAKPOINT { i = g*v }", "POINTER vgap", 5),
+    ("NET_RECEIVE (w, a) { INITIAL { a = vgap } }\nBREAKPOINT { i = g*v }", "POINTER vgap",
+     5),
 ])
 def test_writing_a_pointer_or_reading_it_in_net_receive_is_refused(body, construct, line):
     with pytest.raises(NmodlError) as err:

@@ -808,6 +808,8 @@ class _Lowering(CallableLowering, ConstructLowering, DerivativeLowering, Kinetic
         initial = self._simple_block("InitialBlock", "INITIAL", r"\bINITIAL\b")
         breakpoint, state, cnexp, after_solve = self._breakpoint()
         net_receive, net_receive_args, net_receive_initial = self.net_receive_block()
+        if (net_receive_args or net_receive_initial) and not net_receive.strip():
+            net_receive = "pass"        # a NET_RECEIVE whose body is empty
         diffusion = self.diffusion()
         size = sum(len(text) for text in (initial, breakpoint, state, after_solve, net_receive,
                                           net_receive_initial)) \
