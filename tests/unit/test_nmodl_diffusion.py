@@ -6,13 +6,14 @@ backward-Euler solve, the conservation of the amount, and a loop over single cel
 from __future__ import annotations
 
 import shutil
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytest.importorskip("neuron.nmodl", reason="the NMODL parser comes with `pip install neuron`")
+
+from nmodl_files import run_states
 
 import hinesbatch as hb
 from hinesbatch import mechanisms
@@ -119,19 +120,6 @@ def test_derivatives_of_state_arrays_stay_refused():
     assert err.value.line == 4
 
 
-def _run_states(tmp_path, text, name, states, steps=8):
-    (tmp_path / f"{name}.mod").write_text(text)
-    swc = tmp_path / "soma.swc"
-    swc.write_text("1 1 0 0 0 10 -1\n")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        hb.load_mechanisms(tmp_path / f"{name}.mod")
-    sim = hb.Simulation(hb.Cell(str(swc), nseg=1).insert("pas").insert(name), dt=DT)
-    keys = {s: sim.record(f"{s}_{name}") for s in states}
-    res = sim.run(steps * DT)
-    return {s: np.asarray(res[k]).ravel() for s, k in keys.items()}
-
-
 def test_array_elements_in_from_loops_take_the_backward_euler_step(tmp_path):
     """x[0] <-> x[1] <-> x[2] (a, b) written as a FROM loop with an indexed COMPARTMENT:
     the traces of the three elements are the backward-Euler steps of the chain with the
@@ -148,7 +136,7 @@ KINETIC kin {
     FROM i = 0 TO 1 { ~ x[i] <-> x[i+1] (a, b) }
 }
 """
-    tr = _run_states(tmp_path, text, "chain", ("x__0", "x__1", "x__2"))
+    tr = run_states(tmp_path, text, "chain", ("x__0", "x__1", "x__2"))
     a, b, vol = 0.4, 0.1, np.array([1.0, 2.0, 3.0])
     rate = np.array([[-a, b, 0.0], [a, -a - b, b], [0.0, a, -b]])
     m = np.diag(vol / DT) - rate

@@ -4,12 +4,12 @@ CONSERVE, COMPARTMENT, the Newton passes of nonlinear schemes, and the refusals.
 such files with NEURON itself."""
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
 pytest.importorskip("neuron.nmodl", reason="the NMODL parser comes with `pip install neuron`")
+
+from nmodl_files import run_states
 
 import hinesbatch as hb
 from hinesbatch import mechanisms
@@ -19,20 +19,6 @@ DT = 0.025          # [ms]
 
 
 pytestmark = pytest.mark.usefixtures("builtins_only")
-
-
-def run_states(tmp_path, text: str, name: str, states, *, steps: int = 8) -> dict:
-    """``{state: trace}`` (steps + 1 values from t = 0) of mechanism ``name`` on a soma."""
-    (tmp_path / f"{name}.mod").write_text(text)
-    swc = tmp_path / "soma.swc"
-    swc.write_text("1 1 0 0 0 10 -1\n")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        hb.load_mechanisms(tmp_path / f"{name}.mod")
-    sim = hb.Simulation(hb.Cell(str(swc), nseg=1).insert("pas").insert(name), dt=DT)
-    keys = {s: sim.record(f"{s}_{name}") for s in states}
-    res = sim.run(steps * DT)
-    return {s: np.asarray(res[k]).ravel() for s, k in keys.items()}
 
 
 TWO_STATE = """
