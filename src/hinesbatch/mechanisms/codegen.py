@@ -50,6 +50,7 @@ contract to FMA). Names are resolved here:
 from __future__ import annotations
 
 import ast
+import functools
 import keyword
 from typing import NamedTuple
 
@@ -88,33 +89,31 @@ def count_net_sends(text: str, names=("net_send",)) -> int:
     """How many ``net_send(...)`` statements (or calls of any of ``names``) the block
     ``text`` holds: the most events one run of it can queue (the statement language has
     no loops)."""
-    try:
-        tree = ast.parse(text.strip() or "pass")
-    except SyntaxError:
-        return 0
     return sum(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-               and n.func.id in names for n in ast.walk(tree))
+               and n.func.id in names for n in _nodes(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _nodes(text: str) -> tuple:
+    """Every node of the block ``text`` (``ast.walk`` order; none where it does not
+    parse), kept per text: the checks below read the same blocks again on every run."""
+    try:
+        return tuple(ast.walk(ast.parse(text.strip() or "pass")))
+    except SyntaxError:
+        return ()
 
 
 def uses_netcons(text: str) -> bool:
     """Whether the block ``text`` loops over its instance's NetCons (``for ... in
     netcons():``, NMODL's FOR_NETCONS)."""
-    try:
-        tree = ast.parse(text.strip() or "pass")
-    except SyntaxError:
-        return False
     return any(isinstance(n, ast.For) and isinstance(n.iter, ast.Call)
                and isinstance(n.iter.func, ast.Name) and n.iter.func.id == "netcons"
-               for n in ast.walk(tree))
+               for n in _nodes(text))
 
 
 def _draw_calls(text: str) -> set:
     """Names of the functions and procedures ``text`` calls."""
-    try:
-        tree = ast.parse(text.strip() or "pass")
-    except SyntaxError:
-        return set()
-    return {n.func.id for n in ast.walk(tree)
+    return {n.func.id for n in _nodes(text)
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
 
 
@@ -153,11 +152,7 @@ def _text_draws(mech: Mechanism, text: str) -> bool:
 
 def _names_in(text: str) -> set:
     """Every name ``text`` uses."""
-    try:
-        tree = ast.parse(text.strip() or "pass")
-    except SyntaxError:
-        return set()
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    return {n.id for n in _nodes(text) if isinstance(n, ast.Name)}
 
 
 def pointers_read(mech: Mechanism) -> tuple:
@@ -445,7 +440,7 @@ class MechanismCode:
         return any(isinstance(n, ast.Name) and n.id == "weight"
                    and isinstance(n.ctx, ast.Store)
                    for text in (self.mech.net_receive, self.mech.net_receive_initial)
-                   for n in ast.walk(ast.parse(text.strip() or "pass")))
+                   for n in _nodes(text))
 
     @property
     def receive_events(self) -> int:
