@@ -7,16 +7,19 @@
 A virtual machine's ``lscpu`` may show every logical CPU as a core of its own. Three
 measurements, in one process tree, tell what the cores give:
 
-* **Siblings**: a compute-bound Numba loop (a chain of ``exp``, no memory traffic) pinned
-  to CPU 0 runs alone, then at the same time as the same loop pinned to CPU j, for every
-  j. Two logical CPUs of one physical core slow each other down (SMT shares the core's
-  units); two cores do not.
-* **Compute ceiling**: the same loop in a ``prange`` over threads, each thread doing the
+* **Siblings**: two compute-bound Numba loops without memory traffic, a latency-bound
+  chain of ``exp`` and throughput-bound multiply-add sweeps over 4 KiB, each pinned to
+  CPU 0 alone, then at the same time as the same loop pinned to CPU j, for every j. Two
+  logical CPUs of one physical core slow each other's sweeps down (SMT shares the core's
+  units) but hardly the chains, which leave those units idle; two cores slow neither.
+  The kernel's ``thread_siblings_list`` is printed beside them.
+* **Compute ceiling**: each loop in a ``prange`` over threads, each thread doing the
   work of the one-thread run: the time on 1 thread over the time on k threads, per k, is
   what k threads can give at best (clock boost, SMT, the host's other work included).
 * **Engine**: ``--cells`` copies of c91662.swc with hh (``bench sim``'s protocol) for
   ``--tstop`` ms, ``serial`` and ``multicore`` at each thread count, the stepping
-  (``advance_epoch``) timed apart from the whole ``run``.
+  (``advance_epoch``) timed apart from the whole ``run``; then the same cells split over
+  k processes running ``serial`` at once (no threads), the slowest against one process.
 """
 from __future__ import annotations
 
@@ -34,26 +37,30 @@ import numpy as np
 from numba import set_num_threads
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from hinesbatch.bench._cpu_ceiling import _chain, _chains  # noqa: E402
+from hinesbatch.bench._cpu_ceiling import _all_sweeps, _chain, _chains, _sweeps  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SWC = ROOT / "tests" / "data" / "morphologies" / "real" / "c91662.swc"
 WORK = 20_000_000
+#: sweeps of the multiply-add loop: about as long as WORK exp calls
+SWEEPS = 12_000_000
+LOOPS = {"latency": (_chain, WORK), "throughput": (_sweeps, SWEEPS)}
 
 
-def _pinned(cpu, barrier, queue):
+def _pinned(cpu, kind, barrier, queue):
     os.sched_setaffinity(0, {cpu})
-    _chain(1000)
+    loop, work = LOOPS[kind]
+    loop(10)
     barrier.wait()
     t = time.perf_counter()
-    _chain(WORK)
+    loop(work)
     queue.put((cpu, time.perf_counter() - t))
 
 
-def _together(cpus):
+def _together(cpus, kind="latency"):
     ctx = mp.get_context("fork")
     barrier, queue = ctx.Barrier(len(cpus)), ctx.Queue()
-    procs = [ctx.Process(target=_pinned, args=(c, barrier, queue)) for c in cpus]
+    procs = [ctx.Process(target=_pinned, args=(c, kind, barrier, queue)) for c in cpus]
     for p in procs:
         p.start()
     times = dict(queue.get() for _ in procs)
@@ -62,30 +69,44 @@ def _together(cpus):
     return times
 
 
-def siblings():
+def siblings(kind):
+    """Pairs (cpu 0, cpu j) running ``kind``'s loop at once, against cpu 0 alone. A
+    latency-bound chain leaves a core's units mostly idle, so two logical CPUs of one core
+    barely slow it; the throughput-bound sweeps share those units and show them."""
     cpus = sorted(os.sched_getaffinity(0))
-    alone = min(_together([cpus[0]])[cpus[0]] for _ in range(3))
+    alone = min(_together([cpus[0]], kind)[cpus[0]] for _ in range(3))
     rows = []
     for j in cpus[1:]:
-        both = _together([cpus[0], j])
+        both = _together([cpus[0], j], kind)
         rows.append({"cpu": j, "slowdown_cpu0": both[cpus[0]] / alone,
                      "slowdown_cpuj": both[j] / alone})
-        print(f"cpu0 with cpu{j}: {both[cpus[0]] / alone:.2f}x, {both[j] / alone:.2f}x",
-              flush=True)
+        print(f"{kind}: cpu0 with cpu{j}: {both[cpus[0]] / alone:.2f}x, "
+              f"{both[j] / alone:.2f}x", flush=True)
     return {"alone_s": alone, "pairs": rows}
 
 
-def ceiling(threads):
-    _chains(1000, 1)
+def topology():
+    """What the kernel says of the logical CPUs' cores (a VM may not say the truth)."""
+    out = {}
+    for cpu in sorted(os.sched_getaffinity(0)):
+        path = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
+        out[cpu] = path.read_text().strip() if path.exists() else None
+    return out
+
+
+def ceiling(threads, kind):
+    loops = {"latency": (_chains, WORK // 4), "throughput": (_all_sweeps, SWEEPS // 4)}
+    loop, work = loops[kind]
+    loop(10, 1)
     rows = []
     base = None
     for k in threads:
         set_num_threads(k)
-        best = min(_timed(lambda: _chains(WORK // 4, k)) for _ in range(3))
+        best = min(_timed(lambda: loop(work, k)) for _ in range(3))
         base = base or best * 1
         rows.append({"threads": k, "seconds": best, "speedup": k * base / best,
                      "efficiency": base / best})
-        print(f"compute ceiling, {k} threads: {k * base / best:.2f}x ({base / best:.2f} a thread)",
+        print(f"{kind} ceiling, {k} threads: {k * base / best:.2f}x ({base / best:.2f} a thread)",
               flush=True)
     return rows
 
@@ -135,6 +156,40 @@ def engine(cells, tstop, threads):
     return rows
 
 
+def _serial_part(cells, tstop, barrier, queue):
+    import hinesbatch as hb
+    from hinesbatch.bench import sim as bs
+
+    sim, _, _ = bs._simulation(hb, SWC, n_cells=cells, backend="serial", tables=True)
+    sim.run(0.1)      # kernels loaded
+    sim, _, _ = bs._simulation(hb, SWC, n_cells=cells, backend="serial", tables=True)
+    barrier.wait()
+    queue.put(_timed(lambda: sim.run(tstop)))
+
+
+def processes(cells, tstop, counts):
+    """The same work split over k processes, each a ``serial`` simulation of its share of
+    the cells, all started together: what the cores give the engine's own loops without
+    threads. The slowest process's run against one process running all cells."""
+    ctx = mp.get_context("spawn")
+    rows, one = [], None
+    for k in [1] + [c for c in counts if c > 1]:
+        barrier, queue = ctx.Barrier(k), ctx.Queue()
+        procs = [ctx.Process(target=_serial_part, args=(cells // k, tstop, barrier, queue))
+                 for _ in range(k)]
+        for p in procs:
+            p.start()
+        slowest = max(queue.get() for _ in procs)
+        for p in procs:
+            p.join()
+        one = one or slowest
+        rows.append({"processes": k, "run_s": slowest,
+                     "efficiency": one * (cells // k) / cells / slowest})
+        print(f"engine in {k} processes: slowest run {slowest:.3f} s, "
+              f"efficiency {rows[-1]['efficiency']:.2f}", flush=True)
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cells", type=int, default=320)
@@ -147,14 +202,19 @@ def main() -> int:
     threads = args.threads or sorted({1, 2, 4, n // 2, n} - {0})
     lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     print(lscpu, flush=True)
-    result = {"machine": {"cpu": platform.processor(), "logical_cpus": n, "lscpu": lscpu},
-              "siblings": None if args.no_siblings else siblings(),
-              "ceiling": ceiling(threads),
-              "engine": engine(args.cells, args.tstop, threads)}
+    print("thread siblings:", topology(), flush=True)
+    result = {"machine": {"cpu": platform.processor(), "logical_cpus": n, "lscpu": lscpu,
+                          "thread_siblings": topology()},
+              "siblings": None if args.no_siblings else {k: siblings(k) for k in LOOPS},
+              "ceiling": {k: ceiling(threads, k) for k in LOOPS},
+              "engine": engine(args.cells, args.tstop, threads),
+              "processes": processes(args.cells, args.tstop, threads)}
     for row in result["engine"][1:]:
-        c = next(r for r in result["ceiling"] if r["threads"] == row["threads"])
+        c = {k: next(r for r in rows if r["threads"] == row["threads"])["efficiency"]
+             for k, rows in result["ceiling"].items()}
         print(f"{row['threads']:3d} threads: stepping efficiency {row['stepping_efficiency']:.2f}, "
-              f"run {row['run_efficiency']:.2f}, compute ceiling {c['efficiency']:.2f}")
+              f"run {row['run_efficiency']:.2f}, ceiling latency {c['latency']:.2f} "
+              f"throughput {c['throughput']:.2f}")
     if args.out:
         args.out.write_text(json.dumps(result, indent=1))
     return 0

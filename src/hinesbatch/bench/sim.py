@@ -27,7 +27,7 @@ step as NEURON on one core, does ``multicore`` reach 0.7 x cores x ``serial`` on
   zero-area section ends): compartment-steps/s = nodes x steps / seconds.
 * Batch: ``--batch-cells`` copies of the middle cell, ``serial`` against ``multicore``
   (``--batch-tstop`` ms, shorter than 100 ms so that the serial run takes minutes, not an hour).
-  Beside it, the speedup the same threads give a compute-bound loop
+  Beside it, the speedup the same threads give a vectorized compute-bound loop
   (:mod:`hinesbatch.bench._cpu_ceiling`): where a machine's cores lose clock when all are
   busy, or are logical CPUs of shared cores, that loop shows the ceiling.
 * Whole command: ``hinesbatch simulate CELL --mechanism hh ... --tstop 100 --out x.npz`` as a
@@ -182,7 +182,8 @@ def run_cpu(args: argparse.Namespace) -> int:
         tables["Whole command, start-up included: hinesbatch simulate vs a NEURON script"] = command
     extra = {"protocol": PROTOCOL.describe() + f", tstop {settings['tstop']:g} ms",
              "batch": f"{settings['batch_cells']} copies of {Path(middle).name}, "
-                      f"{settings['batch_tstop']:g} ms"}
+                      f"{settings['batch_tstop']:g} ms",
+             "exp": _exp_in_use()}
     json_path, md_path = write_results(tables, args.out, "sim", question=QUESTION, notes=notes,
                                        machine=machine_info(extra))
     print(f"wrote {json_path} and {md_path}")
@@ -215,6 +216,17 @@ def _cell(hb, path):
 
 def _n_nodes(hb, path) -> int:
     return int(_cell(hb, path).geometry.n_nodes)
+
+
+def _exp_in_use() -> str:
+    """Which exp the CPU kernels call on this machine (:mod:`hinesbatch.mechanisms.libm_exp`)."""
+    from ..engine.kernels import cache_dir
+    from ..mechanisms.libm_exp import vector_exp_enabled
+
+    if vector_exp_enabled(cache_dir()):
+        return "the vectorized copy of the C library's exp (same bits, checked on this machine)"
+    return ("the C library's exp, one call per value (the vectorized copy is turned off by "
+            "HINESBATCH_VECTOR_EXP=0 or does not give this C library's bits)")
 
 
 def _simulation(hb, path, *, n_cells: int, backend: str, tables: bool):
@@ -382,8 +394,8 @@ def _goals(single, batch, command) -> list[str]:
         notes.append(
             f"multicore on {r['cells']} x {r['morphology']}: {r['speedup']:.2f}x serial on "
             f"{r['threads']} threads = {r['efficiency']:.2f} x threads x serial; goal >= "
-            f"{EFFICIENCY_GOAL} -> {'met' if met else 'NOT met'}. A compute-bound loop on the "
-            f"same threads: {r['compute_bound_speedup']:.2f}x one thread, so the engine "
+            f"{EFFICIENCY_GOAL} -> {'met' if met else 'NOT met'}. A vectorized compute-bound "
+            f"loop on the same threads: {r['compute_bound_speedup']:.2f}x one thread, so the engine "
             f"reaches {r['of_compute_bound']:.2f} of what these cores give such a loop")
     for r in command:
         if r["neuron_s"] is None:
