@@ -2,7 +2,9 @@
 
 The whole step (threshold detection, assembly, solve, update, states, recording) is one
 generated Numba function (:mod:`.kernels`) that runs many steps per call; Python runs only
-when a spike source crosses its threshold or an event is due.
+when a spike source crosses its threshold or an event is due. The model and the run's set-up
+are here; the CPU backends' time loop is :mod:`.cpu_loop`, the events on the host
+:mod:`.host_events`, the GPU engine :mod:`.gpu`.
 """
 from __future__ import annotations
 
@@ -19,15 +21,14 @@ from ..mechanisms.scoprand import seed_value
 from ..model.cell import Cell, PointProcess, format_location
 from ..network import (
     INIT_LIMIT,
-    NetConTable,
     NetStimGenerator,
     VecStimGenerator,
-    deliver,
-    prime_generators,
 )
 from ..sim.errors import NonFiniteStateError, PointerError, RandomStreamError
 from .artificial import ArtificialCell, ArtificialCells, is_spike_source, sampled
-from .events import SPIKE_OFFSET, EventQueue, NetCon, SpikeSource
+from .cpu_loop import CpuLoop, progress_line
+from .events import NetCon, SpikeSource
+from .host_events import HostEvents
 from .kernels import (
     CHUNK_NODES,
     COMMON_ARRAYS,
@@ -48,7 +49,7 @@ BACKENDS = ("auto", "serial", "multicore", "gpu")
 PRECISIONS = ("float64", "float32")
 
 
-class Simulation:
+class Simulation(HostEvents, CpuLoop):
     """A batch of cells stepped with NEURON's fixed-step rules.
 
     Parameters
@@ -562,13 +563,13 @@ class Simulation:
         tgrid, rows, rec_buf = run.tgrid, run.rows, run.rec_buf
         n_steps = tgrid.size - 1
         if self.backend == "gpu":
-            self._gpu.run(progress=_progress if progress else None)
+            self._gpu.run(progress=progress_line if progress else None)
         else:
             self._run_cpu(lay, run, progress)
         self._deliver(tgrid[n_steps])
         self._weights_to_netcons()
         if progress:
-            _progress(tgrid[n_steps], tgrid[n_steps], end=True)
+            progress_line(tgrid[n_steps], tgrid[n_steps], end=True)
         return self._results(rows, rec_buf, tgrid, n_steps)
 
     def _weights_to_netcons(self) -> None:
@@ -731,196 +732,6 @@ class Simulation:
             self._data[code.mech.name][fields.index(g), where] = table[r, -1]
         return table
 
-    def _run_cpu(self, lay, run: _RunArrays, progress: bool) -> None:
-        """The CPU time loop: epochs of the generated kernels between events."""
-        dt, celsius = self.dt, self.celsius
-        n_steps = run.tgrid.size - 1
-        sources, src_off, rec_off, rec_buf = run.sources, run.src_off, run.rec_off, run.rec_buf
-        rec = (run.rec_m, run.rec_f, run.rec_i, run.rec_every)
-        src = (run.src_node, run.src_thr, run.src_flag)
-        km, model, tgrid = self._km, run.model, run.tgrid
-        if self._watches:
-            self._watches.steps(self, lay, run, 0, n_steps)
-            return
-        # threshold -> synapse delays bound how far cells may run on their own
-        delays = [nc.delay for s in sources for nc in s.netcons]
-        min_delay = min(delays) if delays else math.inf
-        step = 0
-        chunk = max(1, n_steps // 50) if progress else self.MAX_EPOCH
-        while step < n_steps:
-            t = tgrid[step]
-            if progress:
-                _progress(t, tgrid[n_steps])
-            n = self._free_steps(tgrid, step, n_steps, min_delay, chunk)
-            if n > 0:
-                step = self._epoch(km, lay, step, n, sources, src, src_off, rec, rec_off,
-                                   rec_buf, model)
-            elif self._queue.next_time() <= t + 0.5 * dt:
-                self._deliver(t + 0.5 * dt)
-            else:   # a delay below dt/2: stop at every threshold crossing
-                fired = np.zeros(max(len(sources), 1), dtype=np.int64)
-                bad = np.zeros(len(lay.cells), dtype=np.bool_)
-                _, step, t, status, info = km.advance(
-                    n_steps - step, step, t, self._queue.next_time(), 0, dt, celsius,
-                    len(lay.cells), *src, fired, *rec, rec_buf, bad, *model)
-                if status == 1:
-                    for k in fired[:info]:
-                        self._fire(sources[k], t + SPIKE_OFFSET)
-                elif status == 3:
-                    self._non_finite(lay, int(info), t)
-
-    #: Longest stretch run by one call of the epoch kernel [steps].
-    MAX_EPOCH = 8192
-
-    def _free_steps(self, tgrid, step: int, n_steps: int, min_delay: float,
-                    chunk: int) -> int:
-        """Steps from ``step`` in which no queued event acts and no spike of the stretch
-        can act (NEURON's rule: an event acts on the first step with te <= t_n + dt/2)."""
-        half = 0.5 * self.dt
-        stop = min(n_steps, step + chunk)
-        te = self._queue.next_time()
-        # every spike of the stretch has te >= t_step + 1e-10 + min_delay
-        te = min(te, (tgrid[step] + SPIKE_OFFSET) + min_delay)
-        lim = np.searchsorted(tgrid[step:stop] + half, te, side="left")
-        return int(lim)
-
-    def _epoch(self, km, lay, step, n, sources, src, src_off, rec, rec_off, rec_buf,
-               model) -> int:
-        cap = n // 2 + 2
-        spike_t = np.empty((max(len(sources), 1), cap))
-        spike_n = np.zeros(max(len(sources), 1), dtype=np.int64)
-        bad_step = np.zeros(len(lay.cells), dtype=np.int64)
-        args = (n, step, self._tgrid[step], self.dt, self.celsius, self._chunk_off,
-                self._node_ord, *src, src_off, spike_t, spike_n, *rec, rec_off, rec_buf,
-                bad_step, *model)
-        if self.backend == "multicore":
-            import numba
-
-            # chunks handed to threads one at a time as they finish, not split in equal
-            # shares up front: a thread slowed by other work on its core, or given larger
-            # cells, no longer holds the others back at the epoch's end
-            before = numba.set_parallel_chunksize(1)
-            try:
-                km.advance_epoch(*args)
-            finally:
-                numba.set_parallel_chunksize(before)
-        else:
-            km.advance_epoch(*args)
-        if bad_step.any():
-            gid = int(np.argmin(np.where(bad_step > 0, bad_step, np.iinfo(np.int64).max)))
-            self._non_finite(lay, gid, self._tgrid[bad_step[gid]])
-        spikes = sorted((float(spike_t[k, i]), k) for k in np.flatnonzero(spike_n).tolist()
-                        for i in range(int(spike_n[k])))
-        for ts, k in spikes:
-            self._fire(sources[k], ts)
-        return step + n
-
-    def _events(self, sources: list[SpikeSource]) -> None:
-        """The run's event queue, NetCons and generators (:mod:`hinesbatch.network`), with
-        the generators' first spikes queued (``finitialize``).
-
-        Source ids are the positions in ``sources`` (threshold sources) followed by the
-        NetStims, VecStims and artificial cells in creation order, then the point
-        processes' sources (:meth:`point_source`); target ids number the synapses and
-        artificial cells in the order their first NetCon was made."""
-        self._all_sources = sources + self._stimulators + self._point_sources
-        ids = {id(s): k for k, s in enumerate(self._all_sources)}
-        self._source_ids = ids
-        self._spikes = {id(s): [] for s in self._all_sources}
-        self._targets, target_ids = [], {}
-        self._netcon_table = NetConTable()
-        for nc in self.netcons:
-            if id(nc.target) not in target_ids:
-                target_ids[id(nc.target)] = len(self._targets)
-                self._targets.append(nc.target)
-            self._netcon_table.add(ids[id(nc.source)], target_ids[id(nc.target)],
-                                   weight=nc.weight, delay=nc.delay)
-        self._generators = {ids[id(s)]: s.generator for s in self._stimulators
-                            if s.generator is not None}
-        self._event_sources = {self._layout.pp_index[id(s.point)]: ids[id(s)]
-                               for s in self._point_sources}
-        self._event_sources.update({self._artificial.instance(s.point): ids[id(s)]
-                                    for s in self._stimulators if s.kind == "artificial"})
-        self._queue = EventQueue()
-        prime_generators(self._queue, self._generators)
-
-    def _fire(self, source: SpikeSource, ts: float) -> None:
-        """A threshold source fires at ``ts`` [ms]: record it and queue its NetCons."""
-        self._spikes[id(source)].append(ts)
-        self._netcon_table.on_spike(self._source_ids[id(source)], ts, self._queue)
-
-    def _deliver(self, limit: float) -> None:
-        """Deliver every event with ``te <= limit`` [ms] (:func:`hinesbatch.network.deliver`)."""
-        deliver(self._queue, limit, netcons=self._netcon_table, on_net=self._net_receive,
-                generators=self._generators, on_spike=self._generator_spike)
-
-    def _event_target(self, event):
-        """The synapse (PointProcess) a ``"net"`` event of the queue is for."""
-        return self._targets[event.target]
-
-    def _receiving(self) -> tuple:
-        """The NetCons whose events this engine receives and their targets (by id)."""
-        return self._netcon_table, self._targets
-
-    def _target_instance(self, target: int) -> tuple:
-        """``(mechanism name, instance)`` of the target id ``target``."""
-        return self._instance_of(self._receiving()[1][target])
-
-    def _instance_of(self, target) -> tuple:
-        """``(mechanism name, instance)`` of a point process or an artificial cell."""
-        if isinstance(target, ArtificialCell):
-            return self._artificial.instance(target)
-        return self._layout.pp_index[id(target)]
-
-    def _net_receive(self, event) -> None:
-        """NET_RECEIVE for a ``"net"`` or ``"self"`` event (:mod:`.receive`)."""
-        if event.kind == "self":
-            if len(event.target) == 3 and not self._watches.take(event.target):
-                return          # a WATCH event its instance's new conditions removed
-            m, j = event.target[:2]
-        else:
-            m, j = self._instance_of(self._event_target(event))
-        self._receiver.receive(event, m, j, self._receive_table, self._queue)
-        for field, te, values in self._histories.get((m, j), ()):
-            te.append(event.te)
-            values.append(float(self._artificial.data[m][field, j]))
-
-    def _start_histories(self) -> None:
-        """The recorded artificial cells' values after initialization (before the events
-        due at t = 0), each history keyed by its recording."""
-        self._histories: dict = {}       # (mechanism, instance) -> [(field, te, values)]
-        self._history_of: dict = {}      # recording key -> (te, values)
-        for key, (what, cell, var, _, _) in self._recordings.items():
-            if what != "art":
-                continue
-            m, j = self._artificial.instance(cell)
-            field = _mechanisms.get(m).field_names.index(var)
-            te, values = [-math.inf], [float(self._artificial.data[m][field, j])]
-            self._histories.setdefault((m, j), []).append((field, te, values))
-            self._history_of[key] = (te, values)
-
-    def _host_event(self, event) -> bool:
-        """Run ``event`` now, on the host, where it is for an artificial cell (whose
-        NET_RECEIVE runs on the host for every backend); whether it was."""
-        if event.kind == "self":
-            art = event.target[0] in self._artificial.data
-        else:
-            art = isinstance(self._event_target(event), ArtificialCell)
-        if art:
-            self._net_receive(event)
-        return art
-
-    def _point_spike(self, m: str, j: int, te: float) -> None:
-        """Instance ``j`` of mechanism ``m`` called ``net_event(te)``: record the spike
-        and queue its NetCons (NEURON's ``PreSyn::send``); nothing without a source."""
-        source = self._event_sources.get((m, j))
-        if source is not None:
-            self._spikes[id(self._all_sources[source])].append(te)
-            self._netcon_table.on_spike(source, te, self._queue)
-
-    def _generator_spike(self, source: int, te: float) -> None:
-        self._spikes[id(self._all_sources[source])].append(te)
-
     def _non_finite(self, lay, gid: int, t: float):
         cl = lay.cells[gid]
         v = self._v[cl.start:cl.stop]
@@ -982,16 +793,6 @@ class _RunArrays:
     model: list
     tgrid: np.ndarray
     tables: list
-
-
-def _progress(t: float, tstop: float, *, end: bool = False) -> None:
-    """One line on stderr: simulated time and percentage."""
-    import sys
-
-    pct = 100.0 * t / tstop if tstop > 0 else 100.0
-    sys.stderr.write(f"\rsimulated {t:10.3f} of {tstop:g} ms ({pct:5.1f} %)"
-                     + ("\n" if end else ""))
-    sys.stderr.flush()
 
 
 def _finite(value, name: str) -> float:
