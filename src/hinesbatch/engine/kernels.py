@@ -414,6 +414,8 @@ def chunk_order(node_off, depth, chunk_off) -> np.ndarray:
     [0, 3, 1, 4, 2]
     """
     node_off = np.asarray(node_off, dtype=np.int64)
+    if np.all(np.diff(chunk_off) == 1):   # one cell a chunk: its own order already
+        return np.arange(int(node_off[-1] - node_off[0]), dtype=np.int64)
     chunk_of_node = np.repeat(np.arange(chunk_off.size - 1),
                               np.diff(node_off[np.asarray(chunk_off, dtype=np.int64)]))
     key = chunk_of_node * (int(depth.max(initial=0)) + 1) + depth
