@@ -33,11 +33,16 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 from numba import set_num_threads
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from hinesbatch.bench._cpu_ceiling import _all_sweeps, _chain, _chains, _sweeps  # noqa: E402
+from hinesbatch.bench._cpu_ceiling import (
+    LATENCY,
+    THROUGHPUT,
+    _chain,
+    _sweeps,
+    copies,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SWC = ROOT / "tests" / "data" / "morphologies" / "real" / "c91662.swc"
@@ -95,14 +100,13 @@ def topology():
 
 
 def ceiling(threads, kind):
-    loops = {"latency": (_chains, WORK // 4), "throughput": (_all_sweeps, SWEEPS // 4)}
-    loop, work = loops[kind]
-    loop(10, 1)
+    loop, work = {"latency": (LATENCY, WORK // 4), "throughput": (THROUGHPUT, SWEEPS // 4)}[kind]
+    copies(loop, 10, 1)
     rows = []
     base = None
     for k in threads:
         set_num_threads(k)
-        best = min(_timed(lambda: loop(work, k)) for _ in range(3))
+        best = min(_timed(lambda: copies(loop, work, k)) for _ in range(3))
         base = base or best * 1
         rows.append({"threads": k, "seconds": best, "speedup": k * base / best,
                      "efficiency": base / best})
@@ -200,7 +204,7 @@ def main() -> int:
     args = parser.parse_args()
     n = len(os.sched_getaffinity(0))
     threads = args.threads or sorted({1, 2, 4, n // 2, n} - {0})
-    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
     print(lscpu, flush=True)
     print("thread siblings:", topology(), flush=True)
     result = {"machine": {"cpu": platform.processor(), "logical_cpus": n, "lscpu": lscpu,

@@ -42,28 +42,20 @@ def _sweeps(n):
     return x[0]
 
 
-@njit(cache=True, parallel=True)
-def _chains(n, k):
-    out = np.empty(k)
-    for i in prange(k):
-        out[i] = _chain(n)
-    return out
-
-
 def compute_scaling(threads: int, *, repeats: int = 3, work: int = WORK) -> float:
     """Speedup of ``threads`` threads over one on ``threads`` equal runs of the vectorized
     sweeps (``threads`` for perfect cores): the one-thread time of one run times ``threads``
     over the time of all runs at once, best of ``repeats`` each."""
     before = get_num_threads()
     try:
-        _all_sweeps(10, 1)
+        copies(THROUGHPUT, 10, 1)
         times = {}
         for k in (1, threads):
             set_num_threads(k)
             best = float("inf")
             for _ in range(repeats):
                 start = time.perf_counter()
-                _all_sweeps(work, k)
+                copies(THROUGHPUT, work, k)
                 best = min(best, time.perf_counter() - start)
             times[k] = best
     finally:
@@ -71,10 +63,16 @@ def compute_scaling(threads: int, *, repeats: int = 3, work: int = WORK) -> floa
     return threads * times[1] / times[threads]
 
 
+#: :func:`copies`' loops
+LATENCY, THROUGHPUT = 0, 1
+
+
 @njit(cache=True, parallel=True)
-def _all_sweeps(n, k):
+def copies(loop, n, k):
+    """``k`` copies of a loop at once (a ``prange``): :data:`LATENCY` the chain of ``exp``
+    (``n`` calls), :data:`THROUGHPUT` the sweeps (``n`` sweeps)."""
     out = np.empty(k)
     for i in prange(k):
-        out[i] = _sweeps(n)
+        out[i] = _chain(n) if loop == LATENCY else _sweeps(n)
     return out
 
