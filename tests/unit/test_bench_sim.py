@@ -28,6 +28,7 @@ class _Results:
         self._v = np.linspace(-65.0, 30.0, n_samples)
         self._dt = 0.025
         self.spikes = {keys[1]: np.array([0.5])}
+        self.meta = {"step_seconds": 1e-6 * n_samples}
 
     def __getitem__(self, key):
         return self._v
@@ -92,7 +93,7 @@ def test_quick_writes_json_and_markdown_with_every_field(fake, tmp_path, capsys)
     doc = _quick(tmp_path)
     machine = doc["machine"]
     for key in ("cpu_model", "logical_cpus", "usable_cpus", "python", "date", "versions",
-                "protocol", "batch"):
+                "protocol", "batch", "exp"):
         assert machine[key], key
     assert "Ra 100.0" in machine["protocol"] and "IClamp 1.0 nA 5.0-55.0 ms" in machine["protocol"]
     single, batch, command = doc["tables"].values()
@@ -106,6 +107,8 @@ def test_quick_writes_json_and_markdown_with_every_field(fake, tmp_path, capsys)
             assert r["same_spike_times"] is False  # the fake's spike is not NEURON's
     (b,) = batch
     assert b["cells"] == 4 and b["steps"] == 40 and b["threads"] >= 1 and b["efficiency"] > 0
+    assert b["serial_step_s"] == b["multicore_step_s"] == pytest.approx(41e-6)
+    assert b["stepping_efficiency"] == pytest.approx(1.0 / b["threads"])
     assert b["max_abs_dv_mV"] == 0.0
     (c,) = command
     assert c["hinesbatch_s"] == 1.0 and c["hinesbatch_cold_s"] == 1.0 and c["tstop_ms"] == 2.0

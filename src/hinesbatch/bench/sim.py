@@ -26,8 +26,9 @@ step as NEURON on one core, does ``multicore`` reach 0.7 x cores x ``serial`` on
   same thing. A compartment is a node of the Hines system (NEURON's segments plus the
   zero-area section ends): compartment-steps/s = nodes x steps / seconds.
 * Batch: ``--batch-cells`` copies of the middle cell, ``serial`` against ``multicore``
-  (``--batch-tstop`` ms, shorter than 100 ms so that the serial run takes minutes, not an hour).
-  Beside it, the speedup the same threads give a vectorized compute-bound loop
+  (``--batch-tstop`` ms, shorter than 100 ms so that the serial run takes minutes, not an hour),
+  whole runs and their stepping alone (``Results.meta["step_seconds"]``: the set-up, which one
+  thread does, left out). Beside it, the speedup the same threads give a vectorized compute-bound loop
   (:mod:`hinesbatch.bench._cpu_ceiling`): where a machine's cores lose clock when all are
   busy, or are logical CPUs of shared cores, that loop shows the ceiling.
 * Whole command: ``hinesbatch simulate CELL --mechanism hh ... --tstop 100 --out x.npz`` as a
@@ -296,6 +297,7 @@ def _batch_row(hb, path, settings: dict) -> dict:
 
     n, tstop, repeats = settings["batch_cells"], settings["batch_tstop"], settings["repeats"]
     times = {"serial": [], "multicore": []}
+    stepping = {"serial": [], "multicore": []}
     results = {}
     for k in range(repeats + 1):  # round 0 compiles and warms up: not counted
         for backend in times:
@@ -304,8 +306,11 @@ def _batch_row(hb, path, settings: dict) -> dict:
             results[backend] = np.asarray(res[v_key])
             if k:
                 times[backend].append(seconds)
+                stepping[backend].append(res.meta["step_seconds"])
             del res
     serial, multicore = (float(np.median(times[b])) for b in ("serial", "multicore"))
+    serial_step, multicore_step = (float(np.median(stepping[b]))
+                                   for b in ("serial", "multicore"))
     threads = numba.get_num_threads()
     from ._cpu_ceiling import compute_scaling
 
@@ -318,6 +323,8 @@ def _batch_row(hb, path, settings: dict) -> dict:
            "threading_layer": numba.threading_layer(),
            "speedup": speedup, "efficiency": speedup / threads,
            "compute_bound_speedup": machine, "of_compute_bound": speedup / machine,
+           "serial_step_s": serial_step, "multicore_step_s": multicore_step,
+           "stepping_efficiency": serial_step / multicore_step / threads,
            "multicore_Mcomp_steps_per_s": n * nodes * steps / multicore / 1e6,
            "max_abs_dv_mV": float(np.max(np.abs(results["serial"] - results["multicore"])))}
     print(_row_text(row), flush=True)
@@ -396,7 +403,8 @@ def _goals(single, batch, command) -> list[str]:
             f"{r['threads']} threads = {r['efficiency']:.2f} x threads x serial; goal >= "
             f"{EFFICIENCY_GOAL} -> {'met' if met else 'NOT met'}. A vectorized compute-bound "
             f"loop on the same threads: {r['compute_bound_speedup']:.2f}x one thread, so the engine "
-            f"reaches {r['of_compute_bound']:.2f} of what these cores give such a loop")
+            f"reaches {r['of_compute_bound']:.2f} of what these cores give such a loop; "
+            f"the stepping alone (set-up left out): {r['stepping_efficiency']:.2f} x threads")
     for r in command:
         if r["neuron_s"] is None:
             continue

@@ -9,6 +9,7 @@ are here; the CPU backends' time loop is :mod:`.cpu_loop`, the events on the hos
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from numbers import Real
 
@@ -135,6 +136,7 @@ class Simulation(HostEvents, CpuLoop):
         self._pointers: dict = {}          # (owner key, POINTER) -> the value's spec
         self._layout = None
         self._gids = {id(c): i for i, c in enumerate(self.cells)}
+        self._step_seconds = None          # the last run's CPU loop [s]
 
     # ---- the random-number stream ----------------------------------------------------
     def set_random_seed(self, seed) -> None:
@@ -565,7 +567,9 @@ class Simulation(HostEvents, CpuLoop):
         if self.backend == "gpu":
             self._gpu.run(progress=progress_line if progress else None)
         else:
+            start = time.perf_counter()
             self._run_cpu(lay, run, progress)
+            self._step_seconds = time.perf_counter() - start
         self._deliver(tgrid[n_steps])
         self._weights_to_netcons()
         if progress:
@@ -764,9 +768,12 @@ class Simulation(HostEvents, CpuLoop):
             gids[key] = s.gid
         meta = {"dt": self.dt, "celsius": self.celsius, "v_init": self.v_init,
                 "tables": self.tables, "backend": self.backend, "n_cells": len(self.cells),
-                "tstop": float(tgrid[-1]), "steps": int(n_steps)}
+                "tstop": float(tgrid[-1]), "steps": int(n_steps),
+                # the CPU loop's time (Simulation.run; a network's epochs report their own)
+                "step_seconds": self._gpu.step_seconds if self.backend == "gpu"
+                else self._step_seconds}
         if self.backend == "gpu":
-            meta.update(precision=self.precision, step_seconds=self._gpu.step_seconds,
+            meta.update(precision=self.precision,
                         devices=[repr(p.device) for p in self._gpu.parts])
         return Results(traces, times, units, spikes, gids, meta)
 
