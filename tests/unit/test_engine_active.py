@@ -420,3 +420,39 @@ def test_chunk_order_puts_parents_first_and_keeps_siblings_in_order(small):
         kids = np.flatnonzero(lay.parent == p)
         assert (np.diff(position[kids]) > 0).all()
     assert lay.depth[order[0]] == 0 and order[1] == lay.node_off[1]   # the next cell's root
+
+
+def test_chunk_order_of_single_cells_is_each_cells_level_order(small):
+    """Chunks of one cell each: the order is the cells' own, which the by-depth sort of
+    several cells' chunks also gives within one cell."""
+    from hinesbatch.engine.kernels import chunk_order
+    from hinesbatch.engine.layout import Layout
+
+    morph = hb.read_swc(small)
+    lay = Layout([hb.Cell(morph).insert("hh") for _ in range(3)], dt=0.025)
+    single = np.arange(len(lay.cells) + 1, dtype=np.int64)
+    assert chunk_order(lay.node_off, lay.depth, single).tolist() == list(range(lay.n_nodes))
+    whole = chunk_order(lay.node_off[:2], lay.depth[:lay.node_off[1]], np.array([0, 1]))
+    assert whole.tolist() == list(range(int(lay.node_off[1])))
+    assert (np.diff(lay.depth[:lay.node_off[1]]) >= 0).all()
+
+
+def test_a_model_run_again_makes_no_kernel_source(soma20, monkeypatch):
+    """The kernel module of a set of mechanisms is made once per process: later runs, of
+    the same simulation or a new one, neither generate nor hash its source again."""
+    from hinesbatch.engine import kernels
+
+    def build():
+        cell = hb.Cell(soma20).insert("hh")
+        cell.place("IClamp", "soma[0](0.5)", delay=0.5, dur=5, amp=0.4)
+        return hb.Simulation(cell, backend="serial")
+
+    sim = build()
+    sim.run(1.0)
+    made = []
+    monkeypatch.setattr(kernels, "generate_source",
+                        lambda *a, **k: made.append(a) or pytest.fail("source made again"))
+    first = sim.run(1.0)
+    build().run(1.0)
+    assert made == []
+    assert 0.0 < first.meta["step_seconds"]
