@@ -80,6 +80,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -530,8 +531,8 @@ DATA_NMODL = Path(__file__).parents[1] / "data" / "nmodl"
 
 def compiled_folder(folder: Path, files) -> tuple:
     """Copy ``files`` of tests/data/nmodl into ``folder``, build them with NEURON's
-    nrnivmodl and load them into hinesbatch: ``(library, registered names)``. A module
-    fixture yields this and unregisters the names after (:func:`unregister`)."""
+    nrnivmodl and load them into hinesbatch: ``(library, registered names)``
+    (:func:`compiled_fixture` makes a module fixture of it)."""
     import warnings
 
     import hinesbatch as hb
@@ -551,6 +552,32 @@ def unregister(names) -> None:
 
     for n in names:
         mechanisms.unregister(n)
+
+
+class Compiled(NamedTuple):
+    """What :func:`compiled_fixture` yields: NEURON's library, the names hinesbatch
+    registered, the folder of the files."""
+    lib: str
+    names: list
+    folder: Path
+
+
+def compiled_fixture(files, *, prepare=None):
+    """A module-scoped pytest fixture: ``files`` of tests/data/nmodl built by nrnivmodl and
+    loaded into hinesbatch (:func:`compiled_folder`), :class:`Compiled` yielded, the names
+    unregistered after. ``prepare(folder)`` first writes further files there."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def compiled(tmp_path_factory):
+        folder = tmp_path_factory.mktemp("mods")
+        if prepare is not None:
+            prepare(folder)
+        lib, names = compiled_folder(folder, files)
+        yield Compiled(lib, names, folder)
+        unregister(names)
+
+    return compiled
 
 
 def one_point_soma(folder) -> str:

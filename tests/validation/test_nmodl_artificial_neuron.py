@@ -98,11 +98,7 @@ print(json.dumps({"v": list(v), "spikes": [list(vec) for _, vec in recs],
 VARIABLES = [(2, "m"), (0, "count"), (1, "count")]
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    lib, names = nc.compiled_folder(tmp_path_factory.mktemp("mods"), FILES)
-    yield lib
-    nc.unregister(names)
+compiled = nc.compiled_fixture(FILES)
 
 
 def _neuron(lib, insert=()) -> dict:
@@ -142,7 +138,7 @@ def _hinesbatch(backend: str, insert=()) -> dict:
 
 @pytest.mark.parametrize("backend", ["serial", "multicore"])
 def test_artificial_cells_match_neuron(compiled, backend):
-    ref, got = _neuron(compiled), _hinesbatch(backend)
+    ref, got = _neuron(compiled.lib), _hinesbatch(backend)
     for k, (r, g) in enumerate(zip(ref["spikes"], got["spikes"])):
         assert len(r) >= 3, f"artificial cell {k} should spike"
         np.testing.assert_array_equal(g, np.array(r), err_msg=f"spikes of cell {k}")
@@ -164,12 +160,12 @@ def test_draws_of_artificial_cells_and_of_a_channel_share_neurons_stream(compile
     on the soma besides the network above: the artstim's exprand draws at its events and
     the channel's draws in each step's state update come from one stream, in NEURON's
     order (events due at a step's start before its update)."""
-    ref, got = _neuron(compiled, ["noisyg"]), _hinesbatch("auto", ["noisyg"])
+    ref, got = _neuron(compiled.lib, ["noisyg"]), _hinesbatch("auto", ["noisyg"])
     for k, (r, g) in enumerate(zip(ref["spikes"], got["spikes"])):
         np.testing.assert_array_equal(g, np.array(r), err_msg=f"spikes of cell {k}")
     dv = float(np.max(np.abs(np.array(ref["v"]) - np.asarray(got["v"]))))
     assert dv == 0.0, f"max |dV| = {dv} mV"
-    alone = _neuron(compiled)      # without the channel's draws the trains differ
+    alone = _neuron(compiled.lib)      # without the channel's draws the trains differ
     assert alone["spikes"][0] != ref["spikes"][0]
 
 
@@ -216,7 +212,7 @@ def test_vecstim_with_a_delay_matches_neuron(compiled):
     from hinesbatch.model.sections import SectionCell
 
     spec = json.dumps({"vecstims": VECSTIMS, "tstop": 40.0})
-    proc = subprocess.run([sys.executable, "-c", _NEURON_VECSTIM, compiled, spec],
+    proc = subprocess.run([sys.executable, "-c", _NEURON_VECSTIM, compiled.lib, spec],
                           capture_output=True, text=True, check=True, env=dict(os.environ))
     ref = json.loads(proc.stdout.strip().splitlines()[-1])
     cell = SectionCell(["soma[0]"], [-1], [10.0], [10.0]).insert("hh")
@@ -278,7 +274,7 @@ def test_artificial_cells_without_any_section_match_neuron(compiled):
     netcons = [(0, 2, 0.55, 0.3), (1, 2, 0.4, 0.0), (1, 3, 0.35, 1.2), (2, 3, 0.5, 0.5),
                (3, 2, 0.3, 0.7), (3, 0, -1.0, 2.0)]
     spec = json.dumps({"cells": cells, "netcons": netcons, "tstop": 50.0})
-    proc = subprocess.run([sys.executable, "-c", _NEURON_NO_CELLS, compiled, spec],
+    proc = subprocess.run([sys.executable, "-c", _NEURON_NO_CELLS, compiled.lib, spec],
                           capture_output=True, text=True, check=True, env=dict(os.environ))
     ref = json.loads(proc.stdout.strip().splitlines()[-1])
     sim = hb.Simulation([])

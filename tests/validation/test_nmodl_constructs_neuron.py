@@ -28,13 +28,7 @@ TOLERANCE_MV = 1e-9
 FILES = ("sdsyn.mod", "pulses.mod", "kloop.mod", "vring.mod", "gdiam.mod")
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    """The files in one folder, built by nrnivmodl and loaded into hinesbatch."""
-    folder = tmp_path_factory.mktemp("mods")
-    lib, names = nc.compiled_folder(folder, FILES)
-    yield lib, names
-    nc.unregister(names)
+compiled = nc.compiled_fixture(FILES)
 
 
 soma = nc.one_point_soma
@@ -42,7 +36,7 @@ compare = nc.compare
 
 
 def test_state_discontinuity_synapse(compiled, tmp_path):
-    lib, _ = compiled
+    lib = compiled.lib
     model = {"swc": soma(tmp_path), "insert": [["hh", {}]],
              "point": [["sdsyn", "soma[0]", 0.5, {"tdecay": 2.5}]],
              "netstim": [2.0, 6.0, 4, [[0, 0.004, 1.0]]], "tstop": 30.0}
@@ -52,7 +46,7 @@ def test_state_discontinuity_synapse(compiled, tmp_path):
 
 
 def test_loops_writing_functions_and_indexed_elements(compiled, tmp_path):
-    lib, _ = compiled
+    lib = compiled.lib
     model = {"swc": soma(tmp_path),
              "insert": [["hh", {}], ["kloop", {"npow": 2}], ["vring", {"nav": 7}],
                         ["gdiam", {}]],
@@ -66,7 +60,7 @@ def test_loops_writing_functions_and_indexed_elements(compiled, tmp_path):
 def test_loops_and_a_writing_function_on_a_real_cell(compiled):
     """kloop, vring, gdiam (each segment's diameter), pulses and sdsyn on ko20x-07
     (d_lambda 0.1)."""
-    lib, _ = compiled
+    lib = compiled.lib
     model = {"swc": str(DATA.parent / "morphologies" / "real" / "ko20x-07.CNG.swc"),
              "nseg": None, "d_lambda": 0.1,
              "insert": [["hh", {}], ["kloop", {"npow": 4, "gbar": 0.005}], ["vring", {}],

@@ -76,11 +76,7 @@ print(json.dumps({"v": list(v), "spikes": [list(vec) for _, vec in recs],
 """
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    lib, names = nc.compiled_folder(tmp_path_factory.mktemp("mods"), FILES)
-    yield lib
-    nc.unregister(names)
+compiled = nc.compiled_fixture(FILES)
 
 
 def _neuron(lib) -> dict:
@@ -109,7 +105,7 @@ def _hinesbatch() -> dict:
 
 
 def test_point_process_spikes_and_draws_in_net_receive_match_neuron(compiled):
-    ref, got = _neuron(compiled), _hinesbatch()
+    ref, got = _neuron(compiled.lib), _hinesbatch()
     for k, (r, g) in enumerate(zip(ref["spikes"], got["spikes"])):
         assert len(r) >= 5, f"source {k} should spike"
         np.testing.assert_array_equal(g, np.array(r), err_msg=f"spikes of source {k}")

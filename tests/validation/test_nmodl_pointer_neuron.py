@@ -92,13 +92,8 @@ SPEC = {"clamps": [[1.0, 20.0, 0.3], [8.0, 10.0, 0.05]], "g_gap": 0.004, "gmax":
         "dt": 0.025, "tstop": 40.0}
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("pointer_mods")
-    nc.renamed(nc.DATA_NMODL / "ptsyn.mod", "ptsyn", "ptasyn", folder / "ptasyn.mod")
-    lib, names = nc.compiled_folder(folder, FILES)
-    yield lib, folder
-    nc.unregister(names)
+compiled = nc.compiled_fixture(FILES, prepare=lambda folder: nc.renamed(
+    nc.DATA_NMODL / "ptsyn.mod", "ptsyn", "ptasyn", folder / "ptasyn.mod"))
 
 
 def _neuron(lib, swc) -> tuple:
@@ -144,7 +139,7 @@ def _hinesbatch(swc, backend) -> tuple:
 
 @pytest.mark.parametrize("backend", ["serial", "multicore"])
 def test_gap_junction_pair_and_transmitter_pointer_match_neuron(compiled, tmp_path, backend):
-    lib, _ = compiled
+    lib = compiled.lib
     swc = nc.one_point_soma(tmp_path)
     ref, ref_spikes = _neuron(lib, swc)
     got, got_spikes = _hinesbatch(swc, backend)
@@ -161,7 +156,7 @@ def test_each_pointer_file_under_the_standard_protocol(compiled, tmp_path, name)
     """The partner protocol of nmodl_compare: the file's POINTER reads a second cell."""
     import hinesbatch as hb
 
-    lib, folder = compiled
+    lib, folder = compiled.lib, compiled.folder
     swc = nc.one_point_soma(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -177,7 +172,7 @@ def test_the_standard_protocol_sees_the_pointer(compiled, tmp_path):
     NEURON's trace of the gap junction's cell changes."""
     import hinesbatch as hb
 
-    lib, folder = compiled
+    lib, folder = compiled.lib, compiled.folder
     swc = nc.one_point_soma(tmp_path)
     model = nc.standard_model(hb.mechanisms.get("ptgap"), swc, folder / "ptgap.mod")
     driven = nc.run_neuron(model, lib)
@@ -190,7 +185,7 @@ def test_density_pointers_on_every_segment_of_a_real_cell(compiled):
     the partner soma's v (NEURON: ``h.setpointer`` per segment), hh everywhere."""
     import hinesbatch as hb
 
-    lib, folder = compiled
+    lib, folder = compiled.lib, compiled.folder
     swc = str(nc.ROOT / "tests" / "data" / "morphologies" / "real" / "ko20x-07.CNG.swc")
     model = nc.standard_model(hb.mechanisms.get("ptdgap"), swc, folder / "ptdgap.mod")
     model.update(d_lambda=0.1, nseg=None, record=[["soma[0]", 0.5], ["dend[3]", 0.5]])

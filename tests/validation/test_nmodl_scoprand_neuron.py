@@ -34,16 +34,11 @@ DATA = Path(__file__).parents[1] / "data" / "nmodl"
 FILES = ("noisyi.mod", "expinit.mod", "noisyg.mod")
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("mods")
-    lib, names = nc.compiled_folder(folder, FILES)
-    yield lib, folder
-    nc.unregister(names)
+compiled = nc.compiled_fixture(FILES)
 
 
 def test_two_cells_draw_in_neurons_order(compiled):
-    lib, folder = compiled
+    lib, folder = compiled.lib, compiled.folder
     models = [{"insert": [["hh", {}], ["expinit", {"seed": 5}], ["noisyg", {}]],
                "point": [["NoisyI", "soma[0]", 0.5, {}]]},
               {"insert": [["hh", {}], ["expinit", {}], ["noisyg", {"gmax": 0.001}]],
@@ -55,7 +50,7 @@ def test_two_cells_draw_in_neurons_order(compiled):
 
 
 def test_two_instances_on_one_node(compiled):
-    lib, folder = compiled
+    lib, folder = compiled.lib, compiled.folder
     model = {"swc": nc.one_point_soma(folder), "insert": [["hh", {}]],
              "point": [["NoisyI", "soma[0]", 0.5, {"sd": 0.4}],
                        ["NoisyI", "soma[0]", 0.5, {"m": 0.05, "white": 0.001}]],
@@ -66,7 +61,7 @@ def test_two_instances_on_one_node(compiled):
 
 
 def test_draws_per_segment_on_a_real_cell(compiled):
-    lib, _ = compiled
+    lib = compiled.lib
     model = {"swc": str(DATA.parent / "morphologies" / "real" / "ko20x-07.CNG.swc"),
              "nseg": None, "d_lambda": 0.1,
              "insert": [["hh", {}], ["expinit", {"gmax": 0.002}]],
@@ -113,7 +108,7 @@ def test_two_cells_of_several_sections_draw_cell_after_cell(compiled):
     import hinesbatch as hb
     from hinesbatch.model.sections import SectionCell
 
-    lib, _ = compiled
+    lib = compiled.lib
     proc = subprocess.run([sys.executable, "-c", _TWO_CELLS, lib], capture_output=True,
                           text=True, check=True, env=dict(os.environ))
     rows = json.loads(proc.stdout.strip().splitlines()[-1])

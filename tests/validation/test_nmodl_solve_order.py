@@ -17,11 +17,7 @@ pytestmark = [pytest.mark.neuron,
               pytest.mark.filterwarnings("ignore::UserWarning")]
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    lib, names = nc.compiled_folder(tmp_path_factory.mktemp("acorder"), ["acorder.mod"])
-    yield lib
-    nc.unregister(names)
+compiled = nc.compiled_fixture(["acorder.mod"])
 
 
 def test_after_cvode_procedure_before_cnexp_runs_first(compiled, tmp_path):
@@ -29,6 +25,6 @@ def test_after_cvode_procedure_before_cnexp_runs_first(compiled, tmp_path):
              "iclamp": [1.0, 20.0, 0.3], "tstop": 30.0,
              "record": [["soma[0]", 0.5], ["soma[0]", 0.5, "V_acorder"],
                         ["soma[0]", 0.5, "x_acorder"]]}
-    dv, ref = nc.compare(model, compiled)
+    dv, ref = nc.compare(model, compiled.lib)
     assert dv <= 1e-9
     assert np.max(ref[2]) > 0.5          # x follows V through the spikes

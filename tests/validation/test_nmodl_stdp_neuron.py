@@ -32,13 +32,7 @@ FILES = ("pairsyn.mod", "decsyn.mod", "allsyn.mod", "ordsyn.mod", "vwatch.mod",
          "wpair.mod", "vecevent.mod")
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    """The files in one folder, built by nrnivmodl and loaded into hinesbatch."""
-    folder = tmp_path_factory.mktemp("mods")
-    lib, names = nc.compiled_folder(folder, FILES)
-    yield lib, names
-    nc.unregister(names)
+compiled = nc.compiled_fixture(FILES)
 
 
 def check(model: dict, lib: str, backend: str) -> dict:
@@ -63,7 +57,7 @@ BACKENDS = pytest.mark.parametrize("backend", ["serial", "multicore"])
 def test_stdp_synapse_with_all_three_constructs(compiled, tmp_path, backend):
     """pairsyn: two NetCons from a NetStim and one from a VecStim (made between them),
     weights depressed at their events and potentiated at each postsynaptic spike."""
-    lib, _ = compiled
+    lib = compiled.lib
     model = {"swc": nc.one_point_soma(tmp_path), "insert": [["hh", {}]],
              "point": [["pairsyn", "soma[0]", 0.5, {}]], "iclamp": [2.0, 30.0, 0.15],
              "sources": [["netstim", 1.0, 3.7, 9], ["vecstim", [0.5, 6.0, 12.25, 20.0]]],
@@ -82,7 +76,7 @@ def test_assigned_weight_acts_on_events_already_queued(compiled, tmp_path, backe
     """decsyn: a NetStim every 0.7 ms through NetCons of delay 5 and 3.3 ms, so several
     events of a NetCon are queued when its weight shrinks; each carries the weight of
     its delivery."""
-    lib, _ = compiled
+    lib = compiled.lib
     model = {"swc": nc.one_point_soma(tmp_path), "insert": [["hh", {}]],
              "point": [["decsyn", "soma[0]", 0.5, {}]],
              "netstim": [1.0, 0.7, 12, [[0, 0.01, 5.0], [0, 0.006, 3.3]]], "tstop": 30.0}
@@ -92,7 +86,7 @@ def test_assigned_weight_acts_on_events_already_queued(compiled, tmp_path, backe
 
 @BACKENDS
 def test_for_netcons_alone(compiled, tmp_path, backend):
-    lib, _ = compiled
+    lib = compiled.lib
     model = {"swc": nc.one_point_soma(tmp_path), "insert": [["hh", {}]],
              "point": [["allsyn", "soma[0]", 0.5, {}]],
              "netstim": [1.0, 2.0, 8, [[0, 0.01, 1.0]]],
@@ -106,7 +100,7 @@ def test_for_netcons_visits_netcons_by_source_in_neurons_order(compiled, tmp_pat
                                                                backend):
     """ordsyn, NetCons made A, B, A, C, B from sources A (NetStim), B (VecStim), C
     (NetStim): NEURON visits A's, then B's, then C's, each source's in creation order."""
-    lib, _ = compiled
+    lib = compiled.lib
     model = {"swc": nc.one_point_soma(tmp_path), "insert": [["hh", {}]],
              "point": [["ordsyn", "soma[0]", 0.5, {}]], "iclamp": [1.0, 20.0, 0.2],
              "sources": [["netstim", 1.0, 4.0, 2], ["vecstim", [2.0]],
@@ -121,7 +115,7 @@ def test_for_netcons_visits_netcons_by_source_in_neurons_order(compiled, tmp_pat
 
 @BACKENDS
 def test_watch_alone(compiled, tmp_path, backend):
-    lib, _ = compiled
+    lib = compiled.lib
     model = {"swc": nc.one_point_soma(tmp_path), "insert": [["hh", {}]],
              "point": [["vwatch", "soma[0]", 0.5, {}]], "iclamp": [1.0, 30.0, 0.3],
              "tstop": 40.0}
@@ -136,7 +130,7 @@ def test_two_watch_conditions_crossed_in_one_step(compiled, tmp_path, backend, n
     queues (v > -20)'s event first (activated first), whose NET_RECEIVE activates both
     again and so removes the other's event. With a NetStim, NetCon events activate them
     again at their own times."""
-    lib, _ = compiled
+    lib = compiled.lib
     model = {"swc": nc.one_point_soma(tmp_path), "insert": [["hh", {}]],
              "point": [["wpair", "soma[0]", 0.5, {}]], "iclamp": [1.0, 40.0, 0.3],
              "tstop": 50.0}

@@ -31,24 +31,18 @@ FILES = ("kret.mod", "nainc.mod", "kcareload.mod", "caacc.mod", "caeca.mod",
          "vecevent.mod")
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    """The files in one folder, built by nrnivmodl and loaded into hinesbatch."""
-    folder = tmp_path_factory.mktemp("mods")
-    lib, names = nc.compiled_folder(folder, FILES)
-    yield lib, names
-    nc.unregister(names)
+compiled = nc.compiled_fixture(FILES)
 
 
 def test_vecevent_is_not_registered(compiled):
-    _, names = compiled
+    names = compiled.names
     assert sorted(names) == ["caacc", "caeca", "kcareload", "kret", "nainc"]
 
 
 @pytest.mark.parametrize("tables", [True, False])
 @pytest.mark.parametrize("channel", ["kret", "nainc"])
 def test_channel_with_verbatim_that_changes_nothing(compiled, tmp_path, channel, tables):
-    lib, _ = compiled
+    lib = compiled.lib
     model = {"swc": nc.one_point_soma(tmp_path), "insert": [["hh", {}], [channel, {}]],
              "iclamp": [1.0, 20.0, 0.3], "tstop": 30.0, "tables": tables}
     dv, ref = nc.compare(model, lib)
@@ -59,7 +53,7 @@ def test_channel_with_verbatim_that_changes_nothing(compiled, tmp_path, channel,
 def test_calcium_reloaded_in_initial(compiled, tmp_path):
     """kcareload reads the cai that caacc integrates (from caeca's ica, which starts at
     1e-4 mM in caacc's INITIAL, before kcareload's: files initialize in name order)."""
-    lib, _ = compiled
+    lib = compiled.lib
     model = {"swc": nc.one_point_soma(tmp_path),
              "insert": [["hh", {}], ["caeca", {}], ["caacc", {}], ["kcareload", {}]],
              "iclamp": [1.0, 20.0, 0.3], "tstop": 30.0}
@@ -71,7 +65,7 @@ def test_calcium_reloaded_in_initial(compiled, tmp_path):
 def test_vecstim_file_stands_for_the_builtin(compiled, tmp_path):
     """NEURON's VecStim from the compiled vecevent.mod and hinesbatch's built-in play the
     same train (a repeated time included) into an ExpSyn."""
-    lib, _ = compiled
+    lib = compiled.lib
     model = {"swc": nc.one_point_soma(tmp_path), "insert": [["hh", {}]],
              "point": [["ExpSyn", "soma[0]", 0.5, {"tau": 2.0}]],
              "vecstim": [[0.5, 3.25, 3.25, 7.3, 12.0, 19.8], [[0, 0.004, 1.0]]],
