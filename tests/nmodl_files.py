@@ -33,3 +33,16 @@ def run_states(tmp_path, text: str, name: str, states, *, steps: int = 8,
     keys = {s: sim.record(f"{s}_{name}") for s in states}
     res = sim.run(steps * dt)
     return {s: np.asarray(res[k]).ravel() for s, k in keys.items()}
+
+
+def artificial_pair(sim, syns, *, number: int, weights) -> tuple:
+    """An artstim (tests/data/nmodl, exprand draws) onto ``syns[0]`` and into an artlif,
+    the artlif onto ``syns[1]`` (``weights`` [µS] of those two NetCons), cell 0's spikes
+    stopping the artstim: ``(artstim, artlif)``. Both files must be loaded."""
+    a = sim.artificial_cell("artstim", start=0.5, mean=2.0, number=number, jitter=0.7)
+    lif = sim.artificial_cell("artlif", tau=3.0)
+    sim.connect(a, syns[0], weight=weights[0], delay=0.0)
+    sim.connect(a, lif, weight=0.7, delay=1.0)
+    sim.connect(lif, syns[1], weight=weights[1], delay=0.5)
+    sim.connect((0, "soma[0](0.5)"), a, weight=-1.0, delay=2.0)   # a spike stops it
+    return a, lif

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gpu_engine_cases import compare, weight_vector_run
+from nmodl_files import artificial_pair
 
 import hinesbatch as hb
 from hinesbatch import mechanisms
@@ -153,12 +154,7 @@ def test_artificial_cells_fp64(translated):
         cells = [hb.Cell(SWC / "ko20x-07.CNG.swc", nseg=1).insert("hh") for _ in range(2)]
         syns = [c.place("ExpSyn", "soma[0](0.5)") for c in cells]
         sim = hb.Simulation(cells, backend=backend)
-        a = sim.artificial_cell("artstim", start=0.5, mean=2.0, number=15, jitter=0.7)
-        lif = sim.artificial_cell("artlif", tau=3.0)
-        sim.connect(a, syns[0], weight=0.05, delay=0.0)
-        sim.connect(a, lif, weight=0.7, delay=1.0)
-        sim.connect(lif, syns[1], weight=0.05, delay=0.5)
-        sim.connect((0, "soma[0](0.5)"), a, weight=-1.0, delay=2.0)
+        a, lif = artificial_pair(sim, syns, number=15, weights=(0.05, 0.05))
         spikes = [sim.record_spikes(x) for x in (a, lif, sim.spike_source(0),
                                                  sim.spike_source(1))]
         keys = [sim.record("v", cell=k) for k in range(2)]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from nmodl_files import artificial_pair
 
 pytest.importorskip("neuron", reason="NMODL files are read with neuron.nmodl")
 
@@ -170,12 +171,7 @@ def test_every_backend_runs_the_same_events(loaded, backend, monkeypatch):
         cells = [soma(), soma()]
         syns = [c.place("ExpSyn", "soma[0](0.5)") for c in cells]
         sim = hb.Simulation(cells, backend=backend)
-        a = sim.artificial_cell("artstim", start=0.5, mean=2.0, number=12, jitter=0.7)
-        lif = sim.artificial_cell("artlif", tau=3.0)
-        sim.connect(a, syns[0], weight=0.004, delay=0.0)
-        sim.connect(a, lif, weight=0.7, delay=1.0)
-        sim.connect(lif, syns[1], weight=0.006, delay=0.5)
-        sim.connect((0, "soma[0](0.5)"), a, weight=-1.0, delay=2.0)   # a spike stops it
+        a, lif = artificial_pair(sim, syns, number=12, weights=(0.004, 0.006))
         keys = [sim.record_spikes(x) for x in (a, lif)]
         kv = [sim.record("v", cell=k) for k in range(2)] + [sim.record("m", target=lif)]
         res = sim.run(30.0)
