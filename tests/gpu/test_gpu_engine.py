@@ -158,3 +158,19 @@ def test_ringtest_raster_on_the_gpu():
     assert rasters[0][0].size == 688
     assert np.array_equal(rasters[0][0], rasters[1][0])
     assert np.array_equal(rasters[0][1], rasters[1][1])
+
+
+def test_events_due_at_the_end_of_one_step_epochs_on_the_gpu():
+    """Epochs of one step (a delay of dt): events due at a step's end, delivered after the
+    exchange, act there on the GPU as on the CPU."""
+    from network_cases import one_step_epochs
+
+    from hinesbatch import run_network
+
+    out = {b: run_network(one_step_epochs(), 10.0, backend=b) for b in ("serial", "gpu")}
+    gids, times = out["serial"].spike_report()
+    assert np.count_nonzero(gids == 1) > 0
+    g2, t2 = out["gpu"].spike_report()
+    assert np.array_equal(gids, g2) and np.array_equal(times, t2)
+    key = "v@1:soma[0](0.5)"
+    assert np.max(np.abs(out["serial"][key] - out["gpu"][key])) <= FP64_MV

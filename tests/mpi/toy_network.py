@@ -9,10 +9,15 @@ so the epoch loop of :mod:`hinesbatch.network.parallel` can be run without the e
         step the clock as NEURON does, delivering the local queue at both points of a
         step; generator and cell spikes go to the epoch's outbox
     exchange the outbox (exchange_spikes), queue the local NetCons' events (deliver_remote)
+    and deliver those due at the epoch's end (where its one step outruns a delay of dt)
 
-:func:`run_immediate` is the one-process reference: it fans every spike out at once, as an
-engine without ranks does. With delays drawn from a continuum (no two events at one time)
-both give the same spikes.
+:func:`run_immediate` is the reference without epochs: it fans every spike out within the
+half step's delivery in which it happens (no event it makes can be due sooner: delays are
+at least dt, a delivery covers dt/2), spikes of one time in gid order, the exchange's
+order. Both give the same spikes bit for bit, grid delays (many events at one time)
+included. A one-process engine fans a spike out the moment it fires instead: two spikes of
+one time then queue their events in firing order, and events of both that reach one cell
+at one time can act in the other order (``docs/networks.md``).
 
 Used by ``tests/unit/test_network_parallel_epochs.py`` in one process and by
 ``tests/mpi/network_check.py`` under ``mpiexec``.
@@ -139,30 +144,32 @@ def run_epochs(net: dict, comm, tstop: float, dt: float = DT) -> tuple[np.ndarra
 
     got_g, got_t = [], []
 
-    def exchange(t_delivered):
+    def exchange(t_solved, t_end):
         g, ts = exchange_spikes(comm, np.array(out_g, dtype=np.int64),
                                 np.array(out_t, dtype=np.float64))
         out_g.clear()
         out_t.clear()
-        deliver_remote(g, ts, netcons, queue, t_delivered=t_delivered)
+        deliver_remote(g, ts, netcons, queue, t_solved=t_solved)
+        deliver_to(t_end)   # events due at the end of an epoch's one step
         got_g.append(g)
         got_t.append(ts)
 
     prime_generators(queue, generators)
     deliver_to(INIT_LIMIT)
-    exchange(INIT_LIMIT)  # spikes at t = 0, before the first step
+    exchange(INIT_LIMIT, INIT_LIMIT)  # spikes at t = 0, before the first step
     t = 0.0
     while (steps := epoch_steps(t, min_delay, dt, tstop=tstop)) > 0:
         for _ in range(steps):
-            deliver_to(start_of_step_limit(t, dt))
+            t_solved = start_of_step_limit(t, dt)
+            deliver_to(t_solved)
             _, t = advance_time(t, dt)
             deliver_to(end_of_step_limit(t))
-        exchange(t)
+        exchange(t_solved, end_of_step_limit(t))
     return np.concatenate(got_g), np.concatenate(got_t)
 
 
 def run_immediate(net: dict, tstop: float, dt: float = DT) -> tuple[np.ndarray, np.ndarray]:
-    """One process, every spike fanned out when it happens; spikes sorted by (time, gid)."""
+    """No epochs: spikes fanned out as their delivery ends, of one time by gid; sorted spikes."""
     n_cells, gens = net["n_cells"], net["gens"]
     cells = _Cells(range(n_cells))
     generators = {n_cells + i: _generator(*gens[i]) for i in range(len(gens))}
@@ -170,20 +177,25 @@ def run_immediate(net: dict, tstop: float, dt: float = DT) -> tuple[np.ndarray, 
     for src, tgt, w, d in zip(net["sources"].tolist(), net["targets"].tolist(),
                               net["weights"].tolist(), net["delays"].tolist()):
         netcons.add(src, tgt, weight=w, delay=d)
+    no_fan_out = NetConTable()  # generators only queue their own next spike
     queue = EventQueue()
     spikes: list[tuple[float, int]] = []
+    fired: list[tuple[float, int]] = []
 
     def on_net(event):
         if cells.receive(event.target, event.te, event.weight):
-            spikes.append((event.te, event.target))
-            netcons.on_spike(event.target, event.te, queue)
+            fired.append((event.te, event.target))
 
     def on_spike(source, ts):
-        spikes.append((ts, source))
+        fired.append((ts, source))
 
     def deliver_to(limit):
-        deliver(queue, limit, netcons=netcons, on_net=on_net, generators=generators,
+        deliver(queue, limit, netcons=no_fan_out, on_net=on_net, generators=generators,
                 on_spike=on_spike)
+        for ts, gid in sorted(fired):
+            netcons.on_spike(gid, ts, queue)
+        spikes.extend(fired)
+        fired.clear()
 
     prime_generators(queue, generators)
     deliver_to(0.0)

@@ -14,8 +14,10 @@ import shutil
 import numpy as np
 import pytest
 from gpu_engine_cases import REAL, clamped_cells, compare, network, wire
+from network_cases import one_step_epochs
 
 import hinesbatch as hb
+from hinesbatch import run_network
 from hinesbatch.engine.gpu.devices import EMULATION_ENV, HostDevice
 from hinesbatch.engine.gpu.source import field_roles
 from hinesbatch.errors import DeviceMemoryError
@@ -88,6 +90,18 @@ def test_network_equals_serial(seed, min_delay):
     worst, same = compare(out["serial"], out["gpu"], keys, spikes)
     assert sum(out["serial"].spikes[k].size for k in spikes) > 0
     assert worst == 0.0 and same
+
+
+def test_one_step_epochs_equal_serial():
+    """A delay of dt: epochs of one step, events due at a step's end delivered after the
+    exchange (``EpochSimulation.receive``), the same on the GPU engine's host loop."""
+    out = {b: run_network(one_step_epochs(), 10.0, backend=b) for b in ("serial", "gpu")}
+    gids, times = out["serial"].spike_report()
+    assert np.count_nonzero(gids == 1) > 0
+    g2, t2 = out["gpu"].spike_report()
+    assert gids.tolist() == g2.tolist() and times.tolist() == t2.tolist()
+    key = "v@1:soma[0](0.5)"
+    assert out["serial"][key].tobytes() == out["gpu"][key].tobytes()
 
 
 def test_final_state_is_copied_back(seed):

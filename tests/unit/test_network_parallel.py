@@ -174,20 +174,20 @@ def test_deliver_remote_queues_local_netcons_in_spike_order():
     q = EventQueue()
     gids, times = exchange_spikes(SerialCommunicator(), [7, 3, 9], [1.0, 1.0, 0.5])
     # gid 9 has no NetCons here: skipped; gid 3 before gid 7 at equal times
-    assert deliver_remote(gids, times, table, q, t_delivered=1.0) == 3
+    assert deliver_remote(gids, times, table, q, t_solved=1.0) == 3
     events = q.pop_until(10.0)
     assert [(e.te, e.target, e.weight) for e in events] == [
         (2.0, 1, 0.2), (2.0, 2, 0.3), (3.0, 0, 0.1)]
 
 
-def test_deliver_remote_refuses_an_event_already_due():
+def test_deliver_remote_refuses_an_event_due_before_a_computed_step():
     table = NetConTable()
     table.add(5, 0, weight=1.0, delay=3.0)
     table.add(5, 1, weight=1.0, delay=0.5)
     q = EventQueue()
     with pytest.raises(LateSpikeError, match=r"gid 5 at 2.0 ms reaches NetCon\[1\] at "
-                                             r"te = 2.5 ms, but delivery has passed 2.5 ms"):
-        deliver_remote([5], [2.0], table, q, t_delivered=2.5)
+                                             r"te = 2.5 ms, but the step from 2.5 ms is computed"):
+        deliver_remote([5], [2.0], table, q, t_solved=2.5)
     assert len(q) == 0  # nothing queued from the refused spike
 
 

@@ -3,6 +3,7 @@ engine (``hb.Simulation`` with NetCons), recordings by gid, and the epoch engine
 
 Under ``mpiexec`` the same runner is checked by ``test_network_ringtest_mpi.py``."""
 import pytest
+from network_cases import grid_times_past_the_clock, one_step_epochs
 
 import hinesbatch as hb
 from hinesbatch import run_network
@@ -72,6 +73,21 @@ def test_epochs_give_the_one_process_engines_spikes_and_traces():
     assert res.meta["epochs"] == epochs and res.meta["min_delay"] == 1.0
     assert res.meta["n_ranks"] == 1 and len(res.meta["compute_s"]) == 1
     assert res.meta["setup_s"][0] > 0 and res.meta["exchange_s"][0] >= 0
+
+
+def test_an_event_due_at_the_end_of_an_epochs_one_step_acts_there():
+    # a delay of dt: an epoch is one step, which the accumulated clock makes longer than
+    # dt by rounding; a VecStim spike at n*dt (just past t_n) is due at the step's end
+    assert grid_times_past_the_clock(10.0, 0.025) == [0.125, 0.15000000000000002, 2.35]
+    net = one_step_epochs(0.025)
+    res = run_network(net, 10.0, comm=SerialCommunicator())
+    want_spikes, want_traces = one_process_engine(net, 10.0)
+    assert res.meta["min_delay"] == 0.025 and res.meta["epochs"] == 400
+    assert want_spikes[1].size > 0          # the VecStim makes cell 1 fire
+    for g, spikes in want_spikes.items():
+        assert res.spikes[f"spikes@{g}"].tolist() == spikes.tolist(), f"gid {g}"
+    for key, trace in want_traces.items():
+        assert res[key].tobytes() == trace.tobytes(), key
 
 
 def test_results_write_the_sonata_report_and_raster(tmp_path):
@@ -150,7 +166,7 @@ def test_the_epoch_engine_refuses_late_events_and_bad_epochs():
     assert gids.tolist() == [9] and times.tolist() == [0.0]   # VecStim at 0: finitialize
     sim.receive(gids, times)
     sim.advance(40)
-    with pytest.raises(LateSpikeError, match="delivery has passed"):
+    with pytest.raises(LateSpikeError, match="the step from .* ms is computed"):
         sim.receive([9], [sim.t - 1.5])
     with pytest.raises(ValueError, match="does not fit the run's 120 steps"):
         sim.advance(100)

@@ -33,7 +33,13 @@ import math
 import numpy as np
 
 from ..model.cell import format_location
-from ..network import NetConTable, NetStimGenerator, VecStimGenerator
+from ..network import (
+    INIT_LIMIT,
+    NetConTable,
+    NetStimGenerator,
+    VecStimGenerator,
+    start_of_step_limit,
+)
 from ..network.parallel import deliver_remote
 from ..sim.errors import NonFiniteStateError
 from .artificial import ArtificialCell
@@ -175,10 +181,29 @@ class EpochSimulation(Simulation):
 
     def receive(self, gids, times) -> int:
         """Queue the local NetCons' events of the network's spikes (all ranks', sorted by
-        (time, gid)); returns how many. An event already due raises
-        :class:`~hinesbatch.network.parallel.LateSpikeError`."""
-        self._require_run()
-        return deliver_remote(gids, times, self._inputs, self._queue, t_delivered=self.t)
+        (time, gid)), and deliver those due by the epoch's end; returns how many were
+        queued. An event due before the epoch's last step raises
+        :class:`~hinesbatch.network.parallel.LateSpikeError`.
+
+        An event is due by the epoch's end only when the epoch's one step is longer than
+        the delay on the accumulated clock (:func:`~hinesbatch.network.parallel.
+        epoch_steps`); it gets the end-of-step delivery NEURON gives it, after the events
+        that delivery gave before the exchange.
+        """
+        run = self._require_run()
+        step = run["step"]
+        if step == 0:       # the exchange of finitialize
+            return deliver_remote(gids, times, self._inputs, self._queue,
+                                  t_solved=INIT_LIMIT)
+        t_end = self._tgrid[step]
+        queued = deliver_remote(gids, times, self._inputs, self._queue,
+                                t_solved=start_of_step_limit(self._tgrid[step - 1], self.dt))
+        if self._queue.next_time() <= t_end:
+            if self.backend == "gpu":
+                self._gpu.deliver_until(t_end, step)
+            else:
+                self._deliver(t_end)
+        return queued
 
     def finish(self):
         """The local recordings (:class:`~.results.Results`, keys with local indices)."""

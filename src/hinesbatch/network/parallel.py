@@ -8,12 +8,19 @@ steps its own cells alone; at the epoch's end the ranks trade the spikes they pr
     comm = world()                                   # MPI under mpiexec, else one process
     gids, times = finitialize()                      # the engine; spikes at t = 0 too
     gids, times = exchange_spikes(comm, gids, times)
-    deliver_remote(gids, times, netcons, queue, t_delivered=0.0)
+    deliver_remote(gids, times, netcons, queue, t_solved=INIT_LIMIT)
     t = 0.0
     while (steps := epoch_steps(t, min_delay, dt, tstop=tstop)) > 0:
-        t, gids, times = run_local(steps)            # the engine: local cells and generators
+        t_solved, t, gids, times = run_local(steps)  # the engine: local cells, generators
         gids, times = exchange_spikes(comm, gids, times)   # every spike of every rank
-        deliver_remote(gids, times, netcons, queue, t_delivered=t)
+        deliver_remote(gids, times, netcons, queue, t_solved=t_solved)
+        deliver(queue, t, ...)                       # events due at the epoch's end
+
+``t_solved`` is the start-of-step delivery limit of the epoch's last step. An exchanged
+event is due after it (every delay is at least the epoch), but may be due by the epoch's
+end ``t`` when the epoch's one step is longer than the smallest delay on the accumulated
+clock (a delay of ``dt`` and a VecStim on the step grid): the last ``deliver`` gives it
+the end-of-step delivery NEURON gives it.
 
 What is built here
     - :class:`SerialCommunicator` (one process) and :class:`MPICommunicator` (mpi4py's
@@ -23,9 +30,11 @@ What is built here
       ``Allgatherv`` each; the result is sorted by (time, gid), so it is the same, bit for
       bit, on every rank and for any number of ranks.
     - :func:`deliver_remote`: queues ``te = ts + delay`` for the local NetCons of each
-      exchanged spike, in (time, gid) order, refusing an event already due.
+      exchanged spike, in (time, gid) order, refusing an event due before a step already
+      computed.
     - :func:`epoch_steps`: how many steps the epoch from a given time takes, on NEURON's
-      accumulated clock, so that no exchanged event is due before it is queued.
+      accumulated clock, so that no exchanged event is due before the epoch's last
+      delivery (none before its last step, where one step is longer than the delay).
     - :func:`abort_on_error`: a failing rank prints its error and stops every rank; under
       MPI, :func:`world` also makes an uncaught exception do so.
 
@@ -384,8 +393,12 @@ def exchange_spikes(comm: Communicator, gids, times) -> tuple[np.ndarray, np.nda
 
 
 def deliver_remote(gids, times, netcons: NetConTable, queue: EventQueue, *,
-                   t_delivered: float = -math.inf) -> int:
+                   t_solved: float = -math.inf) -> int:
     """Queue the NetCon events of exchanged spikes: ``te = ts + delay`` per local NetCon.
+
+    The caller then delivers the events due by the epoch's end ``t`` (``te <= t``): they
+    exist only when the epoch is one step longer than a delay on the accumulated clock,
+    and that delivery is the end-of-step one NEURON gives them.
 
     Parameters
     ----------
@@ -398,9 +411,11 @@ def deliver_remote(gids, times, netcons: NetConTable, queue: EventQueue, *,
         Spikes of gids without local NetCons are skipped.
     queue : EventQueue
         This rank's event queue.
-    t_delivered : float
-        The last delivery limit [ms] already processed (the epoch's last ``t``). An event
-        at or before it would act late.
+    t_solved : float
+        The delivery limit [ms] before the epoch's last step was computed: its
+        :func:`~.delivery.start_of_step_limit` (:data:`~.delivery.INIT_LIMIT` for the
+        exchange of ``finitialize``). An event at or before it should have acted in a step
+        already computed.
 
     Returns
     -------
@@ -410,20 +425,20 @@ def deliver_remote(gids, times, netcons: NetConTable, queue: EventQueue, *,
     Raises
     ------
     LateSpikeError
-        An event at ``te <= t_delivered``: the epoch is longer than a NetCon's delay.
+        An event at ``te <= t_solved``: the epoch is longer than a NetCon's delay.
     """
     gids, times = _spike_arrays(gids, times)
-    t_delivered = float(t_delivered)
+    t_solved = float(t_solved)
     queued = 0
     mine = np.isin(gids, netcons.source_ids())      # every rank gets every rank's spikes
     gids, times = gids[mine], times[mine]
     for gid, ts in zip(gids.tolist(), times.tolist()):
         for i in netcons.of_source(gid):
             te = ts + netcons._delays[i]
-            if te <= t_delivered:
+            if te <= t_solved:
                 raise LateSpikeError(
                     f"the spike of gid {gid} at {ts!r} ms reaches NetCon[{i}] at te = {te!r} "
-                    f"ms, but delivery has passed {t_delivered!r} ms: an epoch must not be "
+                    f"ms, but the step from {t_solved!r} ms is computed: an epoch must not be "
                     f"longer than the smallest delay ({netcons.min_delay()} ms)")
         queued += netcons.on_spike(gid, ts, queue)
     return queued
@@ -438,8 +453,16 @@ def epoch_steps(t_start: float, min_delay: float, dt: float, *,
     one, and none past ``tstop``. Every spike of the epoch has ``ts >= t_start`` (a
     threshold source fires at ``t_n + 1e-10`` with ``t_n >= t_start``; a generator fires
     when its spike is delivered, past the previous epoch's last delivery at ``t_start``,
-    or at 0 in ``finitialize``), so each of its events has ``te = ts + delay >= t_start + min_delay > t_{n+1}``, also after rounding,
-    and is queued by :func:`deliver_remote` before it is due.
+    or at 0 in ``finitialize``), so each of its events has ``te = ts + delay >= t_start +
+    min_delay > t_{n+1}``, also after rounding, and is queued by :func:`deliver_remote`
+    before it is due.
+
+    The one step an epoch always takes can itself reach ``t_start + min_delay``: the
+    accumulated clock's step is ``dt`` plus rounding, so with ``min_delay = dt`` about half
+    the steps do. A spike at ``t_start`` plus rounding (a VecStim time on the step grid
+    delivered at the step's start) then has an event due at the step's end; it is still
+    after the step's start-of-step delivery, which is what :func:`deliver_remote` checks,
+    and the end-of-step delivery that follows the exchange gives it NEURON's delivery.
 
     A fixed count ``floor(min_delay / dt)`` is not enough: the accumulated clock runs
     ahead of ``m*dt``, e.g. 200 steps of 0.025 ms from t = 8189.999999915882 ms end
