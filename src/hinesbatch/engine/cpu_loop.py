@@ -1,6 +1,15 @@
-"""The CPU backends' time loop: stretches of steps that no event can interrupt, run by the
-generated kernels (:mod:`.kernels`), with Python between them only to deliver events and
-queue the spikes a stretch produced.
+"""The CPU backends' time loop: stretches of steps run by the generated kernels
+(:mod:`.kernels`), with Python between them only to deliver the events the kernels do not
+run and to queue the spikes a stretch produced.
+
+A stretch is as long as no spike it produces can act within it (the smallest delay from a
+threshold source). The queued events of its steps whose NET_RECEIVE the kernel runs
+(:func:`.kernels.kernel_receivers`: synapses that send nothing, such as ExpSyn and
+Exp2Syn) go with it, each to the start of the step NEURON delivers it before; the stretch
+ends before the step of the first event the kernel does not run (a NetStim's or VecStim's
+spike, an artificial cell's event, a NET_RECEIVE that sends), which the host delivers, so
+every event keeps NEURON's order. Events no longer cut stretches short: a ring of 128
+small cells is stepped in one call per exchange of a network run instead of four.
 
 :class:`CpuLoop` is part of :class:`~.simulation.Simulation` (``serial`` and
 ``multicore``); :class:`~.epochs.EpochSimulation` runs its stretches between a network's
@@ -13,7 +22,9 @@ import sys
 
 import numpy as np
 
+from .artificial import ArtificialCell
 from .events import SPIKE_OFFSET
+from .kernels import kernel_receivers
 
 __all__ = ["CpuLoop", "progress_line"]
 
@@ -66,25 +77,34 @@ class CpuLoop:
 
     def _free_steps(self, tgrid, step: int, n_steps: int, min_delay: float,
                     chunk: int) -> int:
-        """Steps from ``step`` in which no queued event acts and no spike of the stretch
-        can act (NEURON's rule: an event acts on the first step with te <= t_n + dt/2)."""
+        """Steps from ``step`` in which no spike of the stretch can act (NEURON's rule: an
+        event acts on the first step with te <= t_n + dt/2); :meth:`_epoch` ends the
+        stretch sooner where a queued event the kernel does not run is due."""
         half = 0.5 * self.dt
         stop = min(n_steps, step + chunk)
-        te = self._queue.next_time()
         # every spike of the stretch has te >= t_step + 1e-10 + min_delay
-        te = min(te, (tgrid[step] + SPIKE_OFFSET) + min_delay)
+        te = (tgrid[step] + SPIKE_OFFSET) + min_delay
         lim = np.searchsorted(tgrid[step:stop] + half, te, side="left")
         return int(lim)
 
     def _epoch(self, km, lay, step, n, sources, src, src_off, rec, rec_off, rec_buf,
                model) -> int:
+        """Run up to ``n`` steps from ``step`` with the queued events the kernel runs
+        (module docstring); returns the step reached (``step`` itself where the host had
+        to deliver an event first)."""
+        n, events, host = self._stretch_events(step, n)
+        if n == 0:      # an event the kernel does not run is due at this step's start
+            for event in host:
+                self._net_receive(event)
+            self._deliver(self._tgrid[step] + 0.5 * self.dt)
+            return step
         cap = n // 2 + 2
         spike_t = np.empty((max(len(sources), 1), cap))
         spike_n = np.zeros(max(len(sources), 1), dtype=np.int64)
         bad_step = np.zeros(len(lay.cells), dtype=np.int64)
         args = (n, step, self._tgrid[step], self.dt, self.celsius, self._chunk_off,
                 self._node_ord, *src, src_off, spike_t, spike_n, *rec, rec_off, rec_buf,
-                bad_step, *model)
+                bad_step, *events, *model)
         if self.backend == "multicore":
             import numba
 
@@ -98,6 +118,7 @@ class CpuLoop:
                 numba.set_parallel_chunksize(before)
         else:
             km.advance_epoch(*args)
+        self._return_weights(events)
         if bad_step.any():
             gid = int(np.argmin(np.where(bad_step > 0, bad_step, np.iinfo(np.int64).max)))
             self._non_finite(lay, gid, self._tgrid[bad_step[gid]])
@@ -105,7 +126,112 @@ class CpuLoop:
                         for i in range(int(spike_n[k])))
         for ts, k in spikes:
             self._fire(sources[k], ts)
+        for event in host:      # due at the next step, before an event the kernel does not run
+            self._net_receive(event)
         return step + n
+
+    # ---- the events the kernel runs ------------------------------------------------------
+    def _kernel_events_setup(self, km, lay) -> None:
+        """Which mechanisms' NET_RECEIVE the kernel runs (index in the module), the chunk
+        of each of their instances, and the arrays of a stretch without events."""
+        self._ev_mech = {km.codes[k].mech.name: k for k in kernel_receivers(km.codes)}
+        n_cells = len(lay.cells)
+        self._ev_chunk = {
+            m: np.searchsorted(self._chunk_off, np.repeat(np.arange(n_cells),
+                                                          np.diff(lay.offsets[m])),
+               side="right") - 1 for m in self._ev_mech}
+        self._ev_width = max([c.mech.weight_size for c in km.codes
+                              if c.mech.name in self._ev_mech], default=1)
+        self._ev_none = (np.zeros(self._chunk_off.size, dtype=np.int64),
+                         np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                         np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0),
+                         np.zeros(0, dtype=np.int64), np.zeros((0, self._ev_width)),
+                         np.zeros((1, 3)))
+
+    def _kernel_target(self, event):
+        """``(index in the module, mechanism, instance)`` of an event the kernel runs;
+        None for the others (generators' events, artificial cells', WATCH events,
+        mechanisms whose NET_RECEIVE sends)."""
+        if event.kind == "net":
+            target = self._event_target(event)
+            if isinstance(target, ArtificialCell):
+                return None
+            m, j = self._layout.pp_index[id(target)]
+        elif event.kind == "self" and len(event.target) == 2:
+            m, j = event.target
+        else:
+            return None
+        k = self._ev_mech.get(m)
+        return None if k is None else (k, m, j)
+
+    def _stretch_events(self, step: int, n: int) -> tuple:
+        """Take from the queue the events of steps ``[step, step + n)`` the kernel runs.
+
+        Returns ``(n, events, host)``: the steps the kernel may take (fewer where an event
+        it does not run is due: the stretch ends before that event's step), the kernel's
+        event arguments (:data:`.kernels.EVENT_ARGS`, with ``ev_off``), and the events
+        taken for the step after the stretch, which the host delivers in their order.
+        """
+        queue = self._queue
+        if queue.next_time() > self._tgrid[step + n - 1] + 0.5 * self.dt:
+            return n, self._ev_none, []
+        limits = self._tgrid[step:step + n] + 0.5 * self.dt   # each step's delivery limit
+        taken = []
+        while (event := queue.peek()) is not None and event.te <= limits[-1]:
+            m = int(np.searchsorted(limits, event.te, side="left"))
+            target = self._kernel_target(event)
+            if target is None:
+                n = m
+                break
+            queue.pop_next(event.te)
+            taken.append((step + m, target, event))
+        host = [e for s, _, e in taken if s >= step + n]
+        taken = [t for t in taken if t[0] < step + n]
+        if not taken:
+            return n, self._ev_none, host
+        return n, self._event_arrays(taken), host
+
+    def _event_arrays(self, taken) -> tuple:
+        """The kernel's event arguments for ``taken`` (``(step, target, event)`` in
+        delivery order), grouped by chunk; each NetCon's weight vector is one row of
+        ``ev_w``, which :meth:`_return_weights` copies back after the stretch."""
+        table = self._receive_table
+        rows: dict = {}
+        vectors = []
+        ev_row = np.empty(len(taken), dtype=np.int64)
+        for e, (_, _, event) in enumerate(taken):
+            if event.netcon >= 0:
+                if event.netcon not in rows:
+                    rows[event.netcon] = len(vectors)
+                    vectors.append(table.weight_vector(event.netcon))
+                ev_row[e] = rows[event.netcon]
+            else:           # a self-event from INITIAL: a vector of zeros of its own
+                ev_row[e] = len(vectors)
+                vectors.append(None)
+        ev_w = np.zeros((len(vectors), self._ev_width))
+        for r, w in enumerate(vectors):
+            if w is not None:
+                ev_w[r, :w.size] = w
+        chunk = np.array([self._ev_chunk[m][j] for _, (_, m, j), _ in taken], dtype=np.int64)
+        order = np.argsort(chunk, kind="stable")        # a chunk's events in delivery order
+        ev_off = np.searchsorted(chunk[order], np.arange(self._chunk_off.size)).astype(np.int64)
+        self._ev_rows = [(w, r) for r, w in enumerate(vectors) if w is not None]
+        self._ev_w = ev_w
+        return (ev_off,
+                np.array([taken[i][0] for i in order], dtype=np.int64),
+                np.array([taken[i][1][0] for i in order], dtype=np.int64),
+                np.array([taken[i][1][2] for i in order], dtype=np.int64),
+                np.array([taken[i][2].te for i in order], dtype=np.float64),
+                np.array([taken[i][2].flag for i in order], dtype=np.float64),
+                ev_row[order], ev_w, self._ev_none[-1])
+
+    def _return_weights(self, events) -> None:
+        """Copy the weight vectors NET_RECEIVE may have changed in the kernel back to
+        their NetCons."""
+        if events is self._ev_none:
+            return
+        for w, r in self._ev_rows:
+            w[:] = self._ev_w[r, :w.size]
 
 
 def progress_line(t: float, tstop: float, *, end: bool = False) -> None:

@@ -28,8 +28,6 @@ from :meth:`EpochSimulation.net_stim` and :meth:`EpochSimulation.vec_stim`.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..model.cell import format_location
@@ -155,7 +153,7 @@ class EpochSimulation(Simulation):
         if not run["step"] < stop <= run["n_steps"]:
             raise ValueError(f"an epoch of {steps} steps from step {run['step']} does not "
                              f"fit the run's {run['n_steps']} steps")
-        tgrid, half = self._tgrid, 0.5 * self.dt
+        tgrid = self._tgrid
         step = run["step"]
         if self.backend == "gpu":
             self._gpu.advance(step, stop)
@@ -166,15 +164,11 @@ class EpochSimulation(Simulation):
         if self._watches:       # WATCH conditions: NEURON's phases, step by step
             self._watches.steps(self, run["lay"], a, step, stop)
             step = stop
-        while step < stop:
-            n = self._free_steps(tgrid, step, stop, math.inf, self.MAX_EPOCH)
-            if n > 0:
-                step = self._epoch(self._km, run["lay"], step, n, a.sources,
-                                   (a.src_node, a.src_thr, a.src_flag), a.src_off,
-                                   (a.rec_m, a.rec_f, a.rec_i, a.rec_every), a.rec_off,
-                                   a.rec_buf, a.model)
-            else:   # an event is due at this step's start
-                self._deliver(tgrid[step] + half)
+        while step < stop:      # local spikes leave by the exchange: no delay binds here
+            step = self._epoch(self._km, run["lay"], step, min(stop - step, self.MAX_EPOCH),
+                               a.sources, (a.src_node, a.src_thr, a.src_flag), a.src_off,
+                               (a.rec_m, a.rec_f, a.rec_i, a.rec_every), a.rec_off,
+                               a.rec_buf, a.model)
         self._deliver(tgrid[stop])   # the end of the epoch's last step
         run["step"] = stop
         return self._take_outbox()

@@ -19,9 +19,12 @@ The module holds:
 - ``advance_epoch(n_steps, ..., chunk_off, node_ord, ...)``: exactly ``n_steps`` steps of
   every chunk of cells ``[chunk_off[k], chunk_off[k+1])`` independently, each chunk
   solved in the order ``node_ord`` gives (:func:`chunk_order`; ``prange`` over chunks
-  for multicore), for a stretch in which no event can act: threshold crossings are kept
-  per source in ``spike_t``/``spike_n`` instead of stopping; a chunk that becomes
-  non-finite stops and sets ``bad_step[c]`` of its non-finite cells. A chunk's loops run
+  for multicore), for a stretch in which no spike of the stretch can act: threshold
+  crossings are kept per source in ``spike_t``/``spike_n`` instead of stopping; the
+  events the host collected for the stretch (:data:`EVENT_ARGS`, NET_RECEIVE of the
+  mechanisms :func:`kernel_receivers` names) act at the start of their steps; a chunk
+  that becomes non-finite stops and sets ``bad_step[c]`` of its non-finite cells. A
+  chunk's loops run
   over all its cells' nodes and instances at once (the roots of its later cells, whose
   parent is -1, are skipped where a node meets its parent), so small cells make long
   loops (:func:`chunks`). Sources and recordings are grouped by cell (``src_off``,
@@ -70,11 +73,26 @@ from ..mechanisms.ions import kept_per_node
 from ..mechanisms.libm_exp import vector_exp_enabled
 from ..mechanisms.scoprand import numba_source as scoprand_source
 
-__all__ = ["CHUNK_NODES", "COMMON_ARRAYS", "KernelModule", "chunk_order", "chunks",
-           "join_linked", "kernel_module", "mechanism_arrays"]
+__all__ = ["CHUNK_NODES", "COMMON_ARRAYS", "EVENT_ARGS", "KernelModule", "chunk_order",
+           "chunks", "join_linked", "kernel_module", "kernel_receivers", "mechanism_arrays"]
 
 COMMON_ARRAYS = ("v", "d", "rhs", "a", "b", "parent", "capd", "node_off")
-_FORMAT_VERSION = "2"
+#: The events ``advance_epoch`` delivers, chunk after chunk (``ev_off``: the events of
+#: chunk ``k`` are ``ev_off[k]:ev_off[k+1]``), each in delivery order: the step at whose
+#: start it acts, the mechanism's index in the module, the instance, its time and flag,
+#: and its row of ``ev_w`` (its NetCon's weight vector); ``ev_S`` the scratch rows of
+#: NET_RECEIVE.
+EVENT_ARGS = "ev_step, ev_mech, ev_inst, ev_te, ev_flag, ev_row, ev_w, ev_S"
+_FORMAT_VERSION = "3"
+
+
+def kernel_receivers(codes) -> set:
+    """Indices (in ``codes``) of the mechanisms whose NET_RECEIVE ``advance_epoch`` runs:
+    those that send nothing (no ``net_send``, ``net_event`` or WATCH), draw no random
+    numbers and loop over no NetCons; each event then changes its own instance and its
+    NetCon's weight vector only, so the kernel may run it at its step."""
+    return {k for k, c in enumerate(codes) if c.mech.net_receive and not c.receive_sends
+            and not c.receive_stream and not c.receive_netcons}
 
 
 def mechanism_arrays(name: str, diffusion: bool = False) -> tuple:
@@ -228,6 +246,22 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
                 src += c.diffusion_loop(indent)
         return src
 
+    def event_delivery(indent):
+        """NET_RECEIVE of the events the host collected for this step (``ev_step == st``,
+        in delivery order), at the step's start: :func:`kernel_receivers`."""
+        pad = "    " * indent
+        calls = [(k, c.mech.name) for k, c in enumerate(codes) if k in receivers]
+        if not calls:
+            return ""
+        src = (f"{pad}while _e < e1 and ev_step[_e] == st:\n"
+               f"{pad}    _m = ev_mech[_e]\n")
+        for n, (k, m) in enumerate(calls):
+            src += (f"{pad}    {'if' if n == 0 else 'elif'} _m == {k}:\n"
+                    f"{pad}        _net_receive_{m}(_D_{m}, ev_inst[_e], ev_w[ev_row[_e]], "
+                    f"ev_te[_e], _dt, _celsius, ev_flag[_e], ev_S)\n")
+        return src + f"{pad}    _e += 1\n"
+
+    receivers = kernel_receivers(codes)
     parts.append(f"\n\n@njit(cache=True, error_model='numpy')\n"
                  f"def _assemble(c0, c1, _t, _dt, _celsius, {model}):\n"
                  + prelude(1) + assembly(1))
@@ -247,11 +281,12 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
         f"\n\n@njit(cache=True, error_model='numpy')\n"
         f"def _cell_run(c0, c1, node_ord, n_steps, step0, t0, _dt, _celsius, src_node,\n"
         f"              src_thr, src_flag, src_off, spike_t, spike_n, rec_m, rec_f, rec_i,\n"
-        f"              rec_every, rec_off, rec_buf, {model}):\n"
+        f"              rec_every, rec_off, rec_buf, e0, e1, {EVENT_ARGS}, {model}):\n"
         + prelude(1) +
         "    _ord = node_ord[n0:n1]\n"
         "    t = t0\n"
         "    st = step0\n"
+        "    _e = e0\n"
         "    for k in range(n_steps):\n"
         "        for q in range(src_off[c0], src_off[c1]):\n"
         "            if v[src_node[q]] - src_thr[q] > 0.0:\n"
@@ -261,6 +296,7 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
         "                    spike_n[q] += 1\n"
         "            else:\n"
         "                src_flag[q] = 0\n"
+        + event_delivery(2) +
         "        _t = t + 0.5*_dt\n"
         "        _tn = _t + 0.5*_dt\n"
         + step(2, ordered=True) +
@@ -338,13 +374,15 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
         f"\n\n@njit(cache=True, error_model='numpy'{', parallel=True' if parallel else ''})\n"
         f"def advance_epoch(n_steps, step0, t0, _dt, _celsius, chunk_off, node_ord, src_node,\n"
         f"                  src_thr, src_flag, src_off, spike_t, spike_n, rec_m, rec_f, rec_i,\n"
-        f"                  rec_every, rec_off, rec_buf, bad_step, {model}):\n"
+        f"                  rec_every, rec_off, rec_buf, bad_step, ev_off, {EVENT_ARGS},\n"
+        f"                  {model}):\n"
         f"    for k in {loop}(chunk_off.size - 1):\n"
         f"        c0 = chunk_off[k]\n"
         f"        c1 = chunk_off[k + 1]\n"
         f"        st = _cell_run(c0, c1, node_ord, n_steps, step0, t0, _dt, _celsius, src_node,\n"
         f"                       src_thr, src_flag, src_off, spike_t, spike_n, rec_m, rec_f,\n"
-        f"                       rec_i, rec_every, rec_off, rec_buf, {model})\n"
+        f"                       rec_i, rec_every, rec_off, rec_buf, ev_off[k], ev_off[k + 1],\n"
+        f"                       {EVENT_ARGS}, {model})\n"
         f"        if st:\n"
         f"            for c in range(c0, c1):\n"
         f"                for i in range(node_off[c], node_off[c + 1]):\n"

@@ -684,6 +684,7 @@ class Simulation(HostEvents, CpuLoop):
         self._receive_table = self._receiving()[0]
         self._receiver.initialize_weights(self._receive_table, self._target_instance)
         self._receiver.initial_sends(self._queue, sends)
+        self._kernel_events_setup(km, lay)
         self._start_histories()
         self._deliver(INIT_LIMIT)
         model = self._model_args(lay, tables)

@@ -158,6 +158,11 @@ class EventQueue:
         """Delivery time [ms] of the earliest event; ``inf`` when the queue is empty."""
         return self._heap[0][0] if self._heap else math.inf
 
+    def peek(self) -> Event | None:
+        """The event :meth:`pop_next` would return next, left in the queue; None when
+        the queue is empty."""
+        return self._heap[0][2] if self._heap else None
+
     def clear(self) -> None:
         """Drop every event (``finitialize`` empties NEURON's queue)."""
         self._heap.clear()
