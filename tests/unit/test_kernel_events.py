@@ -79,6 +79,7 @@ def test_kernel_delivery_gives_the_hosts_bits_in_fewer_calls(backend, host_deliv
     assert len(calls_b) - len(calls_a) >= sum(a.spikes[s].size for s in spikes[:3])
 
 
+@pytest.mark.usefixtures("builtins_only")
 def test_weight_vectors_written_in_the_kernel_reach_their_netcons(host_delivery):
     """fdsyn keeps its state in each NetCon's weight vector and countsyn counts in one:
     the kernel's rows go back to the NetCons, as the host's writes do."""
