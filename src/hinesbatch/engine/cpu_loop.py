@@ -80,24 +80,32 @@ class CpuLoop:
         """Steps from ``step`` in which no spike of the stretch can act (NEURON's rule: an
         event acts on the first step with te <= t_n + dt/2); :meth:`_epoch` ends the
         stretch sooner where a queued event the kernel does not run is due."""
-        half = 0.5 * self.dt
         stop = min(n_steps, step + chunk)
         # every spike of the stretch has te >= t_step + 1e-10 + min_delay
         te = (tgrid[step] + SPIKE_OFFSET) + min_delay
-        lim = np.searchsorted(tgrid[step:stop] + half, te, side="left")
-        return int(lim)
+        return int(np.searchsorted(self._tlimit[step:stop], te, side="left"))
 
     def _epoch(self, km, lay, step, n, sources, src, src_off, rec, rec_off, rec_buf,
                model) -> int:
         """Run up to ``n`` steps from ``step`` with the queued events the kernel runs
-        (module docstring); returns the step reached (``step`` itself where the host had
-        to deliver an event first)."""
+        (module docstring), then, where an event the kernel does not run ended the stretch
+        sooner, deliver the events due at the next step's start; returns the step reached."""
+        whole = n
         n, events, host = self._stretch_events(step, n)
-        if n == 0:      # an event the kernel does not run is due at this step's start
-            for event in host:
+        if n > 0:
+            self._kernel_stretch(km, lay, step, n, events, sources, src, src_off, rec,
+                                 rec_off, rec_buf, model)
+        step += n
+        if n < whole:
+            for event in host:      # taken before the one the kernel does not run
                 self._net_receive(event)
-            self._deliver(self._tgrid[step] + 0.5 * self.dt)
-            return step
+            self._deliver(self._tlimit[step])
+        return step
+
+    def _kernel_stretch(self, km, lay, step, n, events, sources, src, src_off, rec, rec_off,
+                        rec_buf, model) -> None:
+        """One call of the epoch kernel: ``n`` steps from ``step``, the stretch's spikes
+        fired (queued or sent) after it."""
         cap = n // 2 + 2
         spike_t = np.empty((max(len(sources), 1), cap))
         spike_n = np.zeros(max(len(sources), 1), dtype=np.int64)
@@ -126,9 +134,6 @@ class CpuLoop:
                         for i in range(int(spike_n[k])))
         for ts, k in spikes:
             self._fire(sources[k], ts)
-        for event in host:      # due at the next step, before an event the kernel does not run
-            self._net_receive(event)
-        return step + n
 
     # ---- the events the kernel runs ------------------------------------------------------
     def _kernel_events_setup(self, km, lay) -> None:
@@ -173,9 +178,9 @@ class CpuLoop:
         taken for the step after the stretch, which the host delivers in their order.
         """
         queue = self._queue
-        if queue.next_time() > self._tgrid[step + n - 1] + 0.5 * self.dt:
+        limits = self._tlimit[step:step + n]
+        if queue.next_time() > limits[-1]:
             return n, self._ev_none, []
-        limits = self._tgrid[step:step + n] + 0.5 * self.dt   # each step's delivery limit
         taken = []
         while (event := queue.peek()) is not None and event.te <= limits[-1]:
             m = int(np.searchsorted(limits, event.te, side="left"))

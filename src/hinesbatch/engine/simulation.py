@@ -623,6 +623,7 @@ class Simulation(HostEvents, CpuLoop):
             times.append(t)
         tgrid = np.array(times)
         self._tgrid = tgrid
+        self._tlimit = tgrid + 0.5 * dt      # each step's start-of-step delivery limit
         n_steps = tgrid.size - 1
         # finitialize
         n = lay.n_nodes
