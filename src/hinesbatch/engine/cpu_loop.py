@@ -8,8 +8,9 @@ threshold source). The queued events of its steps whose NET_RECEIVE the kernel r
 Exp2Syn) go with it, each to the start of the step NEURON delivers it before; the stretch
 ends before the step of the first event the kernel does not run (a NetStim's or VecStim's
 spike, an artificial cell's event, a NET_RECEIVE that sends), which the host delivers, so
-every event keeps NEURON's order. Events no longer cut stretches short: a ring of 128
-small cells is stepped in one call per exchange of a network run instead of four.
+every event keeps NEURON's order. A network run of NEURON's ringtest thus makes one kernel
+call per exchange (102 in 100 ms), where a call per event time made 451 for 128 cells
+(docs/decisions/024-cpu-kernel-events.md).
 
 :class:`CpuLoop` is part of :class:`~.simulation.Simulation` (``serial`` and
 ``multicore``); :class:`~.epochs.EpochSimulation` runs its stretches between a network's
