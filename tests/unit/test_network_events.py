@@ -97,3 +97,23 @@ def test_numpy_scalars_accepted_as_floats():
     q.push(np.float32(0.5), 0, np.float64(0.25))
     (e,) = q.pop_until(1.0)
     assert type(e.te) is float and e.te == 0.5 and e.weight == 0.25
+
+
+def test_peek_shows_the_next_event_and_leaves_it():
+    q = EventQueue()
+    assert q.peek() is None
+    q.push(2.0, 7, 0.5)
+    q.push(1.0, 3, 0.25, kind="self", flag=2.0)
+    first = q.peek()
+    assert (first.te, first.target, first.kind, first.flag) == (1.0, 3, "self", 2.0)
+    assert len(q) == 2 and q.pop_next(1.0) == first
+
+
+def test_a_netcons_event_queues_like_push_in_fifo_order():
+    q = EventQueue()
+    q.push(1.5, 0, 0.1, kind="net", netcon=4)
+    q.push_netcon(1.5, 1, 0.2, 5)
+    q.push(1.5, 2, 0.3, kind="net", netcon=6)
+    got = q.pop_until(2.0)
+    assert [(e.target, e.weight, e.kind, e.netcon, e.flag) for e in got] == [
+        (0, 0.1, "net", 4, 0.0), (1, 0.2, "net", 5, 0.0), (2, 0.3, "net", 6, 0.0)]

@@ -130,6 +130,14 @@ class EventQueue:
                                                          int(netcon), flag)))
         self._seq += 1
 
+    def push_netcon(self, te: float, target: Any, weight: float, netcon: int) -> None:
+        """Queue a NetCon's ``"net"`` event from values already checked (a spike's time
+        plus the NetCon's delay, its weight): :meth:`push` without the checks, which cost
+        as much as the rest of a spike's fan-out."""
+        heapq.heappush(self._heap, (te, self._seq, Event(te, target, weight, "net", netcon,
+                                                         0.0)))
+        self._seq += 1
+
     def pop_next(self, t_limit: float) -> Event | None:
         """Remove and return the earliest event with ``te <= t_limit`` [ms], or None.
 

@@ -172,8 +172,8 @@ class NetConTable:
         """
         netcons = self._by_source.get(source, ())
         for i in netcons:
-            queue.push(ts + self._delays[i], self._targets[i], self._weights[i][0],
-                       kind="net", netcon=i)
+            queue.push_netcon(ts + self._delays[i], self._targets[i],
+                              float(self._weights[i][0]), i)
         return len(netcons)
 
     def min_delay(self) -> float:
