@@ -185,8 +185,9 @@ def test_deliver_remote_refuses_an_event_due_before_a_computed_step():
     table.add(5, 0, weight=1.0, delay=3.0)
     table.add(5, 1, weight=1.0, delay=0.5)
     q = EventQueue()
-    with pytest.raises(LateSpikeError, match=r"gid 5 at 2.0 ms reaches NetCon\[1\] at "
-                                             r"te = 2.5 ms, but the step from 2.5 ms is computed"):
+    with pytest.raises(LateSpikeError, match=r"gid 5 at 2.0 ms reaches NetCon\[1\] at te = "
+                                             r"2.5 ms, but the step it acts on is computed "
+                                             r"\(delivery done to 2.5 ms\)"):
         deliver_remote([5], [2.0], table, q, t_solved=2.5)
     assert len(q) == 0  # nothing queued from the refused spike
 

@@ -438,8 +438,9 @@ def deliver_remote(gids, times, netcons: NetConTable, queue: EventQueue, *,
             if te <= t_solved:
                 raise LateSpikeError(
                     f"the spike of gid {gid} at {ts!r} ms reaches NetCon[{i}] at te = {te!r} "
-                    f"ms, but the step from {t_solved!r} ms is computed: an epoch must not be "
-                    f"longer than the smallest delay ({netcons.min_delay()} ms)")
+                    f"ms, but the step it acts on is computed (delivery done to {t_solved!r} "
+                    f"ms): an epoch must not be longer than the smallest delay "
+                    f"({netcons.min_delay()} ms)")
         queued += netcons.on_spike(gid, ts, queue)
     return queued
 
