@@ -23,7 +23,6 @@ import sys
 
 import numpy as np
 
-from .artificial import ArtificialCell
 from .events import SPIKE_OFFSET
 from .kernels import kernel_receivers
 
@@ -92,10 +91,13 @@ class CpuLoop:
         (module docstring), then, where an event the kernel does not run ended the stretch
         sooner, deliver the events due at the next step's start; returns the step reached."""
         whole = n
-        n, events, host = self._stretch_events(step, n)
+        n, events, weights, host = self._stretch_events(step, n)
         if n > 0:
             self._kernel_stretch(km, lay, step, n, events, sources, src, src_off, rec,
                                  rec_off, rec_buf, model)
+            ev_w = events[-2]           # what NET_RECEIVE wrote, back to the NetCons
+            for w, row in weights:
+                w[:] = ev_w[row, :w.size]
         step += n
         if n < whole:
             for event in host:      # taken before the one the kernel does not run
@@ -127,7 +129,6 @@ class CpuLoop:
                 numba.set_parallel_chunksize(before)
         else:
             km.advance_epoch(*args)
-        self._return_weights(events)
         if bad_step.any():
             gid = int(np.argmin(np.where(bad_step > 0, bad_step, np.iinfo(np.int64).max)))
             self._non_finite(lay, gid, self._tgrid[bad_step[gid]])
@@ -159,10 +160,7 @@ class CpuLoop:
         None for the others (generators' events, artificial cells', WATCH events,
         mechanisms whose NET_RECEIVE sends)."""
         if event.kind == "net":
-            target = self._event_target(event)
-            if isinstance(target, ArtificialCell):
-                return None
-            m, j = self._layout.pp_index[id(target)]
+            m, j = self._instance_of(self._event_target(event))
         elif event.kind == "self" and len(event.target) == 2:
             m, j = event.target
         else:
@@ -173,15 +171,16 @@ class CpuLoop:
     def _stretch_events(self, step: int, n: int) -> tuple:
         """Take from the queue the events of steps ``[step, step + n)`` the kernel runs.
 
-        Returns ``(n, events, host)``: the steps the kernel may take (fewer where an event
-        it does not run is due: the stretch ends before that event's step), the kernel's
-        event arguments (:data:`.kernels.EVENT_ARGS`, with ``ev_off``), and the events
-        taken for the step after the stretch, which the host delivers in their order.
+        Returns ``(n, events, weights, host)``: the steps the kernel may take (fewer where
+        an event it does not run is due: the stretch ends before that event's step), the
+        kernel's event arguments (:data:`.kernels.EVENT_ARGS`, with ``ev_off``), the
+        NetCons' weight vectors with their rows of ``ev_w``, and the events taken for the
+        step after the stretch, which the host delivers in their order.
         """
         queue = self._queue
         limits = self._tlimit[step:step + n]
         if queue.next_time() > limits[-1]:
-            return n, self._ev_none, []
+            return n, self._ev_none, [], []
         taken = []
         while (event := queue.peek()) is not None and event.te <= limits[-1]:
             m = int(np.searchsorted(limits, event.te, side="left"))
@@ -194,13 +193,13 @@ class CpuLoop:
         host = [e for s, _, e in taken if s >= step + n]
         taken = [t for t in taken if t[0] < step + n]
         if not taken:
-            return n, self._ev_none, host
-        return n, self._event_arrays(taken), host
+            return n, self._ev_none, [], host
+        return (n, *self._event_arrays(taken), host)
 
     def _event_arrays(self, taken) -> tuple:
         """The kernel's event arguments for ``taken`` (``(step, target, event)`` in
-        delivery order), grouped by chunk; each NetCon's weight vector is one row of
-        ``ev_w``, which :meth:`_return_weights` copies back after the stretch."""
+        delivery order), grouped by chunk, and the NetCons' weight vectors with their rows
+        of ``ev_w`` (one per NetCon; a self-event from INITIAL gets a row of zeros)."""
         table = self._receive_table
         rows: dict = {}
         vectors = []
@@ -221,23 +220,14 @@ class CpuLoop:
         chunk = np.array([self._ev_chunk[m][j] for _, (_, m, j), _ in taken], dtype=np.int64)
         order = np.argsort(chunk, kind="stable")        # a chunk's events in delivery order
         ev_off = np.searchsorted(chunk[order], np.arange(self._chunk_off.size)).astype(np.int64)
-        self._ev_rows = [(w, r) for r, w in enumerate(vectors) if w is not None]
-        self._ev_w = ev_w
-        return (ev_off,
-                np.array([taken[i][0] for i in order], dtype=np.int64),
-                np.array([taken[i][1][0] for i in order], dtype=np.int64),
-                np.array([taken[i][1][2] for i in order], dtype=np.int64),
-                np.array([taken[i][2].te for i in order], dtype=np.float64),
-                np.array([taken[i][2].flag for i in order], dtype=np.float64),
-                ev_row[order], ev_w, self._ev_none[-1])
-
-    def _return_weights(self, events) -> None:
-        """Copy the weight vectors NET_RECEIVE may have changed in the kernel back to
-        their NetCons."""
-        if events is self._ev_none:
-            return
-        for w, r in self._ev_rows:
-            w[:] = self._ev_w[r, :w.size]
+        events = (ev_off,
+                  np.array([taken[i][0] for i in order], dtype=np.int64),
+                  np.array([taken[i][1][0] for i in order], dtype=np.int64),
+                  np.array([taken[i][1][2] for i in order], dtype=np.int64),
+                  np.array([taken[i][2].te for i in order], dtype=np.float64),
+                  np.array([taken[i][2].flag for i in order], dtype=np.float64),
+                  ev_row[order], ev_w, self._ev_none[-1])
+        return events, [(w, r) for r, w in enumerate(vectors) if w is not None]
 
 
 def progress_line(t: float, tstop: float, *, end: bool = False) -> None:

@@ -184,14 +184,10 @@ class EpochSimulation(Simulation):
         epoch_steps`); it gets the end-of-step delivery NEURON gives it, after the events
         that delivery gave before the exchange.
         """
-        run = self._require_run()
-        step = run["step"]
-        if step == 0:       # the exchange of finitialize
-            return deliver_remote(gids, times, self._inputs, self._queue,
-                                  t_solved=INIT_LIMIT)
+        step = self._require_run()["step"]
         t_end = self._tgrid[step]
-        queued = deliver_remote(gids, times, self._inputs, self._queue,
-                                t_solved=start_of_step_limit(self._tgrid[step - 1], self.dt))
+        t_solved = start_of_step_limit(self._tgrid[step - 1], self.dt) if step else INIT_LIMIT
+        queued = deliver_remote(gids, times, self._inputs, self._queue, t_solved=t_solved)
         if self._queue.next_time() <= t_end:
             if self.backend == "gpu":
                 self._gpu.deliver_until(t_end, step)

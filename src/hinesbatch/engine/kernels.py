@@ -74,7 +74,8 @@ from ..mechanisms.libm_exp import vector_exp_enabled
 from ..mechanisms.scoprand import numba_source as scoprand_source
 
 __all__ = ["CHUNK_NODES", "COMMON_ARRAYS", "EVENT_ARGS", "KernelModule", "chunk_order",
-           "chunks", "join_linked", "kernel_module", "kernel_receivers", "mechanism_arrays"]
+           "chunks", "join_linked", "kernel_module", "kernel_receivers", "mechanism_arrays",
+           "mechanism_codes"]
 
 COMMON_ARRAYS = ("v", "d", "rhs", "a", "b", "parent", "capd", "node_off")
 #: The events ``advance_epoch`` delivers, chunk after chunk (``ev_off``: the events of
@@ -136,14 +137,22 @@ def _libm_exp_digest() -> str:
     return hashlib.sha256(Path(libm_exp.__file__).read_bytes()).hexdigest()[:16]
 
 
-def generate_source(mechs: list, *, tables: bool, parallel: bool,
-                    vector_exp: bool = False) -> str:
-    """The module's source for ``mechs`` (descriptions, in NEURON's type order);
-    ``vector_exp``: see :class:`.MechanismCode`."""
+def mechanism_codes(mechs: list, *, tables: bool, vector_exp: bool = False) -> list:
+    """One :class:`.MechanismCode` per mechanism of ``mechs``, as the module holds them."""
     kept = kept_per_node(mechs)
     peers = [m.name for m in mechs]
-    codes = [MechanismCode(m, tables=tables, vector_exp=vector_exp, kept=kept, peers=peers)
-             for m in mechs]
+    return [MechanismCode(m, tables=tables, vector_exp=vector_exp, kept=kept, peers=peers)
+            for m in mechs]
+
+
+def generate_source(mechs: list, *, tables: bool, parallel: bool,
+                    vector_exp: bool = False, codes: list | None = None) -> str:
+    """The module's source for ``mechs`` (descriptions, in NEURON's type order);
+    ``vector_exp``: see :class:`.MechanismCode`; ``codes``: :func:`mechanism_codes` of
+    the same arguments, where the caller has them."""
+    kept = kept_per_node(mechs)
+    if codes is None:
+        codes = mechanism_codes(mechs, tables=tables, vector_exp=vector_exp)
     mech_args = [a for c in codes
                  for a in mechanism_arrays(c.mech.name, bool(c.mech.diffusion))]
     table_args = [a for c in codes for a in c.table_args()]
@@ -475,13 +484,11 @@ def kernel_module(mechs: list, *, tables: bool, parallel: bool,
     # the descriptions are immutable and held by the entry, so their ids stay theirs
     key = (tuple(id(m) for m in mechs), tables, parallel, vector_exp)
     if key not in _MODULES:
+        codes = mechanism_codes(mechs, tables=tables, vector_exp=vector_exp)
         source = generate_source(mechs, tables=tables, parallel=parallel,
-                                 vector_exp=vector_exp)
-        kept = kept_per_node(mechs)
-        peers = [m.name for m in mechs]
-        codes = [MechanismCode(m, tables=tables, vector_exp=vector_exp, kept=kept,
-                               peers=peers) for m in mechs]
-        _MODULES[key] = (tuple(mechs), KernelModule(load_source(source), codes, tables, kept))
+                                 vector_exp=vector_exp, codes=codes)
+        _MODULES[key] = (tuple(mechs), KernelModule(load_source(source), codes, tables,
+                                                    kept_per_node(mechs)))
     return _MODULES[key][1]
 
 

@@ -1,8 +1,9 @@
 """``Simulation``: NEURON's fixed step for a batch of cells (docs/simulator.md).
 
 The whole step (threshold detection, assembly, solve, update, states, recording) is one
-generated Numba function (:mod:`.kernels`) that runs many steps per call; Python runs only
-when a spike source crosses its threshold or an event is due. The model and the run's set-up
+generated Numba function (:mod:`.kernels`) that runs many steps per call, the events of
+synapses that send nothing included; Python runs between calls, to queue the spikes a call
+found and to deliver the other events. The model and the run's set-up
 are here; the CPU backends' time loop is :mod:`.cpu_loop`, the events on the host
 :mod:`.host_events`, the GPU engine :mod:`.gpu`.
 """
