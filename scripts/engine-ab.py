@@ -71,7 +71,10 @@ ref = hb.Simulation([cells[0]], dt=work.DT, celsius=work.CELSIUS, v_init=work.V_
                     backend="serial", tables=False)
 rkey = ref.record("v", cell=0, location=work.stimulus_location(cells[0]))
 dv = float(np.max(np.abs(np.asarray(res[key]) - np.asarray(ref.run(work.tstop())[rkey]))))
+gpu = sim._gpu
+kernel = gpu.kernels[id(gpu.parts[0].device)]
 print("ROW " + json.dumps({"seconds": float(np.median(seconds)), "dv": dv,
+                           "regs": int(kernel.num_regs), "local_bytes": int(kernel.local_size_bytes),
                            "describe": " / ".join(str(sim.describe()).splitlines())}))
 """
 
@@ -123,7 +126,8 @@ def main() -> int:
                 row = json.loads(line[4:])
                 times[name].append(row["seconds"])
                 info[name] = row
-                print(f"{case} {name}: {row['seconds']:.4f} s, max|dV| {row['dv']:.3g} mV "
+                print(f"{case} {name}: {row['seconds']:.4f} s, max|dV| {row['dv']:.3g} mV, "
+                      f"{row['regs']} registers, {row['local_bytes']} local bytes "
                       f"({time.perf_counter() - start:.0f} s)", flush=True)
         base = None
         for name, _, _ in versions:
@@ -133,6 +137,8 @@ def main() -> int:
             base = base or t
             rows.append({"case": case, "version": name, "seconds": t, "vs_first": base / t,
                          "runs": times[name], "max_abs_dv_mV": info[name]["dv"],
+                         "registers": info[name]["regs"],
+                         "local_bytes": info[name]["local_bytes"],
                          "describe": info[name]["describe"]})
     print(f"\n{'case':16s} {'version':12s} {'seconds':>9s} {'speedup':>8s} {'max|dV|':>9s}")
     for r in rows:

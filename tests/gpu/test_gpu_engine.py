@@ -2,7 +2,8 @@
 
 float64: traces within 1e-6 mV over 100 ms of spiking and identical spike times (the
 kernel is compiled without FMA contraction, so it rounds as the CPU does except in
-``exp``/``log``/``pow``, CUDA's own). float32: spike times within one step of the CPU's.
+``exp``/``log``/``pow``, CUDA's own, and in the solve's reciprocal pivots). float32 (fast
+division and ``exp``): spike times within one step of the CPU's.
 Every run starts from recordings poisoned with NaN on the device, and a run repeated gives
 the same bits.
 """

@@ -89,7 +89,8 @@ class CupyDevice:
             return int(self.cp.cuda.runtime.memGetInfo()[0])
 
     def compile(self, source: str, precision: str):
-        options = ("--std=c++17",) + (("--fmad=false",) if precision == "float64" else ())
+        options = ("--std=c++17",) + (("--fmad=false",) if precision == "float64"
+                                      else ("--prec-div=false", "--ftz=true"))
         with self.device:
             module = self.cp.RawModule(code=source, options=options)
             return module.get_function("hb_epoch")

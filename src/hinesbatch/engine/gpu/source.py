@@ -22,7 +22,9 @@ The mechanism code comes from the same descriptions as the CPU's (:mod:`..mechan
 printed by :mod:`hinesbatch.mechanisms.c_emitter`: each expression in the description's order
 and parentheses. Compiled without FMA contraction (``--fmad=false``, the float64 default) the
 arithmetic is the CPU's, except ``exp``/``log``/``pow``, which come from CUDA's library
-(within an ulp or two of the C library's).
+(within an ulp or two of the C library's), and the solve's pivots: the device multiplies by
+their reciprocals (``hb_pivot``, ``hb_over``; within an ulp of the division). float32 divides
+with ``--prec-div=false`` and takes ``exp`` from ``__expf``.
 
 Per instance fields are loaded from device memory into locals at the start of each phase and
 stored at its end. A parameter with one value in every instance becomes a literal. A field
@@ -78,11 +80,39 @@ struct float2 { float x, y; };
 #endif
 #define real2 REAL2
 #define R(x) ((real)(x))
+/* The solve's pivots. The host build divides as the CPU does. On the device the elimination
+   multiplies by the pivot's reciprocal and keeps it in the pivot's place, so that back
+   substitution multiplies too: a division fewer per record on the critical path. In float64
+   the reciprocal is the hardware's approximation refined by two Newton steps (within an ulp);
+   in float32, a division compiled with --prec-div=false. */
+#ifdef HB_HOST
+static inline real hb_pivot(real a, real& d) { return a/d; }
+static inline real hb_over(real x, real d) { return x/d; }
+#define hb_exp exp
+#else
+__device__ __forceinline__ double hb_rcp(double x) {
+    double r;
+    asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(x));
+    double e = fma(-x, r, 1.0);
+    r = fma(r, e, r);
+    e = fma(-x, r, 1.0);
+    return fma(r, e, r);
+}
+__device__ __forceinline__ float hb_rcp(float x) { return 1.0f/x; }
+__device__ __forceinline__ real hb_pivot(real a, real& d) {
+    const real r = hb_rcp(d);
+    d = r;
+    return a*r;
+}
+__device__ __forceinline__ real hb_over(real x, real d_reciprocal) { return x*d_reciprocal; }
+__device__ __forceinline__ double hb_exp(double x) { return exp(x); }
+__device__ __forceinline__ float hb_exp(float x) { return __expf(x); }   /* float32: fast */
+#endif
 /* NEURON's hoc_Exp: 0 below -700, exp(700) above 700, else exp. */
 __device__ __forceinline__ real hoc_Exp(real x) {
     if (x < R(-700.0)) return R(0.0);
-    if (x > R(700.0)) return exp(R(700.0));
-    return exp(x);
+    if (x > R(700.0)) return hb_exp(R(700.0));
+    return hb_exp(x);
 }
 """
 
@@ -666,7 +696,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
                     real2 ab[4];
                     for (int u = 0; u < 4; ++u) {{ pc[u] = el_pc[r + u]; ab[u] = el_ab[r + u]; }}
                     for (int u = 0; u < 4; ++u) {{
-                        const real pp = ab[u].x/Dg[pc[u].y];
+                        const real pp = hb_pivot(ab[u].x, Dg[pc[u].y]);
                         Dg[pc[u].x] -= pp*ab[u].y;
                         B[pc[u].x] -= pp*B[pc[u].y];
                     }}
@@ -674,7 +704,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
                 for (; r < rg.y; ++r) {{
                     const int2 pc = el_pc[r];
                     const real2 ab = el_ab[r];
-                    const real pp = ab.x/Dg[pc.y];
+                    const real pp = hb_pivot(ab.x, Dg[pc.y]);
                     Dg[pc.x] -= pp*ab.y;
                     B[pc.x] -= pp*B[pc.y];
                 }}
@@ -691,14 +721,14 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
                     real bb[4];
                     for (int u = 0; u < 4; ++u) {{ ip[u] = bs_ip[r + u]; bb[u] = bs_b[r + u]; }}
                     for (int u = 0; u < 4; ++u) {{
-                        const real x = ip[u].y < 0 ? B[ip[u].x] : B[ip[u].x] - bb[u]*B[ip[u].y];
-                        B[ip[u].x] = x/Dg[ip[u].x];
+                        B[ip[u].x] = ip[u].y < 0 ? B[ip[u].x]/Dg[ip[u].x]
+                            : hb_over(B[ip[u].x] - bb[u]*B[ip[u].y], Dg[ip[u].x]);
                     }}
                 }}
                 for (; r < rg.y; ++r) {{
                     const int2 ip = bs_ip[r];
-                    const real x = ip.y < 0 ? B[ip.x] : B[ip.x] - bs_b[r]*B[ip.y];
-                    B[ip.x] = x/Dg[ip.x];
+                    B[ip.x] = ip.y < 0 ? B[ip.x]/Dg[ip.x]
+                        : hb_over(B[ip.x] - bs_b[r]*B[ip.y], Dg[ip.x]);
                 }}
             }}
             __syncthreads();
