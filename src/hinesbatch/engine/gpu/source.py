@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from pathlib import Path
 
 from ...mechanisms.c_emitter import _CEmitter, _CScope, emit_helpers, weight_vector_code
 from ...mechanisms.codegen import CodegenError, _name, _parse_expr, ion_io
@@ -82,23 +83,15 @@ struct float2 { float x, y; };
 #define R(x) ((real)(x))
 /* The solve's pivots. The host build divides as the CPU does. On the device the elimination
    multiplies by the pivot's reciprocal and keeps it in the pivot's place, so that back
-   substitution multiplies too: a division fewer per record on the critical path. In float64
-   the reciprocal is the hardware's approximation refined by two Newton steps (within an ulp);
-   in float32, a division compiled with --prec-div=false. */
+   substitution multiplies too: a division fewer per record on the critical path. The
+   reciprocal is the solvers' hb_rcp (fast_math.cuh): the hardware's approximation refined
+   by Newton steps, within about an ulp. */
 #ifdef HB_HOST
 static inline real hb_pivot(real a, real& d) { return a/d; }
 static inline real hb_over(real x, real d) { return x/d; }
 #define hb_exp exp
 #else
-__device__ __forceinline__ double hb_rcp(double x) {
-    double r;
-    asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(x));
-    double e = fma(-x, r, 1.0);
-    r = fma(r, e, r);
-    e = fma(-x, r, 1.0);
-    return fma(r, e, r);
-}
-__device__ __forceinline__ float hb_rcp(float x) { return 1.0f/x; }
+@FAST_MATH@
 __device__ __forceinline__ real hb_pivot(real a, real& d) {
     const real r = hb_rcp(d);
     d = r;
@@ -115,6 +108,13 @@ __device__ __forceinline__ real hoc_Exp(real x) {
     return hb_exp(x);
 }
 """
+
+
+def _fast_math() -> str:
+    """The solvers' arithmetic helpers (``hb_rcp``), shared with the Hines and tridiagonal
+    kernels (``solvers/gpu/kernels/fast_math.cuh``), for the device build."""
+    path = Path(__file__).parents[2] / "solvers" / "gpu" / "kernels" / "fast_math.cuh"
+    return path.read_text().replace("#pragma once\n", "")
 
 
 @dataclass(frozen=True)
@@ -451,7 +451,8 @@ def kernel_source(mechs, roles: dict, *, precision: str, tables: bool, dt: float
     kernel's launch bound and ``min_blocks`` (when > 0) the blocks a multiprocessor must be
     able to hold at once (the registers a thread may use follow from both)."""
     real = REAL_TYPES[precision]
-    parts = [f"#define REAL {real}\n#define REAL2 {real}2\n", _PRELUDE]
+    parts = [f"#define REAL {real}\n#define REAL2 {real}2\n",
+             _PRELUDE.replace("@FAST_MATH@", _fast_math())]
     kept = kept_per_node(mechs)
     if kept:
         parts.append(_NERNST)
