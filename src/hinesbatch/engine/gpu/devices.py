@@ -25,8 +25,8 @@ from ...errors import BackendUnavailableError
 from ...solvers.gpu.device import availability, blocks_per_sm, cupy_module, device_properties
 from ..kernels import cache_dir
 
-__all__ = ["EMULATION_ENV", "SHARED_MIN_WARPS", "CupyDevice", "HostDevice", "cuda_devices",
-           "device_count"]
+__all__ = ["EMULATION_ENV", "SHARED_MIN_WARPS", "CupyDevice", "HostDevice", "compile_options",
+           "cuda_devices", "device_count"]
 
 _SCALARS = {"i32": (np.int32, ctypes.c_int), "i64": (np.int64, ctypes.c_longlong),
             "f64": (np.float64, ctypes.c_double)}
@@ -39,6 +39,14 @@ _SCALARS = {"i32": (np.int32, ctypes.c_int), "i64": (np.int64, ctypes.c_longlong
 #: model on 1375 nodes (24 warps) 1.95 against 2.16; 17 morphologies up to 2627 nodes
 #: (12 warps) 3.97 against 6.20.
 SHARED_MIN_WARPS = 28
+
+
+def compile_options(precision: str) -> tuple:
+    """NVRTC's options for the epoch kernel: float64 without FMA contraction, so that every
+    operation rounds as on the CPU; float32 with fast division and subnormals flushed
+    (docs/simulator.md, "How close to the CPU")."""
+    return ("--std=c++17",) + (("--fmad=false",) if precision == "float64"
+                               else ("--prec-div=false", "--ftz=true"))
 
 
 class CupyDevice:
@@ -89,8 +97,7 @@ class CupyDevice:
             return int(self.cp.cuda.runtime.memGetInfo()[0])
 
     def compile(self, source: str, precision: str):
-        options = ("--std=c++17",) + (("--fmad=false",) if precision == "float64"
-                                      else ("--prec-div=false", "--ftz=true"))
+        options = compile_options(precision)
         with self.device:
             module = self.cp.RawModule(code=source, options=options)
             return module.get_function("hb_epoch")
