@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from pathlib import Path
 
 from ...mechanisms.c_emitter import _CEmitter, _CScope, emit_helpers, weight_vector_code
 from ...mechanisms.codegen import CodegenError, _name, _parse_expr, ion_io
@@ -113,8 +112,9 @@ __device__ __forceinline__ real hoc_Exp(real x) {
 def _fast_math() -> str:
     """The solvers' arithmetic helpers (``hb_rcp``), shared with the Hines and tridiagonal
     kernels (``solvers/gpu/kernels/fast_math.cuh``), for the device build."""
-    path = Path(__file__).parents[2] / "solvers" / "gpu" / "kernels" / "fast_math.cuh"
-    return path.read_text().replace("#pragma once\n", "")
+    from ...solvers.gpu.kernel_build import source_text
+
+    return source_text("fast_math.cuh").replace("#pragma once\n", "")
 
 
 @dataclass(frozen=True)
