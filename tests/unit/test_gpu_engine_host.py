@@ -13,11 +13,12 @@ import shutil
 
 import numpy as np
 import pytest
-from gpu_engine_cases import REAL, clamped_cells, compare, network, wire
+from gpu_engine_cases import REAL, SMALL, clamped_cells, compare, network, wire
 from network_cases import one_step_epochs
 
 import hinesbatch as hb
 from hinesbatch import run_network
+from hinesbatch.engine.gpu import runner
 from hinesbatch.engine.gpu.devices import EMULATION_ENV, HostDevice
 from hinesbatch.engine.gpu.source import field_roles
 from hinesbatch.errors import DeviceMemoryError
@@ -90,6 +91,116 @@ def test_network_equals_serial(seed, min_delay):
     worst, same = compare(out["serial"], out["gpu"], keys, spikes)
     assert sum(out["serial"].spikes[k].size for k in spikes) > 0
     assert worst == 0.0 and same
+
+
+@pytest.fixture
+def trunk_scan(monkeypatch):
+    """The host build with every trunk of 2 nodes or more solved by the warp's scan (its
+    lanes one after another): the CUDA build's solve, on small cells too."""
+    monkeypatch.setattr(HostDevice, "trunk_scan", True)
+    monkeypatch.setattr(runner, "TRUNK_MIN", 2)
+
+
+#: The trunk's scan orders the solve's arithmetic differently: rounding apart from serial.
+TRUNK_MV = 1e-9
+
+
+@pytest.mark.usefixtures("trunk_scan")
+@pytest.mark.parametrize("files", [SMALL, ("pyramidal.swc", "c91662.swc")],
+                         ids=["small", "long-trunks"])
+@pytest.mark.parametrize("shared", [True, False])
+def test_trunk_scan_equals_serial_within_rounding(seed, files, shared, monkeypatch):
+    """Trunks of a few nodes (one a lane) to 154 (five a lane, the last lanes empty), with
+    v, d, rhs and the scan's scratch in shared or in device memory."""
+    if not shared:
+        monkeypatch.setattr(HostDevice, "state_in_shared", lambda self, kernel, t, b: False)
+    out = {}
+    for backend in ("serial", "gpu"):
+        rng = np.random.default_rng(seed)
+        cells = clamped_cells(rng, files)
+        sim = _sim(cells, backend)
+        keys = [sim.record("v", cell=k) for k in range(len(cells))]
+        keys.append(sim.record("m_hh", cell=1, every=3))
+        spikes = [sim.record_spikes(sim.spike_source(k)) for k in range(len(cells))]
+        out[backend] = sim.run(30.0)
+        if backend == "gpu":
+            trunks = [s["tr_node"].size for s in sim._gpu.structs]
+    worst, same = compare(out["serial"], out["gpu"], keys, spikes)
+    assert min(trunks) >= 2 and (max(trunks) > 64 or files == SMALL)
+    assert sum(out["serial"].spikes[k].size for k in spikes) > 0
+    assert worst <= TRUNK_MV and same, (worst, same)
+
+
+@pytest.mark.usefixtures("trunk_scan")
+def test_network_with_trunk_scan_equals_serial_within_rounding(seed):
+    out = {}
+    for backend in ("serial", "gpu"):
+        rng = np.random.default_rng(seed)
+        cells = network(rng, 8)
+        sim = _sim(cells, backend, 2)
+        keys, spikes = wire(sim, cells, rng)
+        out[backend] = sim.run(40.0)
+    worst, same = compare(out["serial"], out["gpu"], keys, spikes)
+    assert sum(out["serial"].spikes[k].size for k in spikes) > 0
+    assert worst <= TRUNK_MV and same, (worst, same)
+
+
+def _solve_by_structure(st, d, rhs):
+    """The solve that the kernel runs on a structure, in NumPy: chain levels (the ranges of
+    a level taken last to first, as any thread order may), the trunk's recurrences, then
+    back substitution; returns x."""
+    d, x = d.astype(float), rhs.astype(float)
+    lev, rng_, pc, ab = st["el_lev"], st["el_range"], st["el_pc"], st["el_ab"]
+    for h in range(lev.size - 1):
+        for q in reversed(range(lev[h], lev[h + 1])):
+            for r in range(*rng_[q]):
+                (p, c), (a, b) = pc[r], ab[r]
+                pp = a / d[c]
+                d[p] -= pp * b
+                x[p] -= pp * x[c]
+    tn, tab = st["tr_node"], st["tr_ab"]
+    for i in range(1, tn.size):           # the trunk from its leaf up
+        a, b = tab[i - 1]
+        pp = a / d[tn[i - 1]]
+        d[tn[i]] -= pp * b
+        x[tn[i]] -= pp * x[tn[i - 1]]
+    for k in range(tn.size):              # and from its root down
+        i = tn.size - 1 - k
+        x[tn[i]] = (x[tn[i]] - (tab[i][1] * x[tn[i + 1]] if k else 0.0)) / d[tn[i]]
+    lev, rng_, ip, bb = st["bs_lev"], st["bs_range"], st["bs_ip"], st["bs_b"]
+    for h in range(lev.size - 1):
+        for q in reversed(range(lev[h], lev[h + 1])):
+            for r in range(*rng_[q]):
+                i, p = ip[r]
+                x[i] = (x[i] - (bb[r] * x[p] if p >= 0 else 0.0)) / d[i]
+    return x
+
+
+@pytest.mark.parametrize("trunk_min", [0, 1, 3, 12])
+def test_structures_solve_every_tree(seed, trunk_min):
+    """Random trees (chains, stars, bushes), with and without a trunk: the records, levels
+    and trunk of ``_structure`` solve the tree's system (row i: d_i x_i + b_i x_parent +
+    sum of a_k x_k over its children k), each node eliminated once."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(seed)
+    for _ in range(30):
+        n = int(rng.integers(1, 120))
+        reach = int(rng.choice([1, 3, n]))
+        parent = np.array([-1] + [int(rng.integers(max(0, i - reach), i)) for i in range(1, n)])
+        a, b = -rng.uniform(0.1, 1.0, n), -rng.uniform(0.1, 1.0, n)
+        lay = SimpleNamespace(parent=parent, a=a, b=b, capd=np.ones(n))
+        st = runner._structure(lay, SimpleNamespace(start=0, stop=n), trunk_min)
+        trunk = st["tr_node"]
+        assert trunk.size == 0 or (trunk.size >= trunk_min and trunk[-1] == 0)
+        eliminated = np.concatenate([st["el_pc"][:, 1], trunk[:-1]])
+        assert sorted(eliminated.tolist()) == list(range(1, n))
+        dense = np.diag(rng.uniform(5.0, 10.0, n))
+        for i in range(1, n):
+            dense[i, parent[i]], dense[parent[i], i] = b[i], a[i]
+        rhs = rng.normal(size=n)
+        x = _solve_by_structure(st, np.diag(dense).copy(), rhs)
+        np.testing.assert_allclose(x, np.linalg.solve(dense, rhs), rtol=1e-12, atol=1e-12)
 
 
 def test_one_step_epochs_equal_serial():

@@ -53,6 +53,7 @@ class CupyDevice:
     """One CUDA device, by index."""
 
     kind = "cuda"
+    trunk_scan = True       # long trunks by a warp's scan (runner.TRUNK_MIN)
 
     def __init__(self, index: int):
         self.cp, self.index = cupy_module(), int(index)
@@ -120,6 +121,9 @@ class HostDevice:
 
     kind = "host"
     max_shared = 1 << 30
+    #: The host build takes every node by chains, in NEURON's order, so that it equals the
+    #: serial engine bit for bit; tests switch the trunk's scan on to check it.
+    trunk_scan = False
 
     def __init__(self, index: int = 0):
         self.index = index

@@ -29,7 +29,7 @@ import numpy as np
 from ...errors import DeviceMemoryError
 from ...network import SPIKE_OFFSET, deliver
 from ..artificial import ArtificialCell
-from .source import field_roles, kernel_args, kernel_source
+from .source import META, field_roles, kernel_args, kernel_source
 
 __all__ = ["MAX_EPOCH", "META", "GpuRunner", "structures"]
 
@@ -44,7 +44,32 @@ MIN_BLOCKS = {32: 32}
 _INT = np.int32
 
 
-def _structure(lay, cl) -> dict:
+#: A cell whose trunk (the longest path from its root to a leaf) has at least this many
+#: nodes has the trunk solved by one warp in a few dozen dependent steps (see
+#: :func:`_structure`) instead of one record after another, when the device runs it so
+#: (``device.trunk_scan``).
+TRUNK_MIN = 32
+#: Reals of a block's scratch for the trunk's scan: 32 lanes' 2 x 2 products and their
+#: affine maps (after v, d and rhs, in shared or device memory).
+SCAN_REALS = 6 * 32
+
+
+def _trunk(parent: np.ndarray, kids: np.ndarray, start: np.ndarray,
+           counts: np.ndarray) -> list:
+    """The nodes of the longest path from the root (node 0) to a leaf, root first: from each
+    node on, the child with the most nodes below it (the first of equals)."""
+    n = parent.size
+    height = np.ones(n, dtype=np.int64)
+    for i in range(n - 1, 0, -1):
+        height[parent[i]] = max(height[parent[i]], height[i] + 1)
+    path = [0]
+    while counts[path[-1]]:
+        below = kids[start[path[-1]]:start[path[-1]] + counts[path[-1]]]
+        path.append(int(below[np.argmax(height[below])]))
+    return path
+
+
+def _structure(lay, cl, trunk_min: int = 0) -> dict:
     """The arrays of one cell's structure (local node indices).
 
     Per node: ``info`` (parent, first child entry, child count, 0) and a, b, cm/dt; per
@@ -57,6 +82,13 @@ def _structure(lay, cl) -> dict:
     per node, children in NEURON's (decreasing) order; back-substitution records (node,
     parent, b), top down. ``*_range`` holds (first, end) record of each chain, in level
     order, and ``*_lev`` where each level starts in it.
+
+    With ``trunk_min`` > 0 and a trunk of at least that many nodes, the trunk is taken out
+    of the chains: the chains cover the subtrees hanging from it; a last elimination level
+    has, per trunk node with such subtrees, the records that take their tops' terms; then
+    the kernel eliminates the trunk by a scan (``tr_node``: its nodes from the leaf up,
+    ``tr_ab``: each node's a and b), and substitutes back along it before the chains.
+    Otherwise ``tr_node`` is empty and every node is on a chain, in NEURON's order.
     """
     sl, n = slice(cl.start, cl.stop), cl.stop - cl.start
     parent = np.where(lay.parent[sl] < 0, -1, lay.parent[sl] - cl.start).astype(np.int64)
@@ -64,7 +96,15 @@ def _structure(lay, cl) -> dict:
     kids = np.argsort(parent[1:], kind="stable") + 1          # children by parent, ascending
     counts = np.bincount(parent[1:], minlength=n)
     start = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    tops = [0] + [i for i in range(1, n) if counts[parent[i]] != 1]
+    trunk = _trunk(parent, kids, start, counts) if trunk_min > 0 else []
+    if len(trunk) < max(trunk_min, 1):
+        trunk = []
+    on = np.zeros(n, dtype=bool)
+    on[trunk] = True
+    if trunk:
+        tops = [i for i in range(1, n) if not on[i] and (on[parent[i]] or counts[parent[i]] != 1)]
+    else:
+        tops = [0] + [i for i in range(1, n) if counts[parent[i]] != 1]
     chain_of = np.empty(n, dtype=np.int64)
     chains = []
     for c, top in enumerate(tops):
@@ -77,14 +117,17 @@ def _structure(lay, cl) -> dict:
             i = int(kids[start[i]])
         chains.append(nodes)
     n_chains = len(chains)
-    chain_parent = np.array([-1] + [int(chain_of[parent[t]]) for t in tops[1:]])
+    chain_parent = np.array([-1 if t == 0 or on[parent[t]] else int(chain_of[parent[t]])
+                             for t in tops], dtype=np.int64)
     depth = np.zeros(n_chains, dtype=np.int64)
-    for c in range(1, n_chains):            # parents' chains come first: tops ascend
-        depth[c] = depth[chain_parent[c]] + 1
+    for c in range(n_chains):               # parents' chains come first: tops ascend
+        if chain_parent[c] >= 0:
+            depth[c] = depth[chain_parent[c]] + 1
     height = np.zeros(n_chains, dtype=np.int64)
-    for c in range(n_chains - 1, 0, -1):
+    for c in range(n_chains - 1, -1, -1):
         p = chain_parent[c]
-        height[p] = max(height[p], height[c] + 1)
+        if p >= 0:
+            height[p] = max(height[p], height[c] + 1)
     el, el_range = [], []
     for c in np.argsort(height, kind="stable"):
         first = len(el)
@@ -92,33 +135,45 @@ def _structure(lay, cl) -> dict:
             for k in reversed(kids[start[i]:start[i] + counts[i]]):
                 el.append((i, k, a[k], b[k]))
         el_range.append((first, len(el)))
+    levels = lambda key: (np.searchsorted(np.sort(key), np.arange(key.max() + 2))
+                          if key.size else np.zeros(1, dtype=np.int64))
+    el_lev = levels(height)
+    if trunk:          # the trunk's nodes take their subtrees' terms, in NEURON's order
+        for q in trunk:
+            first = len(el)
+            for k in reversed(kids[start[q]:start[q] + counts[q]]):
+                if not on[k]:
+                    el.append((q, k, a[k], b[k]))
+            if len(el) > first:
+                el_range.append((first, len(el)))
+        if len(el_range) > el_lev[-1]:
+            el_lev = np.append(el_lev, len(el_range))
     bs, bs_range = [], []
     for c in np.argsort(depth, kind="stable"):
         first = len(bs)
         for i in chains[c]:
             bs.append((i, parent[i], b[i]))
         bs_range.append((first, len(bs)))
+    bs_range += [(len(bs), len(bs))] * (len(el_range) - len(bs_range))   # one base for both
     el = np.array(el, dtype=np.float64).reshape(-1, 4)
     bs = np.array(bs, dtype=np.float64).reshape(-1, 3)
-    levels = lambda key: np.searchsorted(np.sort(key), np.arange(key.max() + 2))
     info = np.zeros((n, 4), dtype=_INT)
     info[:, 0], info[:, 1], info[:, 2] = parent, start, counts
+    up = np.array(trunk[::-1], dtype=np.int64)          # the trunk from its leaf up
     return {"n": n, "info": info, "a": a, "b": b, "capd": lay.capd[sl],
             "child_idx": kids.astype(_INT), "child_a": a[kids],
             "el_pc": el[:, :2].astype(_INT), "el_ab": el[:, 2:],
             "el_range": np.array(el_range, dtype=_INT).reshape(-1, 2),
-            "el_lev": levels(height).astype(_INT),
+            "el_lev": el_lev.astype(_INT),
             "bs_ip": bs[:, :2].astype(_INT), "bs_b": bs[:, 2],
             "bs_range": np.array(bs_range, dtype=_INT).reshape(-1, 2),
-            "bs_lev": levels(depth).astype(_INT)}
+            "bs_lev": levels(depth).astype(_INT),
+            "tr_node": up.astype(_INT), "tr_ab": np.stack([a[up], b[up]], axis=1).reshape(-1, 2)}
 
 
-#: Per-structure entries of ``s_meta``: where its arrays start in the device's arrays.
-META = ("node0", "n", "range0", "el_lev0", "n_el", "bs_lev0", "n_bs", "unused")
-
-
-def structures(lay) -> tuple[list, np.ndarray]:
-    """The distinct structures of a layout and each cell's structure id."""
+def structures(lay, trunk_min: int = 0) -> tuple[list, np.ndarray]:
+    """The distinct structures of a layout and each cell's structure id (``trunk_min`` as
+    in :func:`_structure`)."""
     keys, out, ids = {}, [], np.empty(len(lay.cells), dtype=_INT)
     for c, cl in enumerate(lay.cells):
         a = slice(cl.start, cl.stop)
@@ -129,7 +184,7 @@ def structures(lay) -> tuple[list, np.ndarray]:
         key = h.hexdigest()
         if key not in keys:
             keys[key] = len(out)
-            out.append(_structure(lay, cl))
+            out.append(_structure(lay, cl, trunk_min))
         ids[c] = keys[key]
     return out, ids
 
@@ -157,9 +212,10 @@ class _Part:
         meta = np.stack([base("a"), [st["n"] for st in structs], base("el_range"),
                          base("el_lev"), [st["el_lev"].size - 1 for st in structs],
                          base("bs_lev"), [st["bs_lev"].size - 1 for st in structs],
-                         np.zeros(len(structs))], axis=1)
+                         base("tr_node"), [st["tr_node"].size for st in structs]], axis=1)
         self.n_max = int(max(st["n"] for st in structs))
         self.n_levels = int(meta[:, 4].max() + meta[:, 6].max())
+        self.max_trunk = int(meta[:, 8].max())
         cat = lambda key, dtype: np.ascontiguousarray(
             np.concatenate([st[key] for st in structs]), dtype=dtype)
         info = cat("info", _INT)
@@ -183,6 +239,8 @@ class _Part:
             "el_range": put(shifted("el_range", "el_pc")), "el_lev": put(cat("el_lev", _INT)),
             "bs_ip": put(cat("bs_ip", _INT)), "bs_b": put(cat("bs_b", real)),
             "bs_range": put(shifted("bs_range", "bs_ip")), "bs_lev": put(cat("bs_lev", _INT)),
+            "tr_node": put(_at_least_one(cat("tr_node", _INT))),
+            "tr_ab": put(_at_least_one(cat("tr_ab", real).reshape(-1, 2))),
             "v_glob": put(sim._v[self.node0:self.node0 + n_nodes].astype(real)),
         }
         # mechanisms: the instances of cells c0..c1 are contiguous
@@ -335,7 +393,8 @@ class GpuRunner:
         # threshold -> synapse delays bound how long the cells may run on their own
         delays = [nc.delay for s in run_arrays.sources for nc in s.netcons]
         self.min_delay = min(delays) if delays else math.inf
-        self.structs, self.struct_ids = structures(lay)
+        self.trunk_min = TRUNK_MIN if all(d.trunk_scan for d in self.devices) else 0
+        self.structs, self.struct_ids = structures(lay, self.trunk_min)
         roles = {m.name: field_roles(m, sim._data[m.name], sim.tables, sim._km.kept)
                  for m in lay.mechs}
         args = kernel_args(lay.mechs, sim.tables)
@@ -346,14 +405,16 @@ class GpuRunner:
                       in zip(self.devices, _split(lay, len(self.devices))) if c1 > c0]
         self.block = _block_threads(max(p.n_max for p in self.parts),
                                     options.get("block_threads"), self.precision)
+        self.scan_reals = SCAN_REALS if any(st["tr_node"].size for st in self.structs) else 0
         self.source = kernel_source(lay.mechs, roles, precision=self.precision,
                                     tables=sim.tables, dt=sim.dt, celsius=sim.celsius,
                                     block_threads=self.block,
-                                    min_blocks=MIN_BLOCKS.get(self.block, 0))
+                                    min_blocks=MIN_BLOCKS.get(self.block, 0),
+                                    scan_reals=self.scan_reals)
         self.kernels = {id(p.device): p.device.compile(self.source, self.precision)
                         for p in self.parts}
         for p in self.parts:
-            p.shared = 3 * p.n_max * np.dtype(self.real).itemsize
+            p.shared = (3 * p.n_max + self.scan_reals) * np.dtype(self.real).itemsize
             p.use_shared = p.device.state_in_shared(self.kernels[id(p.device)], self.block,
                                                     p.shared)
             p.state_memory = ("shared memory" if p.use_shared else
@@ -361,7 +422,8 @@ class GpuRunner:
                               if p.shared > p.device.max_shared else
                               "device memory (shared memory would hold fewer blocks at once)")
             if not p.use_shared:
-                p.arrays["scratch"] = p.device.zeros(p.n_cells * 3 * p.n_max, self.real)
+                p.arrays["scratch"] = p.device.zeros(
+                    p.n_cells * (3 * p.n_max + self.scan_reals), self.real)
                 p.shared = 0
             else:
                 p.arrays["scratch"] = p.device.zeros(1, self.real)
@@ -396,8 +458,10 @@ class GpuRunner:
                   "one thread block per cell")]
         for p in self.parts:
             lines.append(f"  {p.device!r}: cells {p.c0}..{p.c1 - 1}, {self.block} "
-                         f"threads per cell, up to {p.n_max} nodes and {p.n_levels} chain levels; "
-                         f"v, d, rhs in {p.state_memory}")
+                         f"threads per cell, up to {p.n_max} nodes and {p.n_levels} chain levels"
+                         + (f" (trunks of up to {p.max_trunk} nodes by a warp's scan)"
+                            if p.max_trunk else "")
+                         + f"; v, d, rhs in {p.state_memory}")
         return "\n".join(lines)
 
     # ---- the epoch loop ---------------------------------------------------------------
@@ -539,6 +603,11 @@ class GpuRunner:
                 data = p.device.get(p.arrays[f"D_{m}"])
                 i0 = p.inst0[m]
                 sim._data[m][:, i0:i0 + data.shape[1]] = data
+
+
+def _at_least_one(arr: np.ndarray) -> np.ndarray:
+    """``arr``, or one zero row where it is empty (a device array is never empty)."""
+    return arr if len(arr) else np.zeros((1,) + arr.shape[1:], dtype=arr.dtype)
 
 
 def _size(n: float) -> str:

@@ -44,9 +44,13 @@ from ...mechanisms.c_emitter import _CEmitter, _CScope, emit_helpers, weight_vec
 from ...mechanisms.codegen import CodegenError, _name, _parse_expr, ion_io
 from ...mechanisms.ions import FARADAY, GAS_CONSTANT, kept_per_node
 
-__all__ = ["REAL_TYPES", "KernelArg", "field_roles", "kernel_args", "kernel_source"]
+__all__ = ["META", "REAL_TYPES", "KernelArg", "field_roles", "kernel_args", "kernel_source"]
 
 REAL_TYPES = {"float64": "double", "float32": "float"}
+
+#: Per-structure entries of ``s_meta`` (the kernel reads them by position): where the
+#: structure's arrays start in the device's arrays, and how many levels and trunk nodes.
+META = ("node0", "n", "range0", "el_lev0", "n_el", "bs_lev0", "n_bs", "tr0", "n_tr")
 
 _PRELUDE = r"""
 #ifdef HB_HOST
@@ -100,6 +104,113 @@ __device__ __forceinline__ real hb_over(real x, real d_reciprocal) { return x*d_
 __device__ __forceinline__ double hb_exp(double x) { return exp(x); }
 __device__ __forceinline__ float hb_exp(float x) { return __expf(x); }   /* float32: fast */
 #endif
+/* The trunk (the longest path from the root, TN[0] its leaf ... TN[L-1] the root; TA[i]
+   the a and b of TN[i]) by one warp, after the subtrees hanging from it have given their
+   terms. Lane l takes the run of E = ceil(L/32) nodes from l*E. Elimination from the leaf
+   up makes each pivot d'_i = d_i - c_i/d'_(i-1) (c_i = a*b of the node below), a ratio of
+   the first column of the product of [[d_i, -c_i], [1, 0]]: each lane multiplies its run's
+   matrices (scaled now and then, and at the end to a sum of magnitudes 1: only ratios
+   count), applies the products of the lanes before it to (1, 0) to find the pivot it
+   starts from, then walks its run. The right-hand
+   sides b'_i = b_i - (a/d')_(i-1) b'_(i-1) and back substitution, x_i = (b'_i - b x_(i+1))/d'_i
+   from the root down, are affine maps joined the same way. The host build runs the lanes
+   one after another, phase by phase. */
+#ifdef HB_HOST
+#define HB_LANES for (int lane = 0; lane < 32; ++lane)
+#define HB_SYNCWARP()
+#else
+#define HB_LANES for (int lane = tid; lane < 32; lane += 32)
+#define HB_SYNCWARP() __syncwarp()
+#endif
+__device__ __forceinline__ void hb_trunk_eliminate(real* Dg, real* B, const int* TN,
+                                                   const real2* TA, int L, real* S, int tid)
+{
+    const int E = (L + 31)/32;
+    real* P = S;            /* 32 products, 4 reals each */
+    real* F = S + 128;      /* 32 affine maps, 2 reals each */
+    HB_LANES {
+        real m00 = R(1.0), m01 = R(0.0), m10 = R(0.0), m11 = R(1.0);
+        for (int i = lane*E; i < L && i < (lane + 1)*E; ++i) {
+            const real d = Dg[TN[i]], c = i > 0 ? TA[i - 1].x*TA[i - 1].y : R(0.0);
+            const real n00 = d*m00 - c*m10, n01 = d*m01 - c*m11;
+            m10 = m00;
+            m11 = m01;
+            m00 = n00;
+            m01 = n01;
+            if ((i & 3) == 3 || i + 1 == L || i + 1 == (lane + 1)*E) {     /* every 4th */
+                const real k = R(1.0)/(fabs(m00) + fabs(m01) + fabs(m10) + fabs(m11));
+                m00 *= k; m01 *= k; m10 *= k; m11 *= k;
+            }
+        }
+        P[4*lane] = m00; P[4*lane + 1] = m01; P[4*lane + 2] = m10; P[4*lane + 3] = m11;
+    }
+    HB_SYNCWARP();
+    HB_LANES {
+        real px = R(1.0), py = R(0.0);       /* the pivot before the run: px/py */
+        for (int m = 0; m < lane; ++m) {      /* the products have sums of magnitudes 1 */
+            const real nx = P[4*m]*px + P[4*m + 1]*py, ny = P[4*m + 2]*px + P[4*m + 3]*py;
+            px = nx;
+            py = ny;
+            if ((m & 7) == 7) {
+                const real k = R(1.0)/(fabs(px) + fabs(py));
+                px *= k;
+                py *= k;
+            }
+        }
+        real dp = px/py, fa = R(1.0), fb = R(0.0);
+        for (int i = lane*E; i < L && i < (lane + 1)*E; ++i) {
+            real d = Dg[TN[i]], al = R(0.0);
+            if (i > 0) {
+                const real r = R(1.0)/dp;
+                d -= TA[i - 1].x*TA[i - 1].y*r;
+                al = -TA[i - 1].x*r;
+            }
+            Dg[TN[i]] = d;
+            fa = al*fa;
+            fb = al*fb + B[TN[i]];
+            dp = d;
+        }
+        F[2*lane] = fa; F[2*lane + 1] = fb;
+    }
+    HB_SYNCWARP();
+    HB_LANES {
+        real x = R(0.0);
+        for (int m = 0; m < lane; ++m) x = F[2*m]*x + F[2*m + 1];
+        for (int i = lane*E; i < L && i < (lane + 1)*E; ++i) {
+            const real al = i > 0 ? -TA[i - 1].x/Dg[TN[i - 1]] : R(0.0);
+            x = al*x + B[TN[i]];
+            B[TN[i]] = x;
+        }
+    }
+}
+__device__ __forceinline__ void hb_trunk_substitute(real* Dg, real* B, const int* TN,
+                                                    const real2* TA, int L, real* S, int tid)
+{
+    const int E = (L + 31)/32;
+    real* F = S + 128;
+    HB_LANES {              /* position k from the root: node TN[L-1-k] */
+        real fa = R(1.0), fb = R(0.0);
+        for (int k = lane*E; k < L && k < (lane + 1)*E; ++k) {
+            const int i = L - 1 - k;
+            const real r = R(1.0)/Dg[TN[i]];
+            const real ga = k > 0 ? -TA[i].y*r : R(0.0);
+            fa = ga*fa;
+            fb = ga*fb + B[TN[i]]*r;
+        }
+        F[2*lane] = fa; F[2*lane + 1] = fb;
+    }
+    HB_SYNCWARP();
+    HB_LANES {
+        real x = R(0.0);
+        for (int m = 0; m < lane; ++m) x = F[2*m]*x + F[2*m + 1];
+        for (int k = lane*E; k < L && k < (lane + 1)*E; ++k) {
+            const int i = L - 1 - k;
+            const real r = R(1.0)/Dg[TN[i]];
+            x = (k > 0 ? -TA[i].y*r : R(0.0))*x + B[TN[i]]*r;
+            B[TN[i]] = x;
+        }
+    }
+}
 /* NEURON's hoc_Exp: 0 below -700, exp(700) above 700, else exp. */
 __device__ __forceinline__ real hoc_Exp(real x) {
     if (x < R(-700.0)) return R(0.0);
@@ -384,7 +495,8 @@ _COMMON = (
     ("child_idx", "ptr:int"), ("child_a", "ptr:real"),
     ("el_pc", "ptr:int2"), ("el_ab", "ptr:real2"), ("el_range", "ptr:int2"),
     ("el_lev", "ptr:int"), ("bs_ip", "ptr:int2"), ("bs_b", "ptr:real"),
-    ("bs_range", "ptr:int2"), ("bs_lev", "ptr:int"),
+    ("bs_range", "ptr:int2"), ("bs_lev", "ptr:int"), ("tr_node", "ptr:int"),
+    ("tr_ab", "ptr:real2"),
     ("v_glob", "ptr:real"), ("scratch", "ptr:real"),
     ("src_off", "ptr:int"), ("src_node", "ptr:int"), ("src_thr", "ptr:real"),
     ("src_flag", "ptr:int"), ("spike_n", "ptr:int"), ("spike_t", "ptr:double"),
@@ -443,13 +555,15 @@ _WRITTEN = {"v_glob", "scratch", "src_flag", "spike_n", "spike_t", "rec_buf", "b
 
 
 def kernel_source(mechs, roles: dict, *, precision: str, tables: bool, dt: float,
-                  celsius: float, block_threads: int = 1024, min_blocks: int = 0) -> str:
+                  celsius: float, block_threads: int = 1024, min_blocks: int = 0,
+                  scan_reals: int = 0) -> str:
     """The full source of ``hb_epoch`` for ``mechs`` (NEURON's type order) with the field
     roles ``{name: (constants, transient)}`` (:func:`field_roles`). ``dt`` and ``celsius``
     are compiled in as literals, so that what depends on them only (hh's q10) is computed
     once by the compiler instead of at every node and step; ``block_threads`` is the
     kernel's launch bound and ``min_blocks`` (when > 0) the blocks a multiprocessor must be
-    able to hold at once (the registers a thread may use follow from both)."""
+    able to hold at once (the registers a thread may use follow from both); ``scan_reals``
+    the reals of a block's scratch after v, d and rhs (the trunk's scan)."""
     real = REAL_TYPES[precision]
     parts = [f"#define REAL {real}\n#define REAL2 {real}2\n",
              _PRELUDE.replace("@FAST_MATH@", _fast_math())]
@@ -464,6 +578,8 @@ def kernel_source(mechs, roles: dict, *, precision: str, tables: bool, dt: float
     signature = ",\n    ".join(f"{a.ctype} {a.name}" for a in args)
     parts.append(_kernel_body(mechs, tables, signature)
                  .replace("@DT@", repr(float(dt))).replace("@CELSIUS@", repr(float(celsius)))
+                 .replace("@SCAN@", str(int(scan_reals)))
+                 .replace("@META@", str(len(META)))
                  .replace("@THREADS@", str(int(block_threads)) +
                           (f", {int(min_blocks)}" if min_blocks > 0 else "")))
     parts.append(_host_launcher(args))
@@ -609,7 +725,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
     real* smem = (real*)hb_smem_raw;
 #endif
     const int cell = cell_order[HB_BID], tid = HB_TID, nt = HB_NT;
-    const int* __restrict__ meta = s_meta + 8*cell_struct[cell];
+    const int* __restrict__ meta = s_meta + @META@*cell_struct[cell];
     const int sn0 = meta[0], n = meta[1];
     const int2* __restrict__ ER = el_range + meta[2];
     const int2* __restrict__ BR = bs_range + meta[2];
@@ -617,10 +733,14 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
     const int n_elim = meta[4];
     const int* __restrict__ BL = bs_lev + meta[5];
     const int n_back = meta[6];
+    const int* __restrict__ TN = tr_node + meta[7];
+    const real2* __restrict__ TA = tr_ab + meta[7];
+    const int n_tr = meta[8];
     const int node0 = cell_node0[cell];
-    real* __restrict__ V = use_shared ? smem : scratch + (size_t)cell*3*n_max;
+    real* __restrict__ V = use_shared ? smem : scratch + (size_t)cell*(3*n_max + @SCAN@);
     real* __restrict__ Dg = V + n_max;
     real* __restrict__ B = Dg + n_max;
+    real* __restrict__ S = B + n_max;       /* the trunk's scan: @SCAN@ reals */
     const real dt = R(@DT@), celsius = R(@CELSIUS@);
     for (int i = tid; i < n; i += nt) V[i] = v_glob[node0 + i];
     __syncthreads();
@@ -710,6 +830,13 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
                     B[pc.x] -= pp*B[pc.y];
                 }}
             }}
+            __syncthreads();
+        }}
+        /* 4b. the trunk, when the cell's structure has one: one warp, from the leaf up */
+        if (n_tr > 0) {{
+            hb_trunk_eliminate(Dg, B, TN, TA, n_tr, S, tid);
+            __syncthreads();
+            hb_trunk_substitute(Dg, B, TN, TA, n_tr, S, tid);
             __syncthreads();
         }}
         /* 5. back substitution by chains, root first (records: node, parent, b) */
