@@ -48,7 +48,7 @@ _INT = np.int32
 #: nodes has the trunk solved by one warp in a few dozen dependent steps (see
 #: :func:`_structure`) instead of one record after another, when the device runs it so
 #: (``device.trunk_scan``).
-TRUNK_MIN = 32
+TRUNK_MIN = 16
 #: Reals of a block's scratch for the trunk's scan: 32 lanes' 2 x 2 products and their
 #: affine maps (after v, d and rhs, in shared or device memory).
 SCAN_REALS = 6 * 32

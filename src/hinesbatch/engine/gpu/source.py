@@ -15,7 +15,11 @@ cell that started last. A step, in NEURON's order (docs/simulator.md):
    terms, gathered per node in the order NEURON's loop adds them;
 4. the Hines solve by chains of nodes (runs without branch points), one thread per chain,
    a barrier per chain level: every parent takes its children's terms in NEURON's order,
-   so each node sees the same operations as on the CPU;
+   so each node sees the same operations as on the CPU. A cell with a long trunk (its
+   longest root-to-leaf path, ``runner.TRUNK_MIN`` nodes or more) has the chains cover
+   only the subtrees hanging from it, and one warp eliminates and substitutes along the
+   trunk by scans (``hb_trunk_eliminate``, ``hb_trunk_substitute``), the same system
+   solved in another order;
 5. ``v += rhs``; states at ``t + dt`` (cnexp, NEURON's form); recordings.
 
 The mechanism code comes from the same descriptions as the CPU's (:mod:`..mechanisms`),
