@@ -21,7 +21,7 @@ from gpu_engine_cases import REAL, clamped_cells, network, wire
 
 import hinesbatch as hb
 from hinesbatch import mechanisms
-from hinesbatch.engine.gpu.devices import EMULATION_ENV, compile_options
+from hinesbatch.engine.gpu.devices import EMULATION_ENV, HostDevice, compile_options
 
 NVCC = shutil.which("nvcc")
 pytestmark = [pytest.mark.nvcc, pytest.mark.skipif(NVCC is None, reason="nvcc is not on the PATH")]
@@ -53,6 +53,17 @@ def test_builtin_mechanisms_compile(seed, precision, tables, tmp_path):
     cells = clamped_cells(np.random.default_rng(seed))
     sim = hb.Simulation(cells, backend="gpu", precision=precision, tables=tables)
     sim.record("m_hh", cell=0)
+    _assert_compiles(sim, tmp_path, precision)
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_trunk_scan_compiles(seed, precision, tmp_path, monkeypatch):
+    """Cells with long trunks, as a CUDA device runs them: the trunk's scan and its scratch."""
+    monkeypatch.setattr(HostDevice, "trunk_scan", True)
+    cells = clamped_cells(np.random.default_rng(seed), ("c91662.swc", "ko20x-07.CNG.swc"))
+    sim = hb.Simulation(cells, backend="gpu", precision=precision)
+    sim.run(sim.dt)
+    assert max(s["tr_node"].size for s in sim._gpu.structs) > 32
     _assert_compiles(sim, tmp_path, precision)
 
 
