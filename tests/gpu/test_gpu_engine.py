@@ -52,6 +52,24 @@ def test_real_cells_fp64(seed, tables):
     assert worst <= FP64_MV and same, (worst, same)
 
 
+@pytest.mark.parametrize("trunk_min", [16, 2])
+def test_trunk_scan_fp64(seed, trunk_min, monkeypatch):
+    """Long trunks by a warp's scan (c91662: 92 nodes, three a lane), and with every trunk
+    of 2 nodes or more scanned, the small cells' too: the CPU's traces within 1e-6 mV."""
+    from hinesbatch.engine.gpu import runner
+
+    monkeypatch.setattr(runner, "TRUNK_MIN", trunk_min)
+    files = ("c91662.swc", "ko20x-07.CNG.swc", "mp_ma_40984_gc2.CNG.swc")
+    build = _clamped(seed, files)
+    sim, _, _ = build(lambda cells, **x: hb.Simulation(cells, backend="gpu", **x))
+    sim.run(1.0)
+    assert "by a warp's scan" in sim.describe()
+    a, b, keys, spikes = _runs(build, 60.0)
+    worst, same = compare(a, b, keys, spikes)
+    assert sum(a.spikes[k].size for k in spikes) >= 3
+    assert worst <= FP64_MV and same, (worst, same)
+
+
 def test_network_fp64(seed):
     def build(make):
         rng = np.random.default_rng(seed)
