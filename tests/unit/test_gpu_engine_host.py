@@ -132,6 +132,38 @@ def test_trunk_scan_equals_serial_within_rounding(seed, files, shared, monkeypat
 
 
 @pytest.mark.usefixtures("trunk_scan")
+def test_trunk_scan_on_a_cable_and_a_star():
+    """An unbranched cable (every node on the trunk, no chain level at all; three nodes a
+    lane) and a soma with 40 one-node dendrites (a trunk of a few nodes, the rest pulled)."""
+    from hinesbatch.model.sections import SectionCell
+
+    def cells():
+        cable = SectionCell(["cable"], [-1], [500.0], [2.0], nseg=[70])
+        names = ["soma"] + [f"d{i}" for i in range(40)]
+        star = SectionCell(names, [-1] + [0] * 40, [20.0] + [50.0] * 40, [20.0] + [1.0] * 40,
+                           nseg=[1] * 41)
+        for c, at, amp in ((cable, "cable(0.1)", 0.3), (star, "soma(0.5)", 2.0)):
+            c.insert("hh")
+            c.place("IClamp", at, delay=1.0, dur=20.0, amp=amp)
+        return [cable, star]
+
+    out = {}
+    for backend in ("serial", "gpu"):
+        sim = _sim(cells(), backend)
+        keys = [sim.record("v", cell=0, location="cable(0.9)"),
+                sim.record("v", cell=1, location="d3(0.5)")]
+        spikes = [sim.record_spikes(sim.spike_source(0, location="cable(0.1)")),
+                  sim.record_spikes(sim.spike_source(1, location="soma(0.5)"))]
+        out[backend] = sim.run(25.0)
+        if backend == "gpu":
+            structs = sim._gpu.structs
+    assert structs[0]["el_lev"].size == 1 and structs[0]["tr_node"].size == 72   # no level
+    worst, same = compare(out["serial"], out["gpu"], keys, spikes)
+    assert all(out["serial"].spikes[k].size > 0 for k in spikes)
+    assert worst <= TRUNK_MV and same, (worst, same)
+
+
+@pytest.mark.usefixtures("trunk_scan")
 def test_network_with_trunk_scan_equals_serial_within_rounding(seed):
     out = {}
     for backend in ("serial", "gpu"):
