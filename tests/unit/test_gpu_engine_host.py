@@ -96,9 +96,11 @@ def test_network_equals_serial(seed, min_delay):
 @pytest.fixture
 def trunk_scan(monkeypatch):
     """The host build with every trunk of 2 nodes or more solved by the warp's scan (its
-    lanes one after another): the CUDA build's solve, on small cells too."""
+    lanes one after another), in blocks of any size: the CUDA build's solve, on small cells
+    too."""
     monkeypatch.setattr(HostDevice, "trunk_scan", True)
     monkeypatch.setattr(runner, "TRUNK_MIN", 2)
+    monkeypatch.setattr(runner, "TRUNK_MIN_THREADS", 32)
 
 
 #: The trunk's scan orders the solve's arithmetic differently: rounding apart from serial.
@@ -161,6 +163,22 @@ def test_trunk_scan_on_a_cable_and_a_star():
     worst, same = compare(out["serial"], out["gpu"], keys, spikes)
     assert all(out["serial"].spikes[k].size > 0 for k in spikes)
     assert worst <= TRUNK_MV and same, (worst, same)
+
+
+@pytest.mark.parametrize("block_threads, scanned", [(None, False), (64, True)])
+def test_trunk_scan_only_in_blocks_of_several_warps(seed, block_threads, scanned,
+                                                     monkeypatch):
+    """Small cells get one-warp blocks, where the chains alone are faster: no scan, unless
+    the user asks for larger blocks; describe() says which."""
+    monkeypatch.setattr(HostDevice, "trunk_scan", True)
+    files = ("ko20x-07.CNG.swc", "mp_ma_40984_gc2.CNG.swc")   # trunks of 34 and 30 nodes
+    sim = _sim(clamped_cells(np.random.default_rng(seed), files), "gpu",
+               block_threads=block_threads)
+    sim.run(sim.dt)
+    trunks = [s["tr_node"].size for s in sim._gpu.structs]
+    assert sim._gpu.block == (block_threads or 32)
+    assert (max(trunks) >= runner.TRUNK_MIN) == scanned
+    assert ("by a warp's scan" in sim.describe()) == scanned
 
 
 @pytest.mark.usefixtures("trunk_scan")

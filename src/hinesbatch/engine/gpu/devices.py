@@ -53,7 +53,7 @@ class CupyDevice:
     """One CUDA device, by index."""
 
     kind = "cuda"
-    trunk_scan = True       # long trunks by a warp's scan (runner.TRUNK_MIN)
+    trunk_scan = True       # long trunks by a warp's scan (runner.TRUNK_MIN, TRUNK_MIN_THREADS)
 
     def __init__(self, index: int):
         self.cp, self.index = cupy_module(), int(index)

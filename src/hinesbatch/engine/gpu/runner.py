@@ -47,8 +47,13 @@ _INT = np.int32
 #: A cell whose trunk (the longest path from its root to a leaf) has at least this many
 #: nodes has the trunk solved by one warp in a few dozen dependent steps (see
 #: :func:`_structure`) instead of one record after another, when the device runs it so
-#: (``device.trunk_scan``).
+#: (``device.trunk_scan``) and the block has at least ``TRUNK_MIN_THREADS`` threads.
 TRUNK_MIN = 16
+#: A one-warp block's barriers are cheap and 32 such blocks keep a multiprocessor busy, so
+#: there the scan's work on all 32 lanes costs more than the chain latency it saves: NEURON's
+#: ringtest (cells of 67-131 nodes, 32 threads a block) took 0.146 s with the scan and
+#: 0.108 s without on an H200 (docs/decisions/026-gpu-trunk-scan.md).
+TRUNK_MIN_THREADS = 64
 #: Reals of a block's scratch for the trunk's scan: 32 lanes' 2 x 2 products and their
 #: affine maps (after v, d and rhs, in shared or device memory).
 SCAN_REALS = 6 * 32
@@ -393,7 +398,10 @@ class GpuRunner:
         # threshold -> synapse delays bound how long the cells may run on their own
         delays = [nc.delay for s in run_arrays.sources for nc in s.netcons]
         self.min_delay = min(delays) if delays else math.inf
-        self.trunk_min = TRUNK_MIN if all(d.trunk_scan for d in self.devices) else 0
+        self.block = _block_threads(max(cl.stop - cl.start for cl in lay.cells),
+                                    options.get("block_threads"), self.precision)
+        scan = all(d.trunk_scan for d in self.devices) and self.block >= TRUNK_MIN_THREADS
+        self.trunk_min = TRUNK_MIN if scan else 0
         self.structs, self.struct_ids = structures(lay, self.trunk_min)
         roles = {m.name: field_roles(m, sim._data[m.name], sim.tables, sim._km.kept)
                  for m in lay.mechs}
@@ -403,8 +411,6 @@ class GpuRunner:
         self._check_memory()
         self.parts = [_Part(self, d, c0, c1) for d, (c0, c1)
                       in zip(self.devices, _split(lay, len(self.devices))) if c1 > c0]
-        self.block = _block_threads(max(p.n_max for p in self.parts),
-                                    options.get("block_threads"), self.precision)
         self.scan_reals = SCAN_REALS if any(st["tr_node"].size for st in self.structs) else 0
         self.source = kernel_source(lay.mechs, roles, precision=self.precision,
                                     tables=sim.tables, dt=sim.dt, celsius=sim.celsius,

@@ -16,7 +16,8 @@ cell that started last. A step, in NEURON's order (docs/simulator.md):
 4. the Hines solve by chains of nodes (runs without branch points), one thread per chain,
    a barrier per chain level: every parent takes its children's terms in NEURON's order,
    so each node sees the same operations as on the CPU. A cell with a long trunk (its
-   longest root-to-leaf path, ``runner.TRUNK_MIN`` nodes or more) has the chains cover
+   longest root-to-leaf path, ``runner.TRUNK_MIN`` nodes or more), in a block of more than
+   one warp (``runner.TRUNK_MIN_THREADS``), has the chains cover
    only the subtrees hanging from it, and one warp eliminates and substitutes along the
    trunk by scans (``hb_trunk_eliminate``, ``hb_trunk_substitute``), the same system
    solved in another order;
