@@ -583,6 +583,7 @@ def kernel_source(mechs, roles: dict, *, precision: str, tables: bool, dt: float
     signature = ",\n    ".join(f"{a.ctype} {a.name}" for a in args)
     parts.append(_kernel_body(mechs, tables, signature)
                  .replace("@DT@", repr(float(dt))).replace("@CELSIUS@", repr(float(celsius)))
+                 .replace("@TRUNK@", _TRUNK_STEP if scan_reals else "")
                  .replace("@SCAN@", str(int(scan_reals)))
                  .replace("@META@", str(len(META)))
                  .replace("@THREADS@", str(int(block_threads)) +
@@ -590,6 +591,18 @@ def kernel_source(mechs, roles: dict, *, precision: str, tables: bool, dt: float
     parts.append(_host_launcher(args))
     return "".join(parts)
 
+
+#: Step 4b, compiled in only where a structure has a trunk (``scan_reals`` > 0): without it
+#: the kernel is the chains' alone, registers and stack included.
+_TRUNK_STEP = """\
+        /* 4b. the trunk, when the cell's structure has one: one warp, from the leaf up */
+        if (n_tr > 0) {
+            hb_trunk_eliminate(Dg, B, TN, TA, n_tr, S, tid);
+            __syncthreads();
+            hb_trunk_substitute(Dg, B, TN, TA, n_tr, S, tid);
+            __syncthreads();
+        }
+"""
 
 _NERNST = f"""
 /* NEURON's nrn_nernst [mV], in its order of operations. */
@@ -837,14 +850,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
             }}
             __syncthreads();
         }}
-        /* 4b. the trunk, when the cell's structure has one: one warp, from the leaf up */
-        if (n_tr > 0) {{
-            hb_trunk_eliminate(Dg, B, TN, TA, n_tr, S, tid);
-            __syncthreads();
-            hb_trunk_substitute(Dg, B, TN, TA, n_tr, S, tid);
-            __syncthreads();
-        }}
-        /* 5. back substitution by chains, root first (records: node, parent, b) */
+@TRUNK@        /* 5. back substitution by chains, root first (records: node, parent, b) */
         for (int h = 0; h < n_back; ++h) {{
             for (int q = BL[h] + tid; q < BL[h + 1]; q += nt) {{
                 const int2 rg = BR[q];
