@@ -13,7 +13,7 @@ and its ratio to the first version. Cell 0's trace is compared with the serial C
 
 Cases (Jaxley's Fig. 2 cell, hh with exact rates, 800 steps; batches at d_lambda 0.1):
 ``fig2-N-fp64``, ``fig2-N-fp32`` (N cells), ``single-N`` and ``mixed-N`` (N cells of one
-real morphology, or of all 17, float64).
+real morphology, or of all 17, float64; ``single-N-fp32``, ``mixed-N-fp32`` in float32).
 
 ``--phases`` adds, for the last version, runs with a phase of the step left out of the
 kernel (``no-solve``: the Hines solve, only the diagonal divided out; ``no-membrane``: the

@@ -399,7 +399,7 @@ class GpuRunner:
         delays = [nc.delay for s in run_arrays.sources for nc in s.netcons]
         self.min_delay = min(delays) if delays else math.inf
         self.block = _block_threads(max(cl.stop - cl.start for cl in lay.cells),
-                                    options.get("block_threads"), self.precision)
+                                    options.get("block_threads"))
         scan = all(d.trunk_scan for d in self.devices) and self.block >= TRUNK_MIN_THREADS
         self.trunk_min = TRUNK_MIN if scan else 0
         self.structs, self.struct_ids = structures(lay, self.trunk_min)
@@ -630,15 +630,14 @@ def _split(lay, parts: int) -> list:
     return [(cuts[k], cuts[k + 1]) for k in range(parts)]
 
 
-def _block_threads(n_max: int, requested, precision: str = "float64") -> int:
-    """The block size: ``requested``, or about 6 nodes per thread up to 128 threads in
-    float64 and 12 up to 64 in float32 (docs/decisions/018-gpu-engine.md)."""
+def _block_threads(n_max: int, requested) -> int:
+    """The block size: ``requested``, or about 6 nodes per thread up to 128 threads
+    (docs/decisions/018-gpu-engine.md, 026-gpu-trunk-scan.md)."""
     if requested is not None:
         t = int(requested)
         if t < 32 or t > 1024 or t % 32:
             raise ValueError(f"block_threads must be a multiple of 32 in [32, 1024], got {t}")
         return t
-    per, cap = (6, 128) if precision == "float64" else (12, 64)
-    return int(min(cap, max(32, 32 * math.ceil(n_max / per / 32))))
+    return int(min(128, max(32, 32 * math.ceil(n_max / 6 / 32))))
 
 
