@@ -127,6 +127,13 @@ __device__ __forceinline__ float hb_exp(float x) { return __expf(x); }   /* floa
 #define HB_LANES for (int lane = tid; lane < 32; lane += 32)
 #define HB_SYNCWARP() __syncwarp()
 #endif
+/* The affine maps x -> F[2m]*x + F[2m+1] of the lanes before `lane`, applied to 0 in
+   lane order: the value a lane's run starts from. */
+__device__ __forceinline__ real hb_maps_before(const real* F, int lane) {
+    real x = R(0.0);
+    for (int m = 0; m < lane; ++m) x = F[2*m]*x + F[2*m + 1];
+    return x;
+}
 __device__ __forceinline__ void hb_trunk_eliminate(real* Dg, real* B, const int* TN,
                                                    const real2* TA, int L, real* S, int tid)
 {
@@ -179,8 +186,7 @@ __device__ __forceinline__ void hb_trunk_eliminate(real* Dg, real* B, const int*
     }
     HB_SYNCWARP();
     HB_LANES {
-        real x = R(0.0);
-        for (int m = 0; m < lane; ++m) x = F[2*m]*x + F[2*m + 1];
+        real x = hb_maps_before(F, lane);
         for (int i = lane*E; i < L && i < (lane + 1)*E; ++i) {
             const real al = i > 0 ? -TA[i - 1].x/Dg[TN[i - 1]] : R(0.0);
             x = al*x + B[TN[i]];
@@ -206,8 +212,7 @@ __device__ __forceinline__ void hb_trunk_substitute(real* Dg, real* B, const int
     }
     HB_SYNCWARP();
     HB_LANES {
-        real x = R(0.0);
-        for (int m = 0; m < lane; ++m) x = F[2*m]*x + F[2*m + 1];
+        real x = hb_maps_before(F, lane);
         for (int k = lane*E; k < L && k < (lane + 1)*E; ++k) {
             const int i = L - 1 - k;
             const real r = R(1.0)/Dg[TN[i]];
