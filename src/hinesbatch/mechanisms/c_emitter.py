@@ -5,7 +5,9 @@ structure-of-arrays instance block: field ``k`` of instance ``j`` of ``n`` is
 ``D[k*n + j]``. Every operation keeps the description's order and parentheses, and
 ``exp`` is NEURON's ``hoc_Exp`` (:data:`C_PRELUDE`), so a C compiler without
 ``-ffast-math`` and without FMA contraction (``-ffp-contract=off``; CUDA: ``--fmad=false``)
-computes NEURON's values.
+computes NEURON's values. A division ``a / b`` is printed ``hb_div(a, b)``: the operator in
+C (:data:`C_PRELUDE`); the GPU engine's device build defines it for ``double`` as a product
+with a reciprocal (:mod:`hinesbatch.engine.gpu.source`).
 
 Functions for mechanism ``m`` (only those its description has):
 
@@ -49,6 +51,7 @@ static double hoc_Exp(double x) {
     if (x > 700.0) return exp(700.0);
     return exp(x);
 }
+#define hb_div(a, b) ((a) / (b))
 """
 _INTRINSICS = {"exp": "hoc_Exp", "log": "log", "pow": "pow", "fabs": "fabs", "sqrt": "sqrt",
                **{f: f for f in ("log10", "sin", "cos", "tan", "asin", "acos", "atan",
@@ -213,6 +216,8 @@ class _CEmitter:
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             if isinstance(node.op, ast.Pow):
                 return f"pow({e(node.left)}, {e(node.right)})"
+            if isinstance(node.op, ast.Div):
+                return f"hb_div({e(node.left)}, {e(node.right)})"
             return f"({e(node.left)} {_BINOPS[type(node.op)]} {e(node.right)})"
         if isinstance(node, ast.UnaryOp):
             op = {ast.USub: "-", ast.UAdd: "+", ast.Not: "!"}.get(type(node.op))

@@ -97,6 +97,8 @@ struct float2 { float x, y; };
 #ifdef HB_HOST
 static inline real hb_pivot(real a, real& d) { return a/d; }
 static inline real hb_over(real x, real d) { return x/d; }
+static inline real hb_inv(real x) { return R(1.0)/x; }
+#define hb_div(a, b) ((a) / (b))
 #define hb_exp exp
 #else
 @FAST_MATH@
@@ -106,6 +108,21 @@ __device__ __forceinline__ real hb_pivot(real a, real& d) {
     return a*r;
 }
 __device__ __forceinline__ real hb_over(real x, real d_reciprocal) { return x*d_reciprocal; }
+__device__ __forceinline__ real hb_inv(real x) { return hb_rcp(x); }
+/* The mechanisms' divisions (c_emitter prints a / b as hb_div(a, b)). float32 divides
+   (--prec-div=false makes that fast); float64 multiplies by hb_rcp's reciprocal, within
+   about an ulp of the quotient and without IEEE division's slow path, which keeps the
+   compiler from overlapping divisions. A zero, infinite or denormal divisor makes hb_rcp's
+   Newton steps NaN; the hardware's approximation alone then gives what division gives (an
+   infinity, a zero, NaN for 0/0), the denormal taken as zero. */
+__device__ __forceinline__ float hb_div(float a, float b) { return a/b; }
+__device__ __forceinline__ double hb_div(double a, double b) {
+    const double q = a*hb_rcp(b);
+    if (q == q) return q;
+    double r;
+    asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(b));
+    return a*r;
+}
 __device__ __forceinline__ double hb_exp(double x) { return exp(x); }
 __device__ __forceinline__ float hb_exp(float x) { return __expf(x); }   /* float32: fast */
 #endif
@@ -116,10 +133,11 @@ __device__ __forceinline__ float hb_exp(float x) { return __expf(x); }   /* floa
    the first column of the product of [[d_i, -c_i], [1, 0]]: each lane multiplies its run's
    matrices (scaled now and then, and at the end to a sum of magnitudes 1: only ratios
    count), applies the products of the lanes before it to (1, 0) to find the pivot it
-   starts from, then walks its run. The right-hand
-   sides b'_i = b_i - (a/d')_(i-1) b'_(i-1) and back substitution, x_i = (b'_i - b x_(i+1))/d'_i
-   from the root down, are affine maps joined the same way. The host build runs the lanes
-   one after another, phase by phase. */
+   starts from, then walks its run, keeping each pivot's reciprocal in Dg (the trunk's
+   Dg is read by the scan only). The right-hand sides b'_i = b_i - (a/d')_(i-1) b'_(i-1)
+   and back substitution, x_i = (b'_i - b x_(i+1))/d'_i from the root down, are affine
+   maps joined the same way. The host build runs the lanes one after another, phase by
+   phase. */
 #ifdef HB_HOST
 #define HB_LANES for (int lane = 0; lane < 32; ++lane)
 #define HB_SYNCWARP()
@@ -150,7 +168,7 @@ __device__ __forceinline__ void hb_trunk_eliminate(real* Dg, real* B, const int*
             m00 = n00;
             m01 = n01;
             if ((i & 3) == 3 || i + 1 == L || i + 1 == (lane + 1)*E) {     /* every 4th */
-                const real k = R(1.0)/(fabs(m00) + fabs(m01) + fabs(m10) + fabs(m11));
+                const real k = hb_inv(fabs(m00) + fabs(m01) + fabs(m10) + fabs(m11));
                 m00 *= k; m01 *= k; m10 *= k; m11 *= k;
             }
         }
@@ -164,23 +182,22 @@ __device__ __forceinline__ void hb_trunk_eliminate(real* Dg, real* B, const int*
             px = nx;
             py = ny;
             if ((m & 7) == 7) {
-                const real k = R(1.0)/(fabs(px) + fabs(py));
+                const real k = hb_inv(fabs(px) + fabs(py));
                 px *= k;
                 py *= k;
             }
         }
-        real dp = px/py, fa = R(1.0), fb = R(0.0);
+        real r = py*hb_inv(px), fa = R(1.0), fb = R(0.0);   /* 1/pivot before the run */
         for (int i = lane*E; i < L && i < (lane + 1)*E; ++i) {
             real d = Dg[TN[i]], al = R(0.0);
             if (i > 0) {
-                const real r = R(1.0)/dp;
                 d -= TA[i - 1].x*TA[i - 1].y*r;
                 al = -TA[i - 1].x*r;
             }
-            Dg[TN[i]] = d;
+            r = hb_inv(d);
+            Dg[TN[i]] = r;
             fa = al*fa;
             fb = al*fb + B[TN[i]];
-            dp = d;
         }
         F[2*lane] = fa; F[2*lane + 1] = fb;
     }
@@ -188,7 +205,7 @@ __device__ __forceinline__ void hb_trunk_eliminate(real* Dg, real* B, const int*
     HB_LANES {
         real x = hb_maps_before(F, lane);
         for (int i = lane*E; i < L && i < (lane + 1)*E; ++i) {
-            const real al = i > 0 ? -TA[i - 1].x/Dg[TN[i - 1]] : R(0.0);
+            const real al = i > 0 ? -TA[i - 1].x*Dg[TN[i - 1]] : R(0.0);
             x = al*x + B[TN[i]];
             B[TN[i]] = x;
         }
@@ -199,11 +216,11 @@ __device__ __forceinline__ void hb_trunk_substitute(real* Dg, real* B, const int
 {
     const int E = (L + 31)/32;
     real* F = S + 128;
-    HB_LANES {              /* position k from the root: node TN[L-1-k] */
+    HB_LANES {              /* position k from the root: node TN[L-1-k]; Dg: 1/pivot */
         real fa = R(1.0), fb = R(0.0);
         for (int k = lane*E; k < L && k < (lane + 1)*E; ++k) {
             const int i = L - 1 - k;
-            const real r = R(1.0)/Dg[TN[i]];
+            const real r = Dg[TN[i]];
             const real ga = k > 0 ? -TA[i].y*r : R(0.0);
             fa = ga*fa;
             fb = ga*fb + B[TN[i]]*r;
@@ -215,7 +232,7 @@ __device__ __forceinline__ void hb_trunk_substitute(real* Dg, real* B, const int
         real x = hb_maps_before(F, lane);
         for (int k = lane*E; k < L && k < (lane + 1)*E; ++k) {
             const int i = L - 1 - k;
-            const real r = R(1.0)/Dg[TN[i]];
+            const real r = Dg[TN[i]];
             x = (k > 0 ? -TA[i].y*r : R(0.0))*x + B[TN[i]]*r;
             B[TN[i]] = x;
         }
@@ -465,7 +482,7 @@ def mechanism_functions(mech, constants: dict, transient: set, tables: bool,
             f"__device__ __forceinline__ void {m}_cur({args}, real& g, real& c{ion_decl}) "
             f"{{\n{decl}{_locals_decl(scope)}    const real v1 = v + R(0.001);\n{first}"
             f"    g = {g};\n{second}    c = {c_sum};\n{store}"
-            f"    g = (g - c)/R(0.001);\n}}\n")
+            f"    g = hb_div(g - c, R(0.001));\n}}\n")
     if "state" in blocks:
         acc = block_access(mech, blocks["state"], tables)
         scope = _KernelScope(mech, constants, em.literal)
@@ -474,7 +491,7 @@ def mechanism_functions(mech, constants: dict, transient: set, tables: bool,
             y = scope.name(eq.state)
             a = em.expr(_parse_expr(eq.a, mech, "cnexp"), scope)
             b = em.expr(_parse_expr(eq.b, mech, "cnexp"), scope)
-            body += f"    {y} = {y} + (R(1.0) - hoc_Exp(dt*{a}))*(-{b}/{a} - {y});\n"
+            body += f"    {y} = {y} + (R(1.0) - hoc_Exp(dt*{a}))*(hb_div(-{b}, {a}) - {y});\n"
         body += em.block(mech.after_solve, scope, 1)
         ion_decl, from_node, outs = ion_parameters(mech, kept, "state")
         scope.used |= set(from_node) | set(outs)
