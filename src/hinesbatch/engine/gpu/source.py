@@ -238,6 +238,38 @@ __device__ __forceinline__ void hb_trunk_substitute(real* Dg, real* B, const int
         }
     }
 }
+/* One elimination record (parent p = pc.x, child c = pc.y, the child's a and b). A chain's
+   records go up a path, so the node they last updated is the next one's child, or its parent
+   again (another child of the same node): that node's d and rhs stay in registers (cur,
+   dcur, bcur), and the chain's dependent operations do not wait on shared memory. The
+   arithmetic is Dg[p] -= (a/Dg[c])*b, B[p] -= (a/Dg[c])*B[c], operation for operation. */
+__device__ __forceinline__ void hb_eliminate(const int2 pc, const real2 ab, int& cur,
+                                             real& dcur, real& bcur, real* Dg, real* B) {
+    const bool child_held = pc.y == cur, parent_held = pc.x == cur;
+    if (cur >= 0 && !child_held && !parent_held) {
+        Dg[cur] = dcur;
+        B[cur] = bcur;
+    }
+    real dc = child_held ? dcur : Dg[pc.y];
+    const real bc = child_held ? bcur : B[pc.y];
+    const real dp = parent_held ? dcur : Dg[pc.x], bp = parent_held ? bcur : B[pc.x];
+    const real pp = hb_pivot(ab.x, dc);
+    Dg[pc.y] = dc;                 /* the device keeps the pivot's reciprocal */
+    if (child_held) B[pc.y] = bc;
+    dcur = dp - pp*ab.y;
+    bcur = bp - pp*bc;
+    cur = pc.x;
+}
+/* One back-substitution record (node i = ip.x, its parent ip.y, b): down a chain, the
+   parent is the node of the record before, whose value stays in a register. */
+__device__ __forceinline__ void hb_substitute(const int2 ip, const real b, int& cur,
+                                              real& xcur, const real* Dg, real* B) {
+    const real x = ip.y < 0 ? B[ip.x]/Dg[ip.x]
+        : hb_over(B[ip.x] - b*(ip.y == cur ? xcur : B[ip.y]), Dg[ip.x]);
+    B[ip.x] = x;
+    xcur = x;
+    cur = ip.x;
+}
 /* NEURON's hoc_Exp: 0 below -700, exp(700) above 700, else exp. */
 __device__ __forceinline__ real hoc_Exp(real x) {
     if (x < R(-700.0)) return R(0.0);
@@ -851,23 +883,18 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
         for (int h = 0; h < n_elim; ++h) {{
             for (int q = EL[h] + tid; q < EL[h + 1]; q += nt) {{
                 const int2 rg = ER[q];
-                int r = rg.x;
+                int r = rg.x, cur = -1;
+                real dcur = R(0.0), bcur = R(0.0);
                 for (; r + 4 <= rg.y; r += 4) {{     /* four records' loads in flight */
                     int2 pc[4];
                     real2 ab[4];
                     for (int u = 0; u < 4; ++u) {{ pc[u] = el_pc[r + u]; ab[u] = el_ab[r + u]; }}
-                    for (int u = 0; u < 4; ++u) {{
-                        const real pp = hb_pivot(ab[u].x, Dg[pc[u].y]);
-                        Dg[pc[u].x] -= pp*ab[u].y;
-                        B[pc[u].x] -= pp*B[pc[u].y];
-                    }}
+                    for (int u = 0; u < 4; ++u) hb_eliminate(pc[u], ab[u], cur, dcur, bcur, Dg, B);
                 }}
-                for (; r < rg.y; ++r) {{
-                    const int2 pc = el_pc[r];
-                    const real2 ab = el_ab[r];
-                    const real pp = hb_pivot(ab.x, Dg[pc.y]);
-                    Dg[pc.x] -= pp*ab.y;
-                    B[pc.x] -= pp*B[pc.y];
+                for (; r < rg.y; ++r) hb_eliminate(el_pc[r], el_ab[r], cur, dcur, bcur, Dg, B);
+                if (cur >= 0) {{
+                    Dg[cur] = dcur;
+                    B[cur] = bcur;
                 }}
             }}
             __syncthreads();
@@ -876,21 +903,15 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
         for (int h = 0; h < n_back; ++h) {{
             for (int q = BL[h] + tid; q < BL[h + 1]; q += nt) {{
                 const int2 rg = BR[q];
-                int r = rg.x;
+                int r = rg.x, cur = -1;
+                real xcur = R(0.0);
                 for (; r + 4 <= rg.y; r += 4) {{
                     int2 ip[4];
                     real bb[4];
                     for (int u = 0; u < 4; ++u) {{ ip[u] = bs_ip[r + u]; bb[u] = bs_b[r + u]; }}
-                    for (int u = 0; u < 4; ++u) {{
-                        B[ip[u].x] = ip[u].y < 0 ? B[ip[u].x]/Dg[ip[u].x]
-                            : hb_over(B[ip[u].x] - bb[u]*B[ip[u].y], Dg[ip[u].x]);
-                    }}
+                    for (int u = 0; u < 4; ++u) hb_substitute(ip[u], bb[u], cur, xcur, Dg, B);
                 }}
-                for (; r < rg.y; ++r) {{
-                    const int2 ip = bs_ip[r];
-                    B[ip.x] = ip.y < 0 ? B[ip.x]/Dg[ip.x]
-                        : hb_over(B[ip.x] - bs_b[r]*B[ip.y], Dg[ip.x]);
-                }}
+                for (; r < rg.y; ++r) hb_substitute(bs_ip[r], bs_b[r], cur, xcur, Dg, B);
             }}
             __syncthreads();
         }}
