@@ -67,3 +67,10 @@ def test_bench_cpu_writes_to_the_current_folder_by_default(tmp_path, monkeypatch
     assert cli.main(["bench", "cpu", "--quick", "--no-neuron"]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cpu.json", "cpu.md"]
     assert "wrote cpu.json and cpu.md" in capsys.readouterr().out
+
+
+def test_machine_info_names_the_commit_a_copied_tree_was_taken_from(monkeypatch):
+    monkeypatch.setenv("HINESBATCH_GIT_REVISION", "0123456789ab")
+    assert machine_info()["git"] == "0123456789ab"
+    monkeypatch.delenv("HINESBATCH_GIT_REVISION")
+    assert machine_info()["git"] != "0123456789ab"

@@ -46,8 +46,16 @@ def _version(dist: str) -> str | None:
 
 
 def git_revision() -> str | None:
-    """The source tree's commit (``+dirty`` with uncommitted changes under ``src/``), or None."""
+    """The source tree's commit (``+dirty`` with uncommitted changes under ``src/``), or None.
+
+    ``HINESBATCH_GIT_REVISION``, when set, is taken instead: a copy of the tree whose
+    ``.git`` is missing or not its own (a machine the sources were copied to) names the
+    commit it was copied from that way."""
+    import os
     import subprocess
+
+    if os.environ.get("HINESBATCH_GIT_REVISION"):
+        return os.environ["HINESBATCH_GIT_REVISION"]
 
     root = Path(__file__).resolve().parents[3]
     try:
