@@ -27,9 +27,11 @@ The mechanism code comes from the same descriptions as the CPU's (:mod:`..mechan
 printed by :mod:`hinesbatch.mechanisms.c_emitter`: each expression in the description's order
 and parentheses. Compiled without FMA contraction (``--fmad=false``, the float64 default) the
 arithmetic is the CPU's, except ``exp``/``log``/``pow``, which come from CUDA's library
-(within an ulp or two of the C library's), and the solve's pivots: the device multiplies by
-their reciprocals (``hb_pivot``, ``hb_over``; within an ulp of the division). float32 divides
-with ``--prec-div=false`` and takes ``exp`` from ``__expf``.
+(within an ulp or two of the C library's), the solve's pivots and the mechanisms' divisions:
+the device multiplies by reciprocals (``hb_pivot``, ``hb_over``, ``hb_div``; within about an
+ulp of the division). float32 divides with ``--prec-div=false`` and takes ``exp`` from
+``__expf``. A chain's records keep the node they update in registers (``hb_eliminate``,
+``hb_substitute``).
 
 Per instance fields are loaded from device memory into locals at the start of each phase and
 stored at its end. A parameter with one value in every instance becomes a literal. A field
