@@ -100,6 +100,11 @@ struct float2 { float x, y; };
 static inline real hb_pivot(real a, real& d) { return a/d; }
 static inline real hb_over(real x, real d) { return x/d; }
 static inline real hb_inv(real x) { return R(1.0)/x; }
+/* A 2 x 2 product scaled to a sum of magnitudes 1 (only its ratios count). */
+static inline void hb_scale(real& m00, real& m01, real& m10, real& m11) {
+    const real k = hb_inv(fabs(m00) + fabs(m01) + fabs(m10) + fabs(m11));
+    m00 *= k; m01 *= k; m10 *= k; m11 *= k;
+}
 #define hb_div(a, b) ((a) / (b))
 #define hb_exp exp
 #else
@@ -111,6 +116,20 @@ __device__ __forceinline__ real hb_pivot(real a, real& d) {
 }
 __device__ __forceinline__ real hb_over(real x, real d_reciprocal) { return x*d_reciprocal; }
 __device__ __forceinline__ real hb_inv(real x) { return hb_rcp(x); }
+/* A 2 x 2 product scaled by the power of two that brings its largest magnitude into
+   [1, 2): exact, so that the scaling adds no rounding (only the product's ratios count). */
+__device__ __forceinline__ double hb_pow2_scale(double x) {
+    const long long e = __double_as_longlong(x) & 0x7ff0000000000000LL;
+    return __longlong_as_double(0x7fe0000000000000LL - e);
+}
+__device__ __forceinline__ float hb_pow2_scale(float x) {
+    const int e = __float_as_int(x) & 0x7f800000;
+    return __int_as_float(0x7f000000 - e);
+}
+__device__ __forceinline__ void hb_scale(real& m00, real& m01, real& m10, real& m11) {
+    const real k = hb_pow2_scale(fmax(fmax(fabs(m00), fabs(m01)), fmax(fabs(m10), fabs(m11))));
+    m00 *= k; m01 *= k; m10 *= k; m11 *= k;
+}
 /* The mechanisms' divisions (c_emitter prints a / b as hb_div(a, b)). float32 divides
    (--prec-div=false makes that fast); float64 multiplies by hb_rcp's reciprocal, within
    about an ulp of the quotient and without IEEE division's slow path, which keeps the
@@ -133,13 +152,13 @@ __device__ __forceinline__ float hb_exp(float x) { return __expf(x); }   /* floa
    terms. Lane l takes the run of E = ceil(L/32) nodes from l*E. Elimination from the leaf
    up makes each pivot d'_i = d_i - c_i/d'_(i-1) (c_i = a*b of the node below), a ratio of
    the first column of the product of [[d_i, -c_i], [1, 0]]: each lane multiplies its run's
-   matrices (scaled now and then, and at the end to a sum of magnitudes 1: only ratios
-   count), applies the products of the lanes before it to (1, 0) to find the pivot it
-   starts from, then walks its run, keeping each pivot's reciprocal in Dg (the trunk's
-   Dg is read by the scan only). The right-hand sides b'_i = b_i - (a/d')_(i-1) b'_(i-1)
-   and back substitution, x_i = (b'_i - b x_(i+1))/d'_i from the root down, are affine
-   maps joined the same way. The host build runs the lanes one after another, phase by
-   phase. */
+   matrices (scaled by hb_scale every fourth node and at the end: only ratios count),
+   applies the products of the lanes before it to (1, 0) to find the pivot it starts from
+   (hb_products_before), then walks its run, keeping each pivot's reciprocal in Dg (the
+   trunk's Dg is read by the scan only). The right-hand sides
+   b'_i = b_i - (a/d')_(i-1) b'_(i-1) and back substitution, x_i = (b'_i - b x_(i+1))/d'_i
+   from the root down, are affine maps joined the same way (hb_maps_before). The host build
+   runs the lanes one after another, phase by phase. */
 #ifdef HB_HOST
 #define HB_LANES for (int lane = 0; lane < 32; ++lane)
 #define HB_SYNCWARP()
@@ -147,13 +166,69 @@ __device__ __forceinline__ float hb_exp(float x) { return __expf(x); }   /* floa
 #define HB_LANES for (int lane = tid; lane < 32; lane += 32)
 #define HB_SYNCWARP() __syncwarp()
 #endif
-/* The affine maps x -> F[2m]*x + F[2m+1] of the lanes before `lane`, applied to 0 in
-   lane order: the value a lane's run starts from. */
-__device__ __forceinline__ real hb_maps_before(const real* F, int lane) {
+/* What the lanes before `lane` give the run of `lane`. hb_products_before: the products
+   P[4m..4m+3] (2 x 2, row-major) of the lanes before, applied in lane order to (1, 0),
+   as (px, py); hb_maps_before: the affine maps x -> F[2m]*x + F[2m+1] of the lanes before,
+   applied in lane order to 0. The host build walks the lanes one after another; the
+   device scans the warp by shuffles, five steps instead of up to 31 dependent ones (the
+   lanes' own entries read back from P and F, every lane of the warp taking part), the
+   products scaled after each step (hb_scale). */
+#ifdef HB_HOST
+static inline void hb_products_before(const real* P, int lane, real& px, real& py) {
+    px = R(1.0);
+    py = R(0.0);
+    for (int m = 0; m < lane; ++m) {
+        const real nx = P[4*m]*px + P[4*m + 1]*py, ny = P[4*m + 2]*px + P[4*m + 3]*py;
+        px = nx;
+        py = ny;
+        if ((m & 7) == 7) {
+            const real k = hb_inv(fabs(px) + fabs(py));
+            px *= k;
+            py *= k;
+        }
+    }
+}
+static inline real hb_maps_before(const real* F, int lane) {
     real x = R(0.0);
     for (int m = 0; m < lane; ++m) x = F[2*m]*x + F[2*m + 1];
     return x;
 }
+#else
+#define HB_UP(x, k) __shfl_up_sync(0xffffffffu, (x), (k))
+__device__ __forceinline__ void hb_products_before(const real* P, int lane, real& px,
+                                                   real& py) {
+    real m00 = P[4*lane], m01 = P[4*lane + 1], m10 = P[4*lane + 2], m11 = P[4*lane + 3];
+    for (int k = 1; k < 32; k <<= 1) {       /* own product times the ones before it */
+        const real g00 = HB_UP(m00, k), g01 = HB_UP(m01, k), g10 = HB_UP(m10, k),
+                   g11 = HB_UP(m11, k);
+        if (lane >= k) {
+            const real n00 = m00*g00 + m01*g10, n01 = m00*g01 + m01*g11,
+                       n10 = m10*g00 + m11*g10, n11 = m10*g01 + m11*g11;
+            m00 = n00; m01 = n01; m10 = n10; m11 = n11;
+            hb_scale(m00, m01, m10, m11);
+        }
+    }
+    px = HB_UP(m00, 1);        /* the first column of the lanes before: (1, 0) applied */
+    py = HB_UP(m10, 1);
+    if (lane == 0) {
+        px = R(1.0);
+        py = R(0.0);
+    }
+}
+__device__ __forceinline__ real hb_maps_before(const real* F, int lane) {
+    real fa = F[2*lane], fb = F[2*lane + 1];
+    for (int k = 1; k < 32; k <<= 1) {       /* own map after the ones before it */
+        const real ga = HB_UP(fa, k), gb = HB_UP(fb, k);
+        if (lane >= k) {
+            fb = fa*gb + fb;
+            fa = fa*ga;
+        }
+    }
+    const real x = HB_UP(fb, 1);
+    return lane == 0 ? R(0.0) : x;
+}
+#undef HB_UP
+#endif
 __device__ __forceinline__ void hb_trunk_eliminate(real* Dg, real* B, const int* TN,
                                                    const real2* TA, int L, real* S, int tid)
 {
@@ -169,26 +244,15 @@ __device__ __forceinline__ void hb_trunk_eliminate(real* Dg, real* B, const int*
             m11 = m01;
             m00 = n00;
             m01 = n01;
-            if ((i & 3) == 3 || i + 1 == L || i + 1 == (lane + 1)*E) {     /* every 4th */
-                const real k = hb_inv(fabs(m00) + fabs(m01) + fabs(m10) + fabs(m11));
-                m00 *= k; m01 *= k; m10 *= k; m11 *= k;
-            }
+            if ((i & 3) == 3 || i + 1 == L || i + 1 == (lane + 1)*E)      /* every 4th */
+                hb_scale(m00, m01, m10, m11);
         }
         P[4*lane] = m00; P[4*lane + 1] = m01; P[4*lane + 2] = m10; P[4*lane + 3] = m11;
     }
     HB_SYNCWARP();
     HB_LANES {
-        real px = R(1.0), py = R(0.0);       /* the pivot before the run: px/py */
-        for (int m = 0; m < lane; ++m) {      /* the products have sums of magnitudes 1 */
-            const real nx = P[4*m]*px + P[4*m + 1]*py, ny = P[4*m + 2]*px + P[4*m + 3]*py;
-            px = nx;
-            py = ny;
-            if ((m & 7) == 7) {
-                const real k = hb_inv(fabs(px) + fabs(py));
-                px *= k;
-                py *= k;
-            }
-        }
+        real px, py;                          /* the pivot before the run: px/py */
+        hb_products_before(P, lane, px, py);
         real r = py*hb_inv(px), fa = R(1.0), fb = R(0.0);   /* 1/pivot before the run */
         for (int i = lane*E; i < L && i < (lane + 1)*E; ++i) {
             real d = Dg[TN[i]], al = R(0.0);
