@@ -344,7 +344,7 @@ def emit_c(mech: Mechanism, *, tables: bool = True) -> str:
             y = scope.name(eq.state)
             a = em.expr(_parse_expr(eq.a, mech, "cnexp"), scope)
             b = em.expr(_parse_expr(eq.b, mech, "cnexp"), scope)
-            body += f"    {y} = {y} + (1.0 - hoc_Exp(dt*{a}))*(-{b}/{a} - {y});\n"
+            body += f"    {y} = {y} + (1.0 - hoc_Exp(dt*{a}))*(hb_div(-{b}, {a}) - {y});\n"
         body += em.block(mech.after_solve, scope, 1)
         out.append(f"static void {m}_state({_ARGS}) {{\n{_locals(scope)}{body}}}\n")
     if mech.net_receive:
