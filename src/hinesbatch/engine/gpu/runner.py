@@ -51,8 +51,9 @@ _INT = np.int32
 TRUNK_MIN = 16
 #: A one-warp block's barriers are cheap and 32 such blocks keep a multiprocessor busy, so
 #: there the scan's work on all 32 lanes costs more than the chain latency it saves: NEURON's
-#: ringtest (cells of 67-131 nodes, 32 threads a block) took 0.146 s with the scan and
-#: 0.108 s without on an H200 (docs/decisions/026-gpu-trunk-scan.md).
+#: ringtest (cells of 67-131 nodes, 32 threads a block) took 0.097 s with the scan and
+#: 0.079 s without on an H200 (docs/decisions/026-gpu-trunk-scan.md, 027-gpu-divisions-and-
+#: chain-registers.md).
 TRUNK_MIN_THREADS = 64
 #: Reals of a block's scratch for the trunk's scan: 32 lanes' 2 x 2 products and their
 #: affine maps (after v, d and rhs, in shared or device memory).
