@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """Time variants of the GPU engine's epoch kernel on NEURON's ringtest, in one process.
 
-    python3 scripts/ringtest-gpu-variants.py NRING VARIANT[,VARIANT...]
+    python3 scripts/ringtest-gpu-variants.py NRING VARIANT[,VARIANT...] [BMIN-BMAX]
 
-Builds the ringtest (NRING rings of 128 cells, branch 32-64, one compartment a dendrite,
-10 ms) once on the first CUDA device, then runs it once per variant, the list twice
+Builds the ringtest (NRING rings of 128 cells, branch BMIN-BMAX (32-64), one compartment a
+dendrite, 10 ms) once on the first CUDA device, then runs it once per variant, the list twice
 (so that drift hits every variant alike), as one rank would (``run_network``'s epoch
 loop, without MPI). A variant is ``base`` followed by ``+``-joined options:
 
 ``minb=N``
     ``__launch_bounds__(threads, N)`` instead of the engine's own bound;
 ``threads=N``
-    N threads a block (``Simulation(block_threads=N)``);
+    N threads a cell (``Simulation(block_threads=N)``; below 32, groups of a warp's lanes);
+``gblock=N``
+    N threads a block of such groups (``runner.GROUP_BLOCK_THREADS``);
 ``nosolve`` / ``nomem``
     the Hines solve (only the diagonal divided out) or the mechanisms' currents and
     states left out: where a step's time goes (the voltages are then wrong);
@@ -75,7 +77,8 @@ def main(argv) -> None:
 
     nring = int(argv[1])
     variants = argv[2].split(",")
-    net = ringtest(RingtestParameters(nring, 128, 8, (32, 64), (1, 1), TSTOP))
+    branch = tuple(int(x) for x in argv[3].split("-")) if len(argv) > 3 else (32, 64)
+    net = ringtest(RingtestParameters(nring, 128, 8, branch, (1, 1), TSTOP))
     sim = _build(net, list(range(net.cell_gids.size)), [int(g) for g in net.generator_gids],
                  {"dt": DT, "celsius": 6.3, "v_init": -65.0, "tables": True,
                   "backend": "gpu", "threads": None, "devices": [0],
@@ -88,6 +91,7 @@ def main(argv) -> None:
         kw = dict((x.split("=") + ["1"])[:2] for x in variant.split("+")[1:])
         R.kernel_source = _source(whole, kw)
         sim.block_threads = int(kw["threads"]) if "threads" in kw else None
+        R.GROUP_BLOCK_THREADS = int(kw.get("gblock", 32))
         totals = {}
         for name, f in plain.items():
             setattr(R.GpuRunner, name,

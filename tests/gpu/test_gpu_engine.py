@@ -70,14 +70,17 @@ def test_trunk_scan_fp64(seed, trunk_min, monkeypatch):
     assert worst <= FP64_MV and same, (worst, same)
 
 
-def test_network_fp64(seed):
+@pytest.mark.parametrize("threads", [None, 16])
+def test_network_fp64(seed, threads):
+    """20 cells, with one block each or two to a warp (events, spikes and recordings per
+    group of lanes)."""
     def build(make):
         rng = np.random.default_rng(seed)
         cells = network(rng, 20)
         sim = make(cells)
         keys, spikes = wire(sim, cells, rng)
         return sim, keys, spikes
-    a, b, keys, spikes = _runs(build, 100.0)
+    a, b, keys, spikes = _runs(build, 100.0, **({"block_threads": threads} if threads else {}))
     worst, same = compare(a, b, keys, spikes)
     assert sum(a.spikes[k].size for k in spikes) > 10
     assert worst <= FP64_MV and same, (worst, same)
@@ -92,8 +95,9 @@ def test_fp32_spikes_within_one_step(seed):
         assert np.max(np.abs(a.traces[k] - b.traces[k])) < 5.0, k   # mV, around spikes
 
 
-def test_repeatable_bitwise(seed):
-    build = _clamped(seed)
+@pytest.mark.parametrize("threads", [None, 8])
+def test_repeatable_bitwise(seed, threads):
+    build = _clamped(seed, **({"block_threads": threads} if threads else {}))
     runs = []
     for _ in range(2):
         sim, keys, spikes = build(lambda cells, **x: hb.Simulation(cells, backend="gpu", **x))
@@ -102,9 +106,10 @@ def test_repeatable_bitwise(seed):
     assert worst == 0.0 and same
 
 
-@pytest.mark.parametrize("threads", [32, 96, 256])
+@pytest.mark.parametrize("threads", [1, 8, 16, 32, 96, 256])
 def test_block_sizes_agree(seed, threads):
-    """More threads than nodes, a few nodes per thread, and many."""
+    """More threads than nodes, a few nodes per thread, and many; below 32, a warp's groups
+    of lanes stepping a cell each (the last warp partly idle)."""
     a, b, keys, spikes = _runs(_clamped(seed), 30.0, block_threads=threads)
     worst, same = compare(a, b, keys, spikes)
     assert worst <= FP64_MV and same

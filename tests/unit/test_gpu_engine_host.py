@@ -13,7 +13,7 @@ import shutil
 
 import numpy as np
 import pytest
-from gpu_engine_cases import REAL, SMALL, clamped_cells, compare, network, wire
+from gpu_engine_cases import REAL, SMALL, cell, clamped_cells, compare, network, wire
 from network_cases import one_step_epochs
 
 import hinesbatch as hb
@@ -60,15 +60,17 @@ def test_clamped_cells_equal_serial(seed, tables, n_devices):
     assert meta["devices"] == [f"host:{k}" for k in range(n_devices)]
 
 
-def test_state_in_device_memory_equals_serial(seed, monkeypatch):
+@pytest.mark.parametrize("threads", [None, 8])
+def test_state_in_device_memory_equals_serial(seed, monkeypatch, threads):
     """The kernel's path with v, d and rhs in device memory (chosen on a GPU where shared
-    memory would hold fewer blocks at once)."""
+    memory would hold fewer blocks at once), with one cell a block or four a warp."""
     monkeypatch.setattr(HostDevice, "state_in_shared", lambda self, kernel, t, b: False)
     out = {}
     for backend in ("serial", "gpu"):
         rng = np.random.default_rng(seed)
         cells = clamped_cells(rng)
-        sim = _sim(cells, backend, 2)
+        kw = {"block_threads": threads} if backend == "gpu" and threads else {}
+        sim = _sim(cells, backend, 2, **kw)
         keys = [sim.record("v", cell=k) for k in range(len(cells))]
         spikes = [sim.record_spikes(sim.spike_source(k)) for k in range(len(cells))]
         out[backend] = sim.run(30.0)
@@ -80,14 +82,23 @@ def test_state_in_device_memory_equals_serial(seed, monkeypatch):
 
 
 @pytest.mark.parametrize("min_delay", [1.0, 0.0])
-def test_network_equals_serial(seed, min_delay):
+@pytest.mark.parametrize("threads, group_block", [(None, 32), (16, 32), (16, 64), (1, 32)])
+def test_network_equals_serial(seed, min_delay, threads, group_block, monkeypatch):
+    """Also with groups of 16 lanes or single lanes stepping a cell each: 2, 4 or 32 cells a
+    block, the last block partly empty."""
+    monkeypatch.setattr(runner, "GROUP_BLOCK_THREADS", group_block)
     out = {}
     for backend in ("serial", "gpu"):
         rng = np.random.default_rng(seed)
-        cells = network(rng, 8)
-        sim = _sim(cells, backend, 2)
+        cells = network(rng, 7)
+        kw = {"block_threads": threads} if backend == "gpu" and threads else {}
+        sim = _sim(cells, backend, 2, **kw)
         keys, spikes = wire(sim, cells, rng, min_delay=min_delay)
         out[backend] = sim.run(40.0)
+        if backend == "gpu" and threads:
+            per = group_block // threads
+            assert f"{per} cells per block of {group_block} threads" in sim.describe()
+            assert sim._gpu.block == group_block and sim._gpu.cells_per_block == per
     worst, same = compare(out["serial"], out["gpu"], keys, spikes)
     assert sum(out["serial"].spikes[k].size for k in spikes) > 0
     assert worst == 0.0 and same
@@ -300,6 +311,36 @@ def test_one_warp_blocks_ask_for_the_most_resident_blocks():
         sim.run(0.1)
     assert sims[0]._gpu.block == 32 and "__launch_bounds__(32, 32)" in sims[0]._gpu.source
     assert sims[1]._gpu.block == 128 and "__launch_bounds__(128)" in sims[1]._gpu.source
+
+
+def test_many_small_cells_share_warps(seed):
+    """More small cells than the devices hold in one-warp blocks (32 a multiprocessor; the
+    host device counts one): groups of a warp's lanes step them, a kernel bound for 32 warps
+    a multiprocessor, with the serial engine's numbers; a few cells keep their own blocks."""
+    rng = np.random.default_rng(seed)
+    amps = rng.uniform(0.3, 1.5, size=40)
+    out = {}
+    for backend in ("serial", "gpu"):
+        cells = []
+        for k, amp in enumerate(amps):
+            c = cell(SMALL[2 * (k % 2)], nseg=1)     # 73 and 169 nodes
+            c.insert("hh")
+            c.place("IClamp", "soma[0](0.5)", delay=1.0, dur=20.0, amp=float(amp))
+            cells.append(c)
+        sim = _sim(cells, backend)
+        keys = [sim.record("v", cell=k) for k in range(0, 40, 3)]
+        spikes = [sim.record_spikes(sim.spike_source(k)) for k in range(0, 40, 3)]
+        out[backend] = sim.run(25.0)
+        if backend == "gpu":
+            assert sim._gpu.cell_threads in (8, 16) and sim._gpu.block == 64
+            assert "cells per block of 64 threads" in sim.describe()
+            assert "__launch_bounds__(64, 16)" in sim._gpu.source
+            few = _sim(cells[:31], "gpu")
+            few.run(0.1)
+            assert few._gpu.cell_threads == 32 and few._gpu.cells_per_block == 1
+    worst, same = compare(out["serial"], out["gpu"], keys, spikes)
+    assert sum(out["serial"].spikes[k].size for k in spikes) > 0
+    assert worst == 0.0 and same
 
 
 def test_non_finite_state_names_cell_and_time():

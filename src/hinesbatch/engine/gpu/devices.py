@@ -60,6 +60,7 @@ class CupyDevice:
         self.device = self.cp.cuda.Device(self.index)
         self.props = device_properties(self.index)
         self.name, self.max_shared = self.props["name"], self.props["smem_per_block_optin"]
+        self.multiprocessors = self.props["sm_count"]
 
     def __repr__(self) -> str:
         return f"cuda:{self.index} ({self.name})"
@@ -121,6 +122,7 @@ class HostDevice:
 
     kind = "host"
     max_shared = 1 << 30
+    multiprocessors = 1          # one block at a time
     #: The host build takes every node by chains, in NEURON's order, so that it equals the
     #: serial engine bit for bit; tests switch the trunk's scan on to check it.
     trunk_scan = False

@@ -42,6 +42,18 @@ MAX_EPOCH = 8192
 #: blocks 0.126 s, the cap 0.107 s (docs/decisions/023-gpu-small-cells.md).
 MIN_BLOCKS = {32: 32}
 _INT = np.int32
+#: Threads a cell for small cells, by the largest cell's nodes: (at most nodes, threads).
+#: A step of a small cell is mostly its solve's chain levels, one to a few chains each, so
+#: a warp whose groups of lanes step several cells issues the levels' instructions once for
+#: all of them. NEURON's ringtest (10 ms, 16 384 cells) on an H200, against the cells' own
+#: blocks: branch 16-32 (35-67 nodes) 8 lanes 0.043 s, 16 lanes 0.046-0.050, 32 lanes
+#: 0.057-0.071; branch 32-64 (67-131 nodes) 16 lanes 0.071 s against 0.083; branch 64-96
+#: (131-195 nodes) 16 lanes 0.148 s against 0.179-0.192 with 64 threads
+#: (docs/decisions/028-gpu-cells-per-warp.md).
+SMALL_CELL_THREADS = ((72, 8), (200, 16))
+#: Threads of a block whose cells take fewer than 32 threads each (groups of a warp's lanes):
+#: 64 and 128 measured alike, 32 slower (a block's shared memory reserve).
+GROUP_BLOCK_THREADS = 64
 
 
 #: A cell whose trunk (the longest path from its root to a leaf) has at least this many
@@ -399,9 +411,15 @@ class GpuRunner:
         # threshold -> synapse delays bound how long the cells may run on their own
         delays = [nc.delay for s in run_arrays.sources for nc in s.netcons]
         self.min_delay = min(delays) if delays else math.inf
-        self.block = _block_threads(max(cl.stop - cl.start for cl in lay.cells),
-                                    options.get("block_threads"))
-        scan = all(d.trunk_scan for d in self.devices) and self.block >= TRUNK_MIN_THREADS
+        held = min(d.multiprocessors for d in self.devices) * MIN_BLOCKS[32]
+        self.cell_threads = _cell_threads(max(cl.stop - cl.start for cl in lay.cells),
+                                          options.get("block_threads"),
+                                          len(lay.cells) / len(self.devices) >= held)
+        self.block = (self.cell_threads if self.cell_threads >= 32 else
+                      GROUP_BLOCK_THREADS)
+        self.cells_per_block = self.block // self.cell_threads
+        scan = (all(d.trunk_scan for d in self.devices)
+                and self.cell_threads >= TRUNK_MIN_THREADS)
         self.trunk_min = TRUNK_MIN if scan else 0
         self.structs, self.struct_ids = structures(lay, self.trunk_min)
         roles = {m.name: field_roles(m, sim._data[m.name], sim.tables, sim._km.kept)
@@ -416,12 +434,14 @@ class GpuRunner:
         self.source = kernel_source(lay.mechs, roles, precision=self.precision,
                                     tables=sim.tables, dt=sim.dt, celsius=sim.celsius,
                                     block_threads=self.block,
-                                    min_blocks=MIN_BLOCKS.get(self.block, 0),
-                                    scan_reals=self.scan_reals)
+                                    min_blocks=self._min_blocks(),
+                                    scan_reals=self.scan_reals,
+                                    cell_threads=self.cell_threads)
         self.kernels = {id(p.device): p.device.compile(self.source, self.precision)
                         for p in self.parts}
         for p in self.parts:
-            p.shared = (3 * p.n_max + self.scan_reals) * np.dtype(self.real).itemsize
+            p.shared = (self.cells_per_block * (3 * p.n_max + self.scan_reals)
+                        * np.dtype(self.real).itemsize)
             p.use_shared = p.device.state_in_shared(self.kernels[id(p.device)], self.block,
                                                     p.shared)
             p.state_memory = ("shared memory" if p.use_shared else
@@ -436,6 +456,13 @@ class GpuRunner:
                 p.arrays["scratch"] = p.device.zeros(1, self.real)
         self.step_seconds = None
         self.pending = {id(p): [] for p in self.parts}   # events due before a coming step
+
+    def _min_blocks(self) -> int:
+        """The kernel's launch bound: :data:`MIN_BLOCKS` for one cell a block; blocks of
+        several small cells are held as many warps at once as one-warp blocks."""
+        if self.cells_per_block == 1:
+            return MIN_BLOCKS.get(self.block, 0)
+        return MIN_BLOCKS[32] * 32 // self.block
 
     # ---- layout -----------------------------------------------------------------------
     def _check_memory(self) -> None:
@@ -461,10 +488,12 @@ class GpuRunner:
                     "free: use more devices, fewer cells, or record less (every=k)")
 
     def describe(self) -> str:
+        per = ("one thread block per cell" if self.cells_per_block == 1 else
+               f"{self.cells_per_block} cells per block of {self.block} threads")
         lines = [(f"gpu, {self.precision}: {len(self.structs)} distinct cell structure(s), "
-                  "one thread block per cell")]
+                  f"{per}")]
         for p in self.parts:
-            lines.append(f"  {p.device!r}: cells {p.c0}..{p.c1 - 1}, {self.block} "
+            lines.append(f"  {p.device!r}: cells {p.c0}..{p.c1 - 1}, {self.cell_threads} "
                          f"threads per cell, up to {p.n_max} nodes and {p.n_levels} chain levels"
                          + (f" (trunks of up to {p.max_trunk} nodes by a warp's scan)"
                             if p.max_trunk else "")
@@ -559,13 +588,15 @@ class GpuRunner:
         tgrid = self.run_arrays.tgrid
         for p in self.parts:
             p.ensure_spike_space(max(n, 1) // 2 + 2)
-            scalars = {"n_steps": n if detect != 2 else 1, "step0": step, "t0": tgrid[step],
+            scalars = {"n_steps": n if detect != 2 else 1, "n_cells": p.n_cells,
+                       "step0": step, "t0": tgrid[step],
                        "dt_d": self.sim.dt,
                        "detect_first": detect, "use_shared": int(p.use_shared),
                        "n_max": p.n_max, "spike_cap": p.spike_cap}
             args = [scalars[a] if a in scalars else p.arrays[a] for a in self.arg_names]
-            p.device.launch(self.kernels[id(p.device)], p.n_cells, self.block,
-                            p.shared, args, self.arg_kinds)
+            grid = -(-p.n_cells // self.cells_per_block)
+            p.device.launch(self.kernels[id(p.device)], grid, self.block, p.shared, args,
+                            self.arg_kinds)
 
     def _collect_spikes(self) -> None:
         """Check for non-finite cells; queue the spikes of the launch in time order."""
@@ -631,14 +662,22 @@ def _split(lay, parts: int) -> list:
     return [(cuts[k], cuts[k + 1]) for k in range(parts)]
 
 
-def _block_threads(n_max: int, requested) -> int:
-    """The block size: ``requested``, or about 6 nodes per thread up to 128 threads
-    (docs/decisions/018-gpu-engine.md, 026-gpu-trunk-scan.md)."""
+def _cell_threads(n_max: int, requested, many: bool = False) -> int:
+    """The threads that step one cell: ``requested``; for ``many`` small cells (the largest
+    of at most 200 nodes; more cells a device than its multiprocessors hold in one-warp
+    blocks, so that they wait for one another) a group of 8 or 16 of a warp's lanes
+    (:data:`SMALL_CELL_THREADS`); else about 6 nodes per thread up to 128 threads
+    (docs/decisions/018-gpu-engine.md, 026-gpu-trunk-scan.md). Fewer cells all step at once
+    in their own blocks, which groups would only make slower."""
     if requested is not None:
         t = int(requested)
-        if t < 32 or t > 1024 or t % 32:
-            raise ValueError(f"block_threads must be a multiple of 32 in [32, 1024], got {t}")
+        if not (t in (1, 2, 4, 8, 16) or (32 <= t <= 1024 and t % 32 == 0)):
+            raise ValueError("block_threads must be 1, 2, 4, 8, 16 or a multiple of 32 in "
+                             f"[32, 1024], got {t}")
         return t
+    for nodes, threads in SMALL_CELL_THREADS if many else ():
+        if n_max <= nodes:
+            return threads
     return int(min(128, max(32, 32 * math.ceil(n_max / 6 / 32))))
 
 

@@ -1,15 +1,17 @@
 """The CUDA C++ source of the GPU engine's epoch kernel, generated per model.
 
 One kernel, ``hb_epoch``, runs ``n_steps`` whole fixed steps of a set of cells in one launch:
-one thread block per cell, its membrane potential, diagonal and right-hand side in shared
-memory for the whole launch, each thread owning the nodes ``tid, tid + T, ...`` (and the
-mechanism instances on them). Block ``b`` steps cell ``cell_order[b]``: the cells with the
-most chain levels and nodes start first, so that the launch does not end waiting on a large
-cell that started last. A step, in NEURON's order (docs/simulator.md):
+one thread block per cell (or, for small cells, one block per ``HB_CELLS`` cells, a group of
+``HB_CELL_THREADS`` lanes of a warp each, whose barriers are the group's), its membrane potential,
+diagonal and right-hand side in shared memory for the whole launch, each thread owning the
+nodes ``tid, tid + T, ...`` (and the mechanism instances on them). Slot ``s`` (block ``s``,
+or group ``s % HB_CELLS`` of block ``s / HB_CELLS``) steps cell ``cell_order[s]``: the cells
+with the most chain levels and nodes start first, so that the launch does not end waiting on
+a large cell that started last. A step, in NEURON's order (docs/simulator.md):
 
 1. threshold detection at ``t`` (spike times kept per source on the device);
 2. the events that act at this step (``te <= t + dt/2``; collected by the host for the
-   epoch, applied in its order by the block's first thread);
+   epoch, applied in its order by the cell's first thread);
 3. assembly at ``t + dt/2``: every mechanism's current at ``v + 0.001`` and ``v`` (the
    finite-difference conductance), in NEURON's mechanism order, then ``cm/dt`` and the axial
    terms, gathered per node in the order NEURON's loop adds them;
@@ -39,7 +41,7 @@ that every runtime block writes before it reads it (hh's ``gna``, ``minf``, ...;
 :func:`field_roles`) is stored only when it can be observed: at a step that records a
 mechanism's field of the cell, and at the last step of a launch.
 
-The same text compiles as host C++ (``-DHB_HOST``, one thread per block, the barriers
+The same text compiles as host C++ (``-DHB_HOST``, one thread per cell, the barriers
 no-ops), which is how the engine's logic is tested without a GPU.
 """
 from __future__ import annotations
@@ -70,17 +72,31 @@ using namespace std;
 #define __forceinline__ inline
 #define __restrict__
 #define __launch_bounds__(...)
-static int hb_block_index;
+static int hb_block_index, hb_group_index;
 static std::vector<double> hb_host_shared;
 #define HB_TID 0
 #define HB_NT 1
 #define HB_BID hb_block_index
-static inline void __syncthreads() {}
-static inline int __syncthreads_or(int x) { return x; }
+#define HB_GROUP hb_group_index
+#define HB_BAR()
+#define HB_BAR_OR(x) (x)
+#elif HB_CELLS > 1
+/* HB_CELLS groups of HB_CELL_THREADS lanes (a divisor of 32), a cell each: a group's
+   barrier is its lanes' (the warp's other groups may be elsewhere in the step). */
+#define HB_GROUP ((int)threadIdx.x / HB_CELL_THREADS)
+#define HB_TID ((int)threadIdx.x % HB_CELL_THREADS)
+#define HB_NT HB_CELL_THREADS
+#define HB_BID ((int)blockIdx.x)
+#define HB_GROUP_MASK (((1u << HB_CELL_THREADS) - 1u) << (threadIdx.x & 31u & ~(HB_CELL_THREADS - 1u)))
+#define HB_BAR() __syncwarp(HB_GROUP_MASK)
+#define HB_BAR_OR(x) __any_sync(HB_GROUP_MASK, (x))
 #else
+#define HB_GROUP 0
 #define HB_TID ((int)threadIdx.x)
 #define HB_NT ((int)blockDim.x)
 #define HB_BID ((int)blockIdx.x)
+#define HB_BAR() __syncthreads()
+#define HB_BAR_OR(x) __syncthreads_or(x)
 #endif
 typedef REAL real;
 #ifdef HB_HOST
@@ -612,7 +628,7 @@ def mechanism_functions(mech, constants: dict, transient: set, tables: bool,
 
 # ---- the kernel -------------------------------------------------------------------------
 _COMMON = (
-    ("n_steps", "i32"), ("step0", "i64"), ("t0", "f64"), ("dt_d", "f64"),
+    ("n_steps", "i32"), ("n_cells", "i32"), ("step0", "i64"), ("t0", "f64"), ("dt_d", "f64"),
     ("detect_first", "i32"), ("use_shared", "i32"), ("n_max", "i32"),
     ("cell_order", "ptr:int"), ("cell_struct", "ptr:int"), ("cell_node0", "ptr:int"),
     ("s_meta", "ptr:int"),
@@ -681,16 +697,24 @@ _WRITTEN = {"v_glob", "scratch", "src_flag", "spike_n", "spike_t", "rec_buf", "b
 
 def kernel_source(mechs, roles: dict, *, precision: str, tables: bool, dt: float,
                   celsius: float, block_threads: int = 1024, min_blocks: int = 0,
-                  scan_reals: int = 0) -> str:
+                  scan_reals: int = 0, cell_threads: int | None = None) -> str:
     """The full source of ``hb_epoch`` for ``mechs`` (NEURON's type order) with the field
     roles ``{name: (constants, transient)}`` (:func:`field_roles`). ``dt`` and ``celsius``
     are compiled in as literals, so that what depends on them only (hh's q10) is computed
     once by the compiler instead of at every node and step; ``block_threads`` is the
     kernel's launch bound and ``min_blocks`` (when > 0) the blocks a multiprocessor must be
     able to hold at once (the registers a thread may use follow from both); ``scan_reals``
-    the reals of a block's scratch after v, d and rhs (the trunk's scan)."""
+    the reals of a cell's scratch after v, d and rhs (the trunk's scan); ``cell_threads``
+    the threads that step one cell (``block_threads`` by default; a divisor of 32 below it
+    and the block steps ``block_threads // cell_threads`` cells, a group of lanes each)."""
     real = REAL_TYPES[precision]
-    parts = [f"#define REAL {real}\n#define REAL2 {real}2\n",
+    cell_threads = block_threads if cell_threads is None else int(cell_threads)
+    if block_threads % cell_threads or (cell_threads < block_threads and 32 % cell_threads):
+        raise ValueError(f"{cell_threads} threads a cell: a block of {block_threads} steps "
+                         "one cell, or several whose threads divide a warp")
+    parts = [(f"#define REAL {real}\n#define REAL2 {real}2\n"
+              f"#define HB_CELLS {block_threads // cell_threads}\n"
+              f"#define HB_CELL_THREADS {cell_threads}\n"),
              _PRELUDE.replace("@FAST_MATH@", _fast_math())]
     kept = kept_per_node(mechs)
     if kept:
@@ -718,9 +742,9 @@ _TRUNK_STEP = """\
         /* 4b. the trunk, when the cell's structure has one: one warp, from the leaf up */
         if (n_tr > 0) {
             hb_trunk_eliminate(Dg, B, TN, TA, n_tr, S, tid);
-            __syncthreads();
+            HB_BAR();
             hb_trunk_substitute(Dg, B, TN, TA, n_tr, S, tid);
-            __syncthreads();
+            HB_BAR();
         }
 """
 
@@ -862,7 +886,9 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
     extern __shared__ __align__(16) unsigned char hb_smem_raw[];
     real* smem = (real*)hb_smem_raw;
 #endif
-    const int cell = cell_order[HB_BID], tid = HB_TID, nt = HB_NT;
+    const int slot = HB_BID*HB_CELLS + HB_GROUP;
+    if (slot >= n_cells) return;
+    const int cell = cell_order[slot], tid = HB_TID, nt = HB_NT;
     const int* __restrict__ meta = s_meta + @META@*cell_struct[cell];
     const int sn0 = meta[0], n = meta[1];
     const int2* __restrict__ ER = el_range + meta[2];
@@ -875,13 +901,14 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
     const real2* __restrict__ TA = tr_ab + meta[7];
     const int n_tr = meta[8];
     const int node0 = cell_node0[cell];
-    real* __restrict__ V = use_shared ? smem : scratch + (size_t)cell*(3*n_max + @SCAN@);
+    real* __restrict__ V = use_shared ? smem + HB_GROUP*(3*n_max + @SCAN@)
+                                      : scratch + (size_t)cell*(3*n_max + @SCAN@);
     real* __restrict__ Dg = V + n_max;
     real* __restrict__ B = Dg + n_max;
     real* __restrict__ S = B + n_max;       /* the trunk's scan: @SCAN@ reals */
     const real dt = R(@DT@), celsius = R(@CELSIUS@);
     for (int i = tid; i < n; i += nt) V[i] = v_glob[node0 + i];
-    __syncthreads();
+    HB_BAR();
     int ev = ev_off[cell];
     const int ev_end = ev_off[cell + 1];
     double t = t0;
@@ -904,7 +931,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
         if (detect_first == 2) break;   /* detection only */
         /* 2. events acting at this step, in the host queue's order */
         if (ev < ev_end && ev_step[ev] == st) {{
-            __syncthreads();
+            HB_BAR();
             if (tid == 0) {{
                 for (int e = ev; e < ev_end && ev_step[e] == st; ++e) {{
                     switch (ev_mech[e]) {{
@@ -913,7 +940,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
                 }}
             }}
             while (ev < ev_end && ev_step[ev] == st) ++ev;
-            __syncthreads();
+            HB_BAR();
         }}
         /* a recording at this step's end; of a mechanism's field: store every field */
         bool rec_due = false, flush = k == n_steps - 1;
@@ -944,7 +971,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
             Dg[i] = d;
             B[i] = rhs;
         }}
-        __syncthreads();
+        HB_BAR();
         /* 4. elimination by chains, lowest first (records: parent, child, a, b) */
         for (int h = 0; h < n_elim; ++h) {{
             for (int q = EL[h] + tid; q < EL[h + 1]; q += nt) {{
@@ -963,7 +990,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
                     B[cur] = bcur;
                 }}
             }}
-            __syncthreads();
+            HB_BAR();
         }}
 @TRUNK@        /* 5. back substitution by chains, root first (records: node, parent, b) */
         for (int h = 0; h < n_back; ++h) {{
@@ -979,7 +1006,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
                 }}
                 for (; r < rg.y; ++r) hb_substitute(bs_ip[r], bs_b[r], cur, xcur, Dg, B);
             }}
-            __syncthreads();
+            HB_BAR();
         }}
         /* 6. v, then the states at t + dt */
         int bad = 0;
@@ -989,7 +1016,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
             bad |= !isfinite(vi);
 {_states(mechs, tables)}        }}
         t = t_new_d;
-        if (__syncthreads_or(bad)) {{
+        if (HB_BAR_OR(bad)) {{
             if (tid == 0) bad_step[cell] = st + 1;
             break;
         }}
@@ -1007,7 +1034,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) hb_epoch(
                 }}
                 rec_buf[rec_pos[r] + (st + 1)/rec_every[r]] = (double)x;
             }}
-            __syncthreads();
+            HB_BAR();
         }}
     }}
     for (int i = tid; i < n; i += nt) v_glob[node0 + i] = V[i];
@@ -1027,7 +1054,10 @@ extern "C" void hb_epoch_host(int grid, long long shared_bytes, {params})
     hb_host_shared.assign((size_t)(shared_bytes/8 + 1), 0.0);
     for (int b = 0; b < grid; ++b) {{
         hb_block_index = b;
-        hb_epoch({names});
+        for (int g = 0; g < HB_CELLS; ++g) {{
+            hb_group_index = g;
+            hb_epoch({names});
+        }}
     }}
 }}
 #endif
