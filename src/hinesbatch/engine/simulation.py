@@ -87,8 +87,9 @@ class Simulation(HostEvents, CpuLoop):
         ``gpu``: the CUDA devices the cells are spread over (a count takes the first ones);
         all visible devices by default.
     block_threads : int, optional
-        ``gpu``: threads of the block that steps one cell (a multiple of 32, at most 1024);
-        chosen from the largest cell by default.
+        ``gpu``: threads that step one cell: a multiple of 32 up to 1024 (a block of its
+        own), or 1, 2, 4, 8 or 16 (groups of a warp's lanes, one cell each, several cells a
+        block); chosen from the largest cell and the number of cells by default.
     """
 
     def __init__(self, cells, *, dt: float = 0.025, celsius: float = 6.3,
