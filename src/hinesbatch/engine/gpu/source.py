@@ -50,7 +50,7 @@ import ast
 from dataclasses import dataclass
 
 from ...mechanisms.c_emitter import _CEmitter, _CScope, emit_helpers, weight_vector_code
-from ...mechanisms.codegen import CodegenError, _name, _parse_expr, ion_io
+from ...mechanisms.codegen import _name, _parse_expr, ion_io
 from ...mechanisms.ions import FARADAY, GAS_CONSTANT, kept_per_node
 
 __all__ = ["META", "REAL_TYPES", "KernelArg", "field_roles", "kernel_args", "kernel_source"]
