@@ -13,7 +13,7 @@ loop, without MPI). A variant is ``base`` followed by ``+``-joined options:
 ``threads=N``
     N threads a cell (``Simulation(block_threads=N)``; below 32, groups of a warp's lanes);
 ``gblock=N``
-    N threads a block of such groups (``runner.GROUP_BLOCK_THREADS``);
+    N threads a block of such groups (``runner.GROUP_BLOCK_THREADS`` otherwise);
 ``nosolve`` / ``nomem``
     the Hines solve (only the diagonal divided out) or the mechanisms' currents and
     states left out: where a step's time goes (the voltages are then wrong);
@@ -85,13 +85,14 @@ def main(argv) -> None:
                   "precision": "float64"}, EpochSimulation)
     comm = SerialCommunicator()
     whole = R.kernel_source
+    group_block = R.GROUP_BLOCK_THREADS
     plain = {n: getattr(R.GpuRunner, n) for n in ("_launch", "_events", "_collect_spikes")}
     first = None
     for variant in variants + variants:
         kw = dict((x.split("=") + ["1"])[:2] for x in variant.split("+")[1:])
         R.kernel_source = _source(whole, kw)
         sim.block_threads = int(kw["threads"]) if "threads" in kw else None
-        R.GROUP_BLOCK_THREADS = int(kw.get("gblock", 32))
+        R.GROUP_BLOCK_THREADS = int(kw.get("gblock", group_block))
         totals = {}
         for name, f in plain.items():
             setattr(R.GpuRunner, name,
