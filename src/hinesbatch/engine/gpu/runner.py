@@ -329,6 +329,10 @@ class _Part:
         self.spike_cap = 0
         self._weight_vectors(runner)
         self.no_events()
+        # the first gather of spike rows makes CuPy compile or load its kernel (0.2 s
+        # compiled, 15 ms from its cache): here, with the set-up, not in the first epoch
+        # that has spikes
+        device.get_rows(device.zeros((1, 1), np.float64), np.zeros(1, dtype=np.int64))
 
     def _weight_vectors(self, runner) -> None:
         """The weight-vector entries after the first of the NetCons into this part's
