@@ -166,6 +166,7 @@ def generate_source(mechs: list, *, tables: bool, parallel: bool,
                  "# Numba's cache of this one is not reused with it\n"
                  "from hinesbatch.mechanisms.libm_exp import exp_fast as _exp_fast\n"
                  "from hinesbatch.mechanisms.libm_exp import exp_in_range as _exp_in_range\n"
+                 "from hinesbatch.mechanisms.libm_exp import hoc_exp as _hoc_exp_vector\n"
                  if vector_exp else "") + "\n\n"),
              hoc_exp_source(vector_exp)]
     if kept:

@@ -170,13 +170,15 @@ def pointers_read(mech: Mechanism) -> tuple:
 
 def hoc_exp_source(vector_exp: bool = False) -> str:
     """NEURON's ``hoc_Exp``: 0 below -700, exp(700) above 700, else the C library's exp
-    (with ``vector_exp``, inlined as :func:`.libm_exp.exp_fast` where that gives the same
-    bits)."""
-    fast = ("    if _exp_in_range(x):\n"
-            "        return _exp_fast(x)\n") if vector_exp else ""
+    (with ``vector_exp``, :func:`.libm_exp.hoc_exp`: the same bits without a call, so that
+    the loops that call it, the rate functions' among them, vectorize)."""
+    if vector_exp:
+        return ("@njit(cache=True, error_model='numpy', inline='always')\n"
+                "def _hoc_exp(x):\n"
+                "    return _hoc_exp_vector(x)\n")
     return (
         "@njit(cache=True, error_model='numpy')\n"
-        "def _hoc_exp(x):\n" + fast +
+        "def _hoc_exp(x):\n"
         "    if x < -700.0:\n"
         "        return 0.0\n"
         "    if x > 700.0:\n"
@@ -324,7 +326,8 @@ class MechanismCode:
     vector_exp : bool
         Evaluate the cnexp exps with :func:`.libm_exp.exp_fast` (vectorized, the C
         library's bits where :func:`.libm_exp.matches_libm`) when every argument of the
-        pass is in its range; otherwise, and when False, one call of ``exp`` at a time.
+        pass takes glibc's common path; otherwise with the module's ``_hoc_exp``
+        (:func:`hoc_exp_source`). False: one call of ``exp`` at a time.
     kept : dict, optional
         Ions the engine keeps per node (:func:`.ions.kept_per_node`: name -> charge):
         this mechanism's copies of their variables are loaded from and stored to the
@@ -342,6 +345,7 @@ class MechanismCode:
         self.pointers = pointers_read(mech)
         self.tables = tables
         self.vector_exp = vector_exp
+        self._n_selects = 0
         self._functions = {f.name: f for f in mech.functions}
         #: FUNCTIONs that draw random numbers: they take the stream ``_RS`` last
         self._drawing = drawing_functions(mech)
@@ -675,6 +679,13 @@ class MechanismCode:
             scope.cache = scope.stream = True
             scope.pointer = self.pointer_reach(f"_pv_{m}")
             body = self._block(text, scope, indent + 1, where)
+            if where == "state" and self.vector_exp and mech.cnexp:
+                # v gathered first into the cnexp pass's first array (written again
+                # there): a loop that reads v through _nv stays scalar
+                return (f"{pad}for _j in range(_n_{m}):\n"
+                        f"{pad2}_xv_{m}_0[_j] = v[_nv_{m}[_j]]\n"
+                        f"{pad}for _j in range(_n_{m}):\n{pad2}_v = _xv_{m}_0[_j]\n"
+                        + scope.loads(pad2) + body + scope.stores(pad2))
             return (f"{pad}for _j in range(_n_{m}):\n{pad2}_v = v[_nv_{m}[_j]]\n"
                     + scope.loads(pad2) + body + scope.stores(pad2))
 
@@ -702,8 +713,8 @@ class MechanismCode:
                       + "".join(f"{pad2}_xv_{m}_{g}[_j] = _hoc_exp(_xv_{m}_{g}[_j])\n"
                                 for g in range(n_eq)))
             if self.vector_exp:
-                # the vectorized copy of the C library's exp where all arguments are in
-                # its range (the usual case), else the calls
+                # glibc's common path alone where every argument takes it (the usual
+                # case; shorter than hoc_Exp whole), else the module's _hoc_exp
                 src += f"{pad}_ok = True\n{pad}for _j in range(_n_{m}):\n"
                 src += "".join(f"{pad2}_ok &= _exp_in_range(_xv_{m}_{g}[_j])\n"
                                for g in range(n_eq))
@@ -791,6 +802,8 @@ class MechanismCode:
                     self._bad(st, where, "assign to one name at a time")
                 value = self._expr(st.value, scope)
                 out.append(f"{pad}{scope.store(st.targets[0].id)} = {value}\n")
+            elif isinstance(st, ast.If) and self.vector_exp and _selectable(st):
+                out.append(self._select(st, scope, pad))
             elif isinstance(st, ast.If):
                 out.append(f"{pad}if {self._expr(st.test, scope)}:\n")
                 out.append(self._statements(st.body, scope, indent + 1, where))
@@ -824,6 +837,24 @@ class MechanismCode:
                 self._bad(st, where, "only assignments, if/else, while and procedure calls"
                           " (and `for a, b in netcons():` in NET_RECEIVE)")
         return "".join(out) or f"{pad}pass\n"
+
+    def _select(self, st: ast.If, scope, pad: str) -> str:
+        """An if/else that only picks values (:func:`_selectable`) as both branches'
+        values, then the test, then one select per name: the same values, and a loop body
+        without a branch, which LLVM can vectorize (vtrap's guard in hh's rates)."""
+        self._n_selects += 1
+        k = self._n_selects
+        out = []
+        picked = {}
+        for side, branch in (("a", st.body), ("b", st.orelse)):
+            for i, a in enumerate(branch):
+                temp = f"_s{k}{side}{i}"
+                out.append(f"{pad}{temp} = {self._expr(a.value, scope)}\n")
+                picked.setdefault(_name(a.targets[0].id), {})[side] = temp
+        out.append(f"{pad}_s{k} = {self._expr(st.test, scope)}\n")
+        for name, temps in picked.items():
+            out.append(f"{pad}{scope.store(name)} = {temps['a']} if _s{k} else {temps['b']}\n")
+        return "".join(out)
 
     def _net_send(self, call, scope, pad: str, where: str) -> str:
         """``net_send(delay, flag)``: a row of ``_S`` (see the module docstring)."""
@@ -991,6 +1022,52 @@ class MechanismCode:
     def _bad(self, node, where, why):
         raise CodegenError(f"mechanism {self.mech.name}, {where}, line "
                            f"{getattr(node, 'lineno', '?')}: {ast.dump(node)[:60]}: {why}")
+
+
+_PURE_NODES = (ast.Constant, ast.Name, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare,
+               ast.IfExp, ast.Call, ast.operator, ast.unaryop, ast.boolop, ast.cmpop,
+               ast.expr_context)
+
+
+def _pure(node: ast.expr) -> bool:
+    """Arithmetic, comparisons, names and the math functions only (no FUNCTION of the
+    mechanism, no random draw): an expression that can be evaluated when not needed."""
+    for sub in ast.walk(node):
+        if not isinstance(sub, _PURE_NODES):
+            return False
+        if isinstance(sub, ast.Call) and not (
+                isinstance(sub.func, ast.Name) and sub.func.id in _INTRINSICS
+                and sub.func.id not in DRAWS and not sub.keywords):
+            return False
+    return True
+
+
+def _selectable(st: ast.If) -> bool:
+    """``if c: x = A ... else: x = B ...``: both branches assign the same names, once
+    each, with pure values (:func:`_pure`) that read none of them; then evaluating both
+    and selecting gives the branch's values."""
+    if not st.body or not st.orelse:
+        return False
+    names = []
+    for branch in (st.body, st.orelse):
+        if not all(isinstance(a, ast.Assign) and len(a.targets) == 1
+                   and isinstance(a.targets[0], ast.Name) for a in branch):
+            return False
+        assigned = [_name(a.targets[0].id) for a in branch]
+        if len(set(assigned)) != len(assigned):
+            return False
+        names.append(set(assigned))
+    if names[0] != names[1] or not _pure(st.test):
+        return False
+    for a in st.body + st.orelse:
+        if not _pure(a.value):
+            return False
+        called = {id(c.func) for c in ast.walk(a.value) if isinstance(c, ast.Call)}
+        read = {_name(n.id) for n in ast.walk(a.value)
+                if isinstance(n, ast.Name) and id(n) not in called}
+        if read & names[0]:
+            return False
+    return True
 
 
 def _after_t(delay: ast.expr) -> ast.expr:

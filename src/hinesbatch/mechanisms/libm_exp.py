@@ -1,12 +1,15 @@
-"""A vectorizable copy of the C library's ``exp`` (glibc >= 2.28, its FMA build).
+"""A vectorizable copy of NEURON's ``hoc_Exp`` and the C library's ``exp`` (glibc >= 2.28,
+its FMA build).
 
-NEURON's ``hoc_Exp`` calls the C library's ``exp``; bit-exact agreement with NEURON needs
-the same bits. A call to ``exp`` cannot be vectorized, and in the hh state update the calls
-are about a third of a step. This module evaluates glibc's algorithm (sysdeps/ieee754/
-dbl-64/e_exp.c with its 128-entry table, as compiled for CPUs with FMA: the fused
-operations are the ones that build's machine code performs) with Numba operations that
-LLVM can vectorize. Arguments outside its fast range (``|x| >= 512``, ``|x| < 2**-54``,
-NaN, inf) are left to the C library.
+NEURON's ``hoc_Exp`` (0 below -700, ``exp(700)`` above 700, else the C library's ``exp``)
+is the ``exp`` of every mechanism; bit-exact agreement with NEURON needs the same bits. A
+call to ``exp`` cannot be vectorized, and in the hh state update the calls are about a
+third of a step. This module evaluates glibc's algorithm (sysdeps/ieee754/dbl-64/e_exp.c
+with its 128-entry table, as compiled for CPUs with FMA: the fused operations are the ones
+that build's machine code performs) with Numba operations that LLVM can vectorize.
+:func:`hoc_exp` covers every argument without a branch or a call: glibc's special cases
+(``|x| < 2**-54``, ``512 <= |x| <= 700``) are computed beside the common one and chosen by
+selects, so that a loop of rate functions vectorizes whole.
 
 The copy equals the C library only where the C library is that build. :func:`matches_libm`
 compares the two on a fixed sample; the engine uses the copy only when it matches
@@ -22,7 +25,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["exp_fast", "exp_in_range", "matches_libm", "vector_exp_enabled"]
+__all__ = ["exp_fast", "exp_in_range", "hoc_exp", "matches_libm", "vector_exp_enabled"]
 
 
 @intrinsic
@@ -139,15 +142,9 @@ _SHIFT = float.fromhex("0x1.8p52")
 
 
 @njit(cache=True, inline="always")
-def exp_in_range(x):
-    """True where :func:`exp_fast` gives the C library's bits: 2**-54 <= |x| < 512."""
-    top = (_bits(x) >> np.uint64(52)) & np.uint64(0x7FF)
-    return top - np.uint64(969) <= np.uint64(62)
-
-
-@njit(cache=True, inline="always")
-def exp_fast(x):
-    """glibc's exp for ``exp_in_range(x)`` (no check: other x give garbage)."""
+def _reduced(x):
+    """glibc's reduction and polynomial: (bits of the scale 2**(k/128), tmp), with
+    exp(x) = scale + scale*tmp for 2**-54 <= |x| < 512."""
     kd = _fma(x, _INVLN2N, _SHIFT)
     ki = _bits(kd)
     kd = kd - _SHIFT
@@ -162,43 +159,109 @@ def exp_fast(x):
     p45 = _fma(r, _C5, _C4)
     tmp = _fma(p23, r2, tail + r)
     tmp = _fma(r2*r2, p45, tmp)
+    return sbits, tmp
+
+
+@njit(cache=True, inline="always")
+def exp_in_range(x):
+    """True where :func:`exp_fast` gives the C library's bits: 2**-54 <= |x| < 512."""
+    top = (_bits(x) >> np.uint64(52)) & np.uint64(0x7FF)
+    return top - np.uint64(969) <= np.uint64(62)
+
+
+@njit(cache=True, inline="always")
+def exp_fast(x):
+    """glibc's exp for ``exp_in_range(x)`` (no check: other x give garbage)."""
+    sbits, tmp = _reduced(x)
     scale = _double(sbits)
     return _fma(scale, tmp, scale)
 
 
+_EXP700 = math.exp(700.0)           # hoc_Exp's value above 700: the C library's bits
+_TWO_1009 = 2.0**1009
+_TWO_M1022 = 2.0**-1022
+_HI_SHIFT = np.uint64(1009 << 52)                  # glibc's specialcase, k > 0
+_LO_SHIFT = np.uint64((1 << 64) - (1022 << 52))    # and k < 0 (added: subtracted mod 2**64)
+
+
+@njit(cache=True, inline="always")
+def hoc_exp(x):
+    """NEURON's ``hoc_Exp(x)`` with glibc's bits for every x, NaN to NaN.
+
+    The common path is glibc's for ``2**-54 <= |x| < 512``; for ``512 <= |x| <= 700`` the
+    table's scale is moved into range by 2**-1009 (x > 0) or 2**1022 (x < 0) and the result
+    multiplied back, as glibc's ``specialcase`` does (its k < 0 sum is not fused there);
+    ``|x| < 2**-54`` gives ``1 + x``. Every value is computed on finite, normal operands
+    (a discarded subnormal would cost a microcode assist) and the result picked by
+    comparisons LLVM turns into selects (the order matters: with ``low`` computed before
+    the scale, LLVM kept a branch, the loop stayed scalar and ran three times slower).
+    """
+    sbits, tmp = _reduced(x)
+    abstop = (_bits(x) >> np.uint64(52)) & np.uint64(0x7FF)
+    big = abstop >= np.uint64(1032)                 # |x| >= 512
+    shift = _HI_SHIFT if x > 0.0 else _LO_SHIFT
+    shift = shift if big else np.uint64(0)
+    scale = _double(sbits - shift)
+    low = big and x < 0.0
+    y = (scale + scale*tmp) if low else _fma(scale, tmp, scale)
+    factor = (_TWO_1009 if x > 0.0 else _TWO_M1022) if big else 1.0
+    y = factor * y
+    y = (1.0 + x) if abstop < np.uint64(969) else y    # |x| < 2**-54, and NaN to NaN
+    y = 0.0 if x < -700.0 else y
+    y = _EXP700 if x > 700.0 else y
+    return y
+
+
+def hoc_exp_reference(x: float) -> float:
+    """``hoc_Exp`` by the C library (Python's ``math.exp``), for checks."""
+    if x < -700.0:
+        return 0.0
+    if x > 700.0:
+        return _EXP700
+    return math.exp(x)
+
+
 @njit(cache=True)
-def _fast_all(x, out):
+def hoc_exp_all(x, out):
+    """:func:`hoc_exp` of every element of ``x`` into ``out`` (a vectorized loop)."""
     for i in range(x.size):
-        out[i] = exp_fast(x[i])
+        out[i] = hoc_exp(x[i])
 
 
 def matches_libm(n: int = 200_000) -> bool:
-    """Whether :func:`exp_fast` gives this C library's bits on a fixed sample.
+    """Whether :func:`hoc_exp` gives this C library's ``hoc_Exp`` bits on a fixed sample.
 
-    The sample (seeded) covers the fast range on a log scale of both signs, the range of
-    the hh rates and gates, and the table's interval edges.
+    The sample (seeded) covers every magnitude from 2**-80 to 800 on a log scale, both
+    signs, the range of the hh rates and gates, glibc's special-case ranges up to and past
+    hoc_Exp's limits of +-700, the table's interval edges, and the edge values themselves.
     """
     rng = np.random.default_rng(12345)
-    mag = np.exp(rng.uniform(math.log(2.0**-54), math.log(511.9), n))
+    mag = np.exp(rng.uniform(math.log(2.0**-80), math.log(800.0), n))
+    edges = [0.0, -0.0, 2.0**-54, -2.0**-54, math.nextafter(2.0**-54, 0.0), 512.0, -512.0,
+             math.nextafter(512.0, 0.0), 700.0, -700.0, math.nextafter(700.0, 0.0),
+             math.nextafter(-700.0, 0.0), 5e-324, -5e-324, math.inf, -math.inf, math.nan]
     x = np.concatenate([mag, -mag, rng.uniform(-20.0, 20.0, n), rng.uniform(-1.0, 1.0, n),
-                        np.arange(-512 * 128 + 1, 512 * 128) * (math.log(2.0) / 128.0)])
-    x = x[(np.abs(x) >= 2.0**-54) & (np.abs(x) < 512.0)]
+                        rng.uniform(500.0, 720.0, n // 4), rng.uniform(-720.0, -500.0, n // 4),
+                        np.arange(-512 * 128 + 1, 512 * 128) * (math.log(2.0) / 128.0), edges])
     out = np.empty_like(x)
-    _fast_all(x, out)
-    ref = np.array([math.exp(v) for v in x.tolist()])
-    return bool(np.array_equal(out.view(np.uint64), ref.view(np.uint64)))
+    hoc_exp_all(x, out)
+    ref = np.array([hoc_exp_reference(v) for v in x.tolist()])
+    same = (out.view(np.uint64) == ref.view(np.uint64)) | (np.isnan(out) & np.isnan(ref))
+    return bool(same.all())
 
 
 _ENABLED = None
 
 
 def _libm_key() -> str:
-    """What decides the C library's exp here: the loaded libm file (path, size, mtime),
-    the CPU's FMA/AVX flags (glibc picks its build by them) and this module's table."""
+    """What decides the answer of :func:`matches_libm` here: the loaded libm file (path,
+    size, mtime), the CPU's FMA/AVX flags (glibc picks its build by them) and this
+    module's source (its copy and its check)."""
     import hashlib
     import platform
 
-    parts = [platform.machine(), platform.libc_ver()[1], hashlib.sha256(_TAB.tobytes()).hexdigest()]
+    parts = [platform.machine(), platform.libc_ver()[1],
+             hashlib.sha256(open(__file__, "rb").read()).hexdigest()]
     try:
         with open("/proc/self/maps") as maps:
             libm = sorted({line.split()[-1] for line in maps if "/libm." in line})
