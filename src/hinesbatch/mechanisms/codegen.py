@@ -173,7 +173,7 @@ def hoc_exp_source(vector_exp: bool = False) -> str:
     (with ``vector_exp``, :func:`.libm_exp.hoc_exp`: the same bits without a call, so that
     the loops that call it, the rate functions' among them, vectorize)."""
     if vector_exp:
-        return ("@njit(cache=True, error_model='numpy', inline='always')\n"
+        return ("@njit(cache=True, error_model='numpy')\n"
                 "def _hoc_exp(x):\n"
                 "    return _hoc_exp_vector(x)\n")
     return (
