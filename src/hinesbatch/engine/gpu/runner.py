@@ -328,6 +328,7 @@ class _Part:
             bad_step=device.zeros(self.n_cells, np.int64))
         self.spike_cap = 0
         self._weight_vectors(runner)
+        self._no_events = None
         self.no_events()
         # the first gather of spike rows makes CuPy compile or load its kernel (0.2 s
         # compiled, 15 ms from its cache): here, with the set-up, not in the first epoch
@@ -364,13 +365,17 @@ class _Part:
             w[1:] = nc_w[at:at + w.size - 1]
 
     def no_events(self) -> None:
-        put = self.device.put
-        self.arrays.update(ev_off=put(np.zeros(self.n_cells + 1, dtype=_INT)),
-                           ev_step=put(np.zeros(1, dtype=np.int64)),
-                           ev_mech=put(np.zeros(1, dtype=_INT)),
-                           ev_inst=put(np.zeros(1, dtype=_INT)),
-                           ev_w=put(np.zeros(1)), ev_te=put(np.zeros(1)),
-                           ev_wo=put(np.full(1, -1, dtype=_INT)))
+        """No events for the next launch: arrays made once and kept (the kernel only
+        reads them), so that an epoch without events copies nothing."""
+        if self._no_events is None:
+            put = self.device.put
+            self._no_events = dict(ev_off=put(np.zeros(self.n_cells + 1, dtype=_INT)),
+                                   ev_step=put(np.zeros(1, dtype=np.int64)),
+                                   ev_mech=put(np.zeros(1, dtype=_INT)),
+                                   ev_inst=put(np.zeros(1, dtype=_INT)),
+                                   ev_w=put(np.zeros(1)), ev_te=put(np.zeros(1)),
+                                   ev_wo=put(np.full(1, -1, dtype=_INT)))
+        self.arrays.update(self._no_events)
 
     def set_events(self, events: list) -> None:
         """``events``: (local cell, step, mechanism index, local instance, weight, te,
