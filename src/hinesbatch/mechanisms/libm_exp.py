@@ -259,9 +259,10 @@ def _libm_key() -> str:
     module's source (its copy and its check)."""
     import hashlib
     import platform
+    from pathlib import Path
 
     parts = [platform.machine(), platform.libc_ver()[1],
-             hashlib.sha256(open(__file__, "rb").read()).hexdigest()]
+             hashlib.sha256(Path(__file__).read_bytes()).hexdigest()]
     try:
         with open("/proc/self/maps") as maps:
             libm = sorted({line.split()[-1] for line in maps if "/libm." in line})
